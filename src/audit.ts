@@ -1,0 +1,31 @@
+import type { Decision } from './core/decide.js';
+import { isRecord, metadataOf } from './core/objects.js';
+import type { AdmissionRequest, Endpoint, KubeObject } from './core/types.js';
+
+/** The one audit log line every admission decision writes. */
+export function auditRecord(request: AdmissionRequest, endpoint: Endpoint, decision: Decision | undefined, durationMs: number, error?: unknown) {
+  const object = (isRecord(request.object) ? request.object : isRecord(request.oldObject) ? request.oldObject : {}) as KubeObject;
+  const metadata = metadataOf(object);
+  return {
+    uid: request.uid,
+    endpoint,
+    operation: request.operation,
+    kind: request.kind?.kind ?? object.kind,
+    namespace: request.namespace ?? metadata?.namespace,
+    name: request.name ?? metadata?.name ?? metadata?.generateName,
+    user: request.userInfo?.username,
+    dryRun: request.dryRun === true,
+    mode: decision?.mode,
+    argocdVersion: decision?.argocdVersion ?? null,
+    hook: decision?.hook,
+    rules: decision?.rules ?? [],
+    patch: decision ? (decision.patch.length > 0 ? decision.patch : decision.withheldPatch) : [],
+    patchApplied: (decision?.patch.length ?? 0) > 0,
+    allowed: decision?.allowed ?? true,
+    reason: error ? 'internal error, allowed unchanged' : decision?.reason,
+    ...(decision?.denial ? { denial: decision.denial } : {}),
+    findings: decision?.findings ?? [],
+    ...(error ? { error: error instanceof Error ? error.message : String(error) } : {}),
+    durationMs: Math.round(durationMs * 1000) / 1000,
+  };
+}

@@ -1,0 +1,99 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { checkObject, InputError, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../check.js';
+import { decisionContext, loadConfig } from '../config.js';
+import { EXIT, UsageError, type CommandIO } from './io.js';
+
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [--output text|json] [--fix] [--config FILE]
+Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
+  --argocd-version V   the objects will be applied by this Argo CD version (without it: applied by plain Helm)
+  --fix                print the manifests as hookguard would store them (YAML, documents in order)
+Exit status: 0 all allowed, 1 something would be denied, 2 bad input.`;
+
+const HELM_USER = 'hookguard-check:helm-user';
+
+function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value as T)) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
+  return value as T;
+}
+
+function renderText(results: readonly CheckResult[]): string {
+  const lines: string[] = [];
+  for (const result of results) {
+    const where = `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
+    const verdict = result.allowed ? 'allowed' : 'DENIED';
+    lines.push(`${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`);
+    for (const finding of result.findings) {
+      lines.push(`  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`);
+    }
+  }
+  const denied = results.filter((result) => !result.allowed).length;
+  const changed = results.filter((result) => result.patch.length > 0).length;
+  lines.push(`${results.length} object(s): ${changed} would be changed, ${denied} would be denied`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Every document in order, each as hookguard would store it; untouched documents keep their text. */
+function renderFixed(documents: readonly SourceDocument[], results: readonly CheckResult[]): string {
+  return documents
+    .map((source, index) => {
+      patchDocument(source.document, results[index]?.patch ?? []);
+      const text = source.document.toString();
+      return text.startsWith('---') ? text : `---\n${text}`;
+    })
+    .join('');
+}
+
+export async function runCheck(argv: readonly string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      'argocd-version': { type: 'string' },
+      mode: { type: 'string' },
+      output: { type: 'string' },
+      fix: { type: 'boolean', default: false },
+      config: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    io.stdout(`${CHECK_USAGE}\n`);
+    return EXIT.ok;
+  }
+  const output = choice('output', values.output, ['text', 'json'], 'text');
+  const mode = choice('mode', values.mode, ['enforce', 'audit'], 'enforce');
+  if (positionals.length === 0) throw new UsageError('name the manifests to check: files, or - for standard input');
+
+  const config = loadConfig({
+    file: values.config ?? io.env.HOOKGUARD_CONFIG,
+    overrides: { mode, 'argocd.version': values['argocd-version'] },
+  });
+  const appliedByArgo = values['argocd-version'] !== undefined;
+  const username = appliedByArgo ? (config.argocd.controllerUsernames[0] ?? HELM_USER) : HELM_USER;
+  const context = decisionContext(config);
+
+  const documents: SourceDocument[] = [];
+  for (const source of positionals) {
+    let text: string;
+    try {
+      text = source === '-' ? await io.readStdin() : await readFile(source, 'utf8');
+    } catch (error) {
+      throw new InputError(`cannot read ${source}: ${(error as Error).message}`);
+    }
+    documents.push(...readDocuments(text, source === '-' ? 'stdin' : source));
+  }
+  const results = documents.map((document, index) => {
+    try {
+      return checkObject(document.object, index, context, { username });
+    } catch (error) {
+      throw new InputError(`${document.label}: ${(error as Error).message}`);
+    }
+  });
+
+  if (values.fix) io.stdout(renderFixed(documents, results));
+  else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
+  else io.stdout(renderText(results));
+  return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;
+}

@@ -1,0 +1,19 @@
+/** What a command touches of the outside world, so tests can run commands in-process. */
+export interface CommandIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  readStdin: () => Promise<string>;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export async function readStream(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export const EXIT = { ok: 0, denied: 1, badInput: 2 } as const;

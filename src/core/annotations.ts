@@ -1,0 +1,14 @@
+// Well-known keys, in one place so a typo cannot split a rule from its test.
+export const HELM_HOOK = 'helm.sh/hook';
+export const HELM_DELETE_POLICY = 'helm.sh/hook-delete-policy';
+export const ARGOCD_HOOK = 'argocd.argoproj.io/hook';
+export const ARGOCD_DELETE_POLICY = 'argocd.argoproj.io/hook-delete-policy';
+export const ARGOCD_TRACKING_ID = 'argocd.argoproj.io/tracking-id';
+export const ARGOCD_HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
+
+/** Comma-separated rule ids this object opts out of. */
+export const HOOKGUARD_SKIP = 'hookguard.io/skip';
+/** `audit` makes hookguard only report on this object, whatever the global mode. */
+export const HOOKGUARD_MODE = 'hookguard.io/mode';
+/** Overrides minRuntimeSeconds for this object. */
+export const HOOKGUARD_MIN_RUNTIME_SECONDS = 'hookguard.io/min-runtime-seconds';

@@ -1,0 +1,143 @@
+import { compare } from 'fast-json-patch/index.mjs';
+import { HOOKGUARD_SKIP } from './annotations.js';
+import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
+import { readHook, type HookDetection, type HookInfo } from './hook.js';
+import { isRecord, metadataOf } from './objects.js';
+import { gateOpen, type RuleContext, type RuleSettings } from './rule.js';
+import type { AdmissionRequest, Advisory, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
+import { immutableUpdate, mutationRules, skippableRuleIds, versionRace } from '../rules/index.js';
+import { renderWarnings } from './warnings.js';
+
+export interface CoreConfig {
+  mode: Mode;
+  excludedNamespaces: readonly string[];
+  hookDetection: HookDetection;
+  rules: RuleSettings;
+}
+
+export interface DecisionContext {
+  config: CoreConfig;
+  advisories: readonly Advisory[];
+  /** The Argo CD version as configured or discovered (any spelling); undefined when unknown. */
+  argocdVersion: string | undefined;
+}
+
+export interface Decision {
+  allowed: boolean;
+  mode: Mode;
+  /** The JSON Patch to send: empty when nothing changed, and always in audit mode. */
+  patch: Operation[];
+  /** What audit mode computed and did not send. */
+  withheldPatch: Operation[];
+  warnings: string[];
+  findings: Finding[];
+  /** Why the request is denied, for the AdmissionReview status. */
+  denial?: string;
+  /** One phrase for the audit log: why the decision is what it is. */
+  reason: string;
+  /** Rules that ran (were in scope for this object). */
+  rules: string[];
+  hook?: Pick<HookInfo, 'system' | 'phases' | 'appliedByArgo'>;
+  argocdVersion?: string;
+}
+
+function passThrough(reason: string, mode: Mode): Decision {
+  return { allowed: true, mode, patch: [], withheldPatch: [], warnings: [], findings: [], reason, rules: [] };
+}
+
+function ruleContextFor(hook: HookInfo, context: DecisionContext): RuleContext {
+  const argocdVersion = hook.appliedByArgo ? normalizeArgoVersion(context.argocdVersion) : undefined;
+  const affecting = argocdVersion ? context.advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
+  return {
+    hook,
+    settings: context.config.rules,
+    argocdVersion,
+    advisoriesFor: (ruleId) => affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId)),
+  };
+}
+
+interface Mutation {
+  mutated: KubeObject;
+  findings: Finding[];
+  rules: string[];
+}
+
+function applyMutations(object: KubeObject, context: RuleContext): Mutation {
+  const mutated = structuredClone(object);
+  const findings: Finding[] = [];
+  const rules: string[] = [];
+  for (const rule of mutationRules) {
+    if (!rule.kinds.includes(context.hook.kind) || !gateOpen(rule, context) || context.hook.skip.has(rule.id)) continue;
+    rules.push(rule.id);
+    const outcome = rule.mutate(mutated, context);
+    const advisory = context.advisoriesFor(rule.id)[0]?.id;
+    const withAdvisory = advisory ? { advisory } : {};
+    findings.push(...outcome.mutations.map((message) => ({ rule: rule.id, action: 'mutate' as const, message, ...withAdvisory })));
+    findings.push(...outcome.warnings.map((message) => ({ rule: rule.id, action: 'warn' as const, message })));
+    if (outcome.unmet) findings.push({ rule: rule.id, action: 'warn', message: outcome.unmet, ...withAdvisory });
+  }
+  return { mutated, findings, rules };
+}
+
+function unknownSkipFindings(hook: HookInfo): Finding[] {
+  const unknown = [...hook.skip].filter((id) => !skippableRuleIds.has(id));
+  if (unknown.length === 0) return [];
+  return [{ rule: 'skip', action: 'warn', message: `${HOOKGUARD_SKIP} names unknown rules: ${unknown.join(', ')}` }];
+}
+
+function conclude(mode: Mode, hook: HookInfo, context: RuleContext, rules: string[], findings: Finding[], patch: Operation[]): Decision {
+  const denials = findings.filter((finding) => finding.action === 'deny');
+  const enforce = mode === 'enforce';
+  const denied = enforce && denials.length > 0;
+  return {
+    allowed: !denied,
+    mode,
+    patch: enforce && !denied ? patch : [],
+    withheldPatch: enforce && !denied ? [] : patch,
+    warnings: renderWarnings(findings, mode),
+    findings,
+    ...(denied ? { denial: `hookguard denied: ${denials.map((finding) => finding.message).join(' | ')}` } : {}),
+    reason: denied ? 'denied' : denials.length > 0 ? 'would deny (audit)' : patch.length > 0 ? (enforce ? 'mutated' : 'would mutate (audit)') : 'compliant',
+    rules,
+    hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
+    ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),
+  };
+}
+
+/**
+ * The whole admission decision, pure: the HTTP layer decodes, calls this, and encodes. Anything that is not a
+ * CREATE or UPDATE of a hook Job or Pod passes on a fast path, without a clone or a diff.
+ */
+export function decide(request: AdmissionRequest, endpoint: Endpoint, context: DecisionContext): Decision {
+  const { config } = context;
+  const operation = request.operation;
+  if (operation !== 'CREATE' && operation !== 'UPDATE') return passThrough(`operation ${String(operation)}`, config.mode);
+  if (request.subResource) return passThrough(`subresource ${request.subResource}`, config.mode);
+  const object = request.object;
+  const hook = readHook(object, request.userInfo?.username, config.hookDetection);
+  if (!hook || !isRecord(object)) return passThrough('not a hook object', config.mode);
+  const namespace = request.namespace ?? metadataOf(object)?.namespace;
+  if (namespace !== undefined && config.excludedNamespaces.includes(namespace)) {
+    return passThrough('namespace excluded', config.mode);
+  }
+
+  const mode: Mode = hook.auditOnly ? 'audit' : config.mode;
+  const ruleContext = ruleContextFor(hook, context);
+  const findings = unknownSkipFindings(hook);
+
+  if (operation === 'UPDATE') {
+    if (endpoint === 'validate' || !isRecord(request.oldObject)) return conclude(mode, hook, ruleContext, [], findings, []);
+    const denial = immutableUpdate.judge(request.oldObject, object, ruleContext);
+    return conclude(mode, hook, ruleContext, [immutableUpdate.id], denial ? [...findings, denial] : findings, []);
+  }
+
+  if (endpoint === 'mutate') {
+    const mutation = applyMutations(object, ruleContext);
+    const patch = compare(object, mutation.mutated);
+    return conclude(mode, hook, ruleContext, mutation.rules, [...findings, ...mutation.findings], patch);
+  }
+  // In audit mode nothing was mutated before us: judge what enforce mode would have stored.
+  const stored = mode === 'audit' ? applyMutations(object, ruleContext).mutated : object;
+  const denials = versionRace.validate(stored, ruleContext, mutationRules);
+  return conclude(mode, hook, ruleContext, [versionRace.id], [...findings, ...denials], []);
+}

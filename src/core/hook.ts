@@ -1,0 +1,81 @@
+import {
+  ARGOCD_HOOK,
+  ARGOCD_TRACKING_ID,
+  HELM_HOOK,
+  HOOKGUARD_MODE,
+  HOOKGUARD_SKIP,
+} from './annotations.js';
+import { annotation, isRecord, metadataOf } from './objects.js';
+import type { KubeObject } from './types.js';
+
+export type HookKind = 'Job' | 'Pod';
+
+/** Whose hook semantics apply: Argo CD ignores Helm hook annotations when any Argo CD hook annotation is set. */
+export type HookSystem = 'helm' | 'argocd';
+
+export interface HookInfo {
+  kind: HookKind;
+  system: HookSystem;
+  phases: readonly string[];
+  /** A pre/post-delete hook: it runs during uninstall and must survive a retry. */
+  cleanup: boolean;
+  /** Only a Helm `test` hook: its Pod is kept after success so `helm test --logs` can read it. */
+  testOnly: boolean;
+  appliedByArgo: boolean;
+  skip: ReadonlySet<string>;
+  auditOnly: boolean;
+}
+
+export interface HookDetection {
+  argocdControllerUsernames: readonly string[];
+  /** Label Argo CD tracks resources by, when the cluster uses label tracking; unset means "do not trust labels". */
+  argocdTrackingLabel?: string;
+}
+
+const CLEANUP_PHASES = new Set(['pre-delete', 'post-delete', 'PreDelete', 'PostDelete']);
+
+export function hookKindOf(object: KubeObject): HookKind | undefined {
+  if (object.apiVersion === 'batch/v1' && object.kind === 'Job') return 'Job';
+  if (object.apiVersion === 'v1' && object.kind === 'Pod') return 'Pod';
+  return undefined;
+}
+
+function splitList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+/** Reads what makes an object a hook; undefined for anything hookguard leaves alone. */
+export function readHook(object: unknown, username: string | undefined, detection: HookDetection): HookInfo | undefined {
+  if (!isRecord(object)) return undefined;
+  const kube = object as KubeObject;
+  const kind = hookKindOf(kube);
+  if (!kind) return undefined;
+  const argocdPhases = annotation(kube, ARGOCD_HOOK);
+  const helmPhases = annotation(kube, HELM_HOOK);
+  if (argocdPhases === undefined && helmPhases === undefined) return undefined;
+
+  const system: HookSystem = argocdPhases !== undefined ? 'argocd' : 'helm';
+  const phases = splitList(system === 'argocd' ? argocdPhases : helmPhases);
+  const labels = metadataOf(kube)?.labels;
+  const trackedByLabel =
+    detection.argocdTrackingLabel !== undefined && isRecord(labels) && typeof labels[detection.argocdTrackingLabel] === 'string';
+  const appliedByArgo =
+    system === 'argocd' ||
+    (username !== undefined && detection.argocdControllerUsernames.includes(username)) ||
+    annotation(kube, ARGOCD_TRACKING_ID) !== undefined ||
+    trackedByLabel;
+
+  return {
+    kind,
+    system,
+    phases,
+    cleanup: phases.some((phase) => CLEANUP_PHASES.has(phase)),
+    testOnly: system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
+    appliedByArgo,
+    skip: new Set(splitList(annotation(kube, HOOKGUARD_SKIP))),
+    auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',
+  };
+}

@@ -1,0 +1,95 @@
+// Shapes shared by the pure core. Inputs come from the network, so every field a rule reads is
+// optional here and checked at the point of use; the types describe what a valid object looks like.
+import type { Operation } from 'fast-json-patch/index.mjs';
+
+export type { Operation };
+
+export type Mode = 'enforce' | 'audit';
+export type Endpoint = 'mutate' | 'validate';
+export type FindingAction = 'mutate' | 'deny' | 'warn';
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  deletionTimestamp?: string;
+  [key: string]: unknown;
+}
+
+export interface Container {
+  name?: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  [key: string]: unknown;
+}
+
+export interface PodSpec {
+  containers?: Container[];
+  initContainers?: Container[];
+  activeDeadlineSeconds?: number;
+  [key: string]: unknown;
+}
+
+export interface JobSpec {
+  backoffLimit?: number;
+  activeDeadlineSeconds?: number;
+  ttlSecondsAfterFinished?: number;
+  suspend?: boolean;
+  template?: { metadata?: ObjectMeta; spec?: PodSpec };
+  [key: string]: unknown;
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface UserInfo {
+  username?: string;
+  groups?: string[];
+}
+
+/** The `request` of an admission.k8s.io/v1 AdmissionReview, as far as hookguard reads it. */
+export interface AdmissionRequest {
+  uid: string;
+  kind?: GroupVersionKind;
+  subResource?: string;
+  name?: string;
+  namespace?: string;
+  operation?: string;
+  userInfo?: UserInfo;
+  object?: unknown;
+  oldObject?: unknown;
+  dryRun?: boolean;
+}
+
+export interface Finding {
+  rule: string;
+  action: FindingAction;
+  message: string;
+  advisory?: string;
+}
+
+export interface Advisory {
+  id: string;
+  summary: string;
+  /** semver range of affected Argo CD versions */
+  affected: string;
+  fixed?: string;
+  references: string[];
+  /** ids of the rules that mitigate this race */
+  mitigatedBy: string[];
+}

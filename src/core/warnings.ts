@@ -1,0 +1,34 @@
+import type { Finding, Mode } from './types.js';
+
+// Kubernetes advises at most 120 characters a warning and 4096 in all; longer ones may be cut by clients.
+export const MAX_WARNING_CHARS = 120;
+const MAX_TOTAL_CHARS = 4096;
+
+export function truncate(text: string, limit: number): string {
+  const chars = [...text];
+  return chars.length <= limit ? text : `${chars.slice(0, limit - 1).join('')}…`;
+}
+
+const AUDIT_VERBS = { mutate: 'would change', deny: 'would deny', warn: 'note' } as const;
+
+/**
+ * Audit mode says everything it would have done; enforce mode only says what it could not fix (denials carry their
+ * own message, and mutations are in the audit log).
+ */
+export function renderWarnings(findings: readonly Finding[], mode: Mode): string[] {
+  const shown = mode === 'audit' ? findings : findings.filter((finding) => finding.action === 'warn');
+  const warnings: string[] = [];
+  let total = 0;
+  for (const [index, finding] of shown.entries()) {
+    const prefix = mode === 'audit' ? `hookguard audit ${AUDIT_VERBS[finding.action]}` : 'hookguard';
+    const warning = truncate(`${prefix} [${finding.rule}]: ${finding.message}`, MAX_WARNING_CHARS);
+    const remaining = shown.length - index - 1;
+    if (total + warning.length > MAX_TOTAL_CHARS - MAX_WARNING_CHARS && remaining > 0) {
+      warnings.push(`hookguard: ${remaining + 1} more findings in the audit log`);
+      break;
+    }
+    warnings.push(warning);
+    total += warning.length;
+  }
+  return warnings;
+}

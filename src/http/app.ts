@@ -1,0 +1,77 @@
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { auditRecord } from '../audit.js';
+import { decisionContext, type Config } from '../config.js';
+import { decide, type Decision } from '../core/decide.js';
+import type { Endpoint } from '../core/types.js';
+import { errored, fromDecision } from './responses.js';
+import { parseAdmissionReview } from './review.js';
+
+export interface AppOptions {
+  logger: Logger;
+  /** PEM key and certificate; without them the app only answers inject() (tests). */
+  tls?: { key: string; cert: string };
+}
+
+export function buildApp(config: Readonly<Config>, options: AppOptions): FastifyInstance {
+  const limitBytes = config.server.bodyLimitBytes;
+  const app = Fastify({
+    loggerInstance: options.logger,
+    disableRequestLogging: true,
+    bodyLimit: limitBytes,
+    ...(options.tls ? { https: { key: options.tls.key, cert: options.tls.cert, minVersion: 'TLSv1.2' as const } } : {}),
+  }) as unknown as FastifyInstance;
+  const context = decisionContext(config);
+  let ready = false;
+  app.addHook('onReady', async () => {
+    ready = true;
+  });
+  app.addHook('preClose', async () => {
+    ready = false;
+  });
+
+  const review = (endpoint: Endpoint) => async (request: { body: unknown }, reply: { code(status: number): unknown }) => {
+    const parsed = parseAdmissionReview(request.body);
+    if (!parsed.ok) {
+      reply.code(400);
+      return { error: parsed.message };
+    }
+    const admission = parsed.request;
+    const started = performance.now();
+    let decision: Decision | undefined;
+    let failure: unknown;
+    try {
+      decision = decide(admission, endpoint, context);
+    } catch (error) {
+      failure = error;
+    }
+    const audit = auditRecord(admission, endpoint, decision, performance.now() - started, failure);
+    if (failure !== undefined) {
+      app.log.error({ audit, err: failure }, 'rule failed; request allowed unchanged');
+      return errored(admission.uid, failure);
+    }
+    app.log.info({ audit }, 'admission decision');
+    return fromDecision(admission.uid, decision as Decision);
+  };
+
+  app.post('/mutate', review('mutate'));
+  app.post('/validate', review('validate'));
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    if (!ready) reply.code(503);
+    return { status: ready ? 'ready' : 'not ready' };
+  });
+
+  app.setNotFoundHandler(async (request, reply) => {
+    reply.code(404);
+    return { error: `no route ${request.method} ${request.url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz` };
+  });
+  app.setErrorHandler(async (error: FastifyError, _request, reply) => {
+    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) app.log.error({ err: error }, 'unexpected error');
+    reply.code(status);
+    if (status === 413) return { error: `request body is larger than the ${limitBytes}-byte limit` };
+    return { error: status === 500 ? 'internal error' : error.message };
+  });
+  return app;
+}

@@ -1,0 +1,49 @@
+// Every AdmissionReview answer is built here, and every one carries the request's uid.
+import type { Decision } from '../core/decide.js';
+import type { Operation } from '../core/types.js';
+import { truncate, MAX_WARNING_CHARS } from '../core/warnings.js';
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  patchType?: 'JSONPatch';
+  patch?: string;
+  warnings?: string[];
+  status?: { code: number; reason: string; message: string };
+}
+
+export interface AdmissionReviewResponse {
+  apiVersion: 'admission.k8s.io/v1';
+  kind: 'AdmissionReview';
+  response: AdmissionResponse;
+}
+
+function review(response: AdmissionResponse): AdmissionReviewResponse {
+  if (response.warnings?.length === 0) delete response.warnings;
+  return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
+}
+
+export function allowed(uid: string, warnings: string[] = []): AdmissionReviewResponse {
+  return review({ uid, allowed: true, warnings });
+}
+
+export function denied(uid: string, message: string, warnings: string[] = []): AdmissionReviewResponse {
+  return review({ uid, allowed: false, warnings, status: { code: 403, reason: 'Forbidden', message } });
+}
+
+export function patched(uid: string, patch: readonly Operation[], warnings: string[] = []): AdmissionReviewResponse {
+  const encoded = Buffer.from(JSON.stringify(patch)).toString('base64');
+  return review({ uid, allowed: true, patchType: 'JSONPatch', patch: encoded, warnings });
+}
+
+/** A failure inside hookguard never blocks the cluster: the request goes through unchanged, and says so. */
+export function errored(uid: string, error: unknown): AdmissionReviewResponse {
+  const reason = error instanceof Error ? error.message : String(error);
+  return allowed(uid, [truncate(`hookguard internal error, request allowed unchanged: ${reason}`, MAX_WARNING_CHARS)]);
+}
+
+export function fromDecision(uid: string, decision: Decision): AdmissionReviewResponse {
+  if (!decision.allowed) return denied(uid, decision.denial ?? 'denied by hookguard', decision.warnings);
+  if (decision.patch.length > 0) return patched(uid, decision.patch, decision.warnings);
+  return allowed(uid, decision.warnings);
+}

@@ -1,0 +1,36 @@
+import { readFile } from 'node:fs/promises';
+import selfsigned from 'selfsigned';
+import type { Config } from './config.js';
+
+export interface TlsMaterial {
+  key: string;
+  cert: string;
+  /** True when no files were configured and a development certificate was made at start. */
+  generated: boolean;
+}
+
+/** A short-lived self-signed certificate for local development, valid for localhost and the loopback addresses. */
+export async function generateDevCertificate(): Promise<TlsMaterial> {
+  const notBeforeDate = new Date();
+  const notAfterDate = new Date(notBeforeDate.getTime() + 30 * 24 * 3600 * 1000);
+  const pems = await selfsigned.generate([{ name: 'commonName', value: 'hookguard-dev' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate,
+    notAfterDate,
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+    ],
+  });
+  return { key: pems.private, cert: pems.cert, generated: true };
+}
+
+export async function loadTls(tls: Config['server']['tls']): Promise<TlsMaterial> {
+  if (tls.certFile === null || tls.keyFile === null) return generateDevCertificate();
+  const [cert, key] = await Promise.all([readFile(tls.certFile, 'utf8'), readFile(tls.keyFile, 'utf8')]);
+  return { key, cert, generated: false };
+}

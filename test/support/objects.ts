@@ -1,0 +1,44 @@
+import { loadConfig } from '../../src/config.js';
+import { advisoryAffects } from '../../src/core/argocd-version.js';
+import { readHook, type HookInfo } from '../../src/core/hook.js';
+import type { RuleContext } from '../../src/core/rule.js';
+import type { KubeObject } from '../../src/core/types.js';
+
+export const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-application-controller';
+
+/** A small hook Job of our own: override any part with `patch`. */
+export function hookJob(annotations: Record<string, string> = { 'helm.sh/hook': 'pre-upgrade' }, spec: Record<string, unknown> = {}): KubeObject {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'migrate', namespace: 'apps', annotations },
+    spec: {
+      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo hi'] }] } },
+      ...spec,
+    },
+  };
+}
+
+export function hookPod(annotations: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'check', namespace: 'apps', annotations },
+    spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['true'] }] },
+  };
+}
+
+/** The context a rule sees, for an object applied as `username` with the given Argo CD version. */
+export function contextFor(object: KubeObject, options: { username?: string; argocdVersion?: string } = {}): RuleContext {
+  const config = loadConfig();
+  const hook = readHook(object, options.username ?? 'kubernetes-admin', { argocdControllerUsernames: config.argocd.controllerUsernames }) as HookInfo;
+  if (!hook) throw new Error('test object is not a hook');
+  const version = options.argocdVersion;
+  return {
+    hook,
+    settings: config.rules,
+    argocdVersion: version,
+    advisoriesFor: (ruleId) =>
+      version === undefined ? [] : config.advisories.filter((advisory) => advisory.mitigatedBy.includes(ruleId) && advisoryAffects(advisory, version)),
+  };
+}
