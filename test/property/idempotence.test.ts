@@ -1,0 +1,105 @@
+// Property: for any hook Job or Pod, from any requester and Argo CD version, hookguard applied to its own output
+// changes nothing and finds nothing new, and what it stores is still a valid Kubernetes object.
+import fc from 'fast-check';
+import { applyPatch } from 'fast-json-patch/index.mjs';
+import { describe, expect, it } from 'vitest';
+import { decisionContext, loadConfig } from '../../src/config.js';
+import { decide } from '../../src/core/decide.js';
+import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
+import { assertValidKubeObject } from '../support/k8s-schema.js';
+import { ARGOCD_CONTROLLER } from '../support/objects.js';
+
+const word = fc.constantFrom('kubectl', 'delete', 'get', 'scale', '-n', 'ns', 'cm', 'x', '-l', 'a=b', '--ignore-not-found', '--wait=false', 'echo', 'sleep', '1');
+const script = fc
+  .array(fc.oneof(word, fc.constantFrom(' ', ' ', '\n', ' | xargs ', ' && ', '; ', ' || true', "'q d'", '"$(kubectl get po -o name)"')), { maxLength: 14 })
+  .map((parts) => parts.join(' '));
+const argv = fc.array(word, { minLength: 1, maxLength: 7 });
+
+const container = fc.record(
+  {
+    name: fc.constantFrom('main', 'kubectl', 'cleanup'),
+    image: fc.constantFrom('bitnami/kubectl:1.32.3', 'registry.k8s.io/kubectl:v1.32.7', 'alpine:3.20', 'busybox'),
+    command: fc.oneof(argv, script.map((text) => ['/bin/sh', '-c', text]), fc.constant(['/bin/sh', '-c'])),
+    args: fc.oneof(argv, script.map((text) => [text])),
+  },
+  { requiredKeys: ['name', 'image'] },
+);
+
+const annotations = fc.record(
+  {
+    'helm.sh/hook': fc.constantFrom('pre-install', 'post-upgrade', 'pre-delete', 'post-delete', 'test', 'pre-install,pre-upgrade'),
+    'helm.sh/hook-delete-policy': fc.constantFrom('hook-succeeded', 'before-hook-creation,hook-succeeded'),
+    'argocd.argoproj.io/hook': fc.constantFrom('PreSync', 'Sync', 'PostSync', 'PostDelete'),
+    'argocd.argoproj.io/hook-delete-policy': fc.constantFrom('HookSucceeded', 'BeforeHookCreation'),
+    'hookguard.io/min-runtime-seconds': fc.constantFrom('0', '5', '30', 'abc'),
+  },
+  { requiredKeys: [] },
+).filter((value) => value['helm.sh/hook'] !== undefined || value['argocd.argoproj.io/hook'] !== undefined);
+
+const podSpec = fc.record(
+  {
+    restartPolicy: fc.constant('Never'),
+    containers: fc.array(container, { minLength: 1, maxLength: 3 }),
+    initContainers: fc.array(container, { maxLength: 2 }),
+    activeDeadlineSeconds: fc.integer({ min: 1, max: 600 }),
+  },
+  { requiredKeys: ['restartPolicy', 'containers'] },
+);
+
+const finalizers = fc.subarray(['argocd.argoproj.io/hook-finalizer', 'example.com/keep']);
+
+const job = fc
+  .record({
+    annotations,
+    finalizers,
+    podSpec,
+    jobSpec: fc.record(
+      {
+        backoffLimit: fc.integer({ min: 0, max: 8 }),
+        ttlSecondsAfterFinished: fc.integer({ min: 0, max: 120 }),
+        activeDeadlineSeconds: fc.integer({ min: 1, max: 900 }),
+      },
+      { requiredKeys: [] },
+    ),
+  })
+  .map(({ annotations: values, finalizers: held, podSpec: pod, jobSpec }): KubeObject => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'generated', namespace: 'apps', annotations: values, ...(held.length ? { finalizers: held } : {}) },
+    spec: { ...jobSpec, template: { spec: pod } },
+  }));
+
+const pod = fc.record({ annotations, podSpec }).map(({ annotations: values, podSpec: spec }): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'generated', namespace: 'apps', annotations: values },
+  spec,
+}));
+
+const requester = fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER);
+const version = fc.constantFrom(undefined, '2.13.3', '2.14.0', '2.14.3', '2.14.8', '3.1.0', '3.4.0');
+const mode = fc.constantFrom('enforce', 'audit');
+
+describe('idempotence over generated hook objects', () => {
+  it('a second pass yields no patch and no new finding, and the result is a valid object', () => {
+    fc.assert(
+      fc.property(fc.oneof(job, pod), requester, version, mode, (object, username, argocdVersion, chosenMode) => {
+        const context = decisionContext(loadConfig({ overrides: { mode: chosenMode } }), argocdVersion);
+        const request: AdmissionRequest = { uid: 'p', operation: 'CREATE', namespace: 'apps', userInfo: { username }, object };
+        const first = decide(request, 'mutate', context);
+        const patch = [...first.patch, ...first.withheldPatch];
+        const stored = applyPatch(structuredClone(object), patch, true, false).newDocument as KubeObject;
+        assertValidKubeObject(stored);
+
+        const second = decide({ ...request, object: stored }, 'mutate', context);
+        expect(second.patch).toEqual([]);
+        expect(second.withheldPatch).toEqual([]);
+        const newFindings = second.findings.filter(
+          (finding) => !first.findings.some((earlier) => earlier.rule === finding.rule && earlier.message === finding.message),
+        );
+        expect(newFindings).toEqual([]);
+      }),
+      { numRuns: 400, seed: 20261122 },
+    );
+  });
+});

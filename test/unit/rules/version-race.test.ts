@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { mutationRules } from '../../../src/rules/index.js';
+import { versionRace } from '../../../src/rules/version-race.js';
+import type { KubeObject } from '../../../src/core/types.js';
+import { ARGOCD_CONTROLLER, contextFor, hookJob } from '../../support/objects.js';
+
+/** The object as the mutating webhook would have stored it. */
+function mutated(object: KubeObject, argocdVersion: string | undefined): KubeObject {
+  const context = contextFor(object, { username: ARGOCD_CONTROLLER, argocdVersion });
+  for (const rule of mutationRules) if (!context.hook.skip.has(rule.id)) rule.mutate(object, context);
+  return object;
+}
+
+function judge(object: KubeObject, argocdVersion: string | undefined) {
+  return versionRace.validate(object, contextFor(object, { username: ARGOCD_CONTROLLER, argocdVersion }), mutationRules);
+}
+
+describe('version-race', () => {
+  it.each(['2.13.3', '2.14.3', '2.14.8', '3.1.0', '3.4.0'])('allows a fully mitigated hook on %s', (version) => {
+    expect(judge(mutated(hookJob(undefined, { ttlSecondsAfterFinished: 0 }), version), version)).toEqual([]);
+  });
+
+  it.each([
+    ['2.14.8', 'min-runtime', { }, ['argocd-fast-hook-finalizer-race'], 'min-runtime opted out with hookguard.io/skip'],
+    ['3.1.0', 'ttl-floor', { ttlSecondsAfterFinished: 0 }, ['argocd-fast-hook-finalizer-race'], 'ttl-floor opted out with hookguard.io/skip'],
+    ['2.13.3', 'ttl-floor', { ttlSecondsAfterFinished: 5 }, ['argocd-hook-ttl-race'], 'ttl-floor opted out with hookguard.io/skip'],
+  ])('on %s denies an opted-out %s, naming the advisory', (version, skipped, spec, advisories, reason) => {
+    const job = mutated(hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': skipped }, spec), version);
+    const findings = judge(job, version);
+    expect(findings.map((finding) => finding.advisory)).toEqual(advisories);
+    expect(findings.every((finding) => finding.action === 'deny' && finding.rule === 'version-race')).toBe(true);
+    expect(findings[0]?.message).toContain(`races with Argo CD ${version}`);
+    expect(findings[0]?.message).toContain(reason);
+  });
+
+  it('allows an opted-out TTL floor when the TTL is already long enough', () => {
+    const job = mutated(hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'ttl-floor' }, { ttlSecondsAfterFinished: 300 }), '2.14.8');
+    expect(judge(job, '2.14.8')).toEqual([]);
+  });
+
+  it('denies an activeDeadlineSeconds too short for the guard', () => {
+    const job = mutated(hookJob(undefined, { activeDeadlineSeconds: 5 }), '2.14.8');
+    expect(judge(job, '2.14.8')).toEqual([
+      {
+        rule: 'version-race',
+        action: 'deny',
+        advisory: 'argocd-fast-hook-finalizer-race',
+        message:
+          'Job apps/migrate races with Argo CD 2.14.8 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
+          'min-runtime activeDeadlineSeconds 5 leaves no time after a 10s guard; raise it or lower hookguard.io/min-runtime-seconds. Fixed in Argo CD 3.4.0.',
+      },
+    ]);
+  });
+
+  it('denies the 2.14.0-2.14.3 hook finalizer when its removal was opted out', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'hook-finalizer' });
+    job.metadata!.finalizers = ['argocd.argoproj.io/hook-finalizer'];
+    const findings = judge(mutated(job, '2.14.3'), '2.14.3');
+    expect(findings.map((finding) => finding.advisory)).toEqual(['argocd-hook-finalizer-partial']);
+  });
+
+  it('says so when the mutating webhook was bypassed', () => {
+    const [finding] = judge(hookJob(), '2.14.8');
+    expect(finding?.message).toContain('min-runtime not applied (was the mutating webhook bypassed?)');
+  });
+
+  it.each([
+    ['an unknown version', undefined],
+    ['a fixed version', '3.4.0'],
+  ])('never denies on %s', (_name, version) => {
+    expect(judge(hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime,ttl-floor' }, { ttlSecondsAfterFinished: 0 }), version)).toEqual([]);
+  });
+
+  it('never judges hooks that plain Helm applies', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
+    expect(versionRace.validate(job, contextFor(job, { username: 'kubernetes-admin', argocdVersion: '2.14.8' }), mutationRules)).toEqual([]);
+  });
+});
