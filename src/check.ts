@@ -14,6 +14,8 @@ export interface SourceDocument {
   /** "stdin document 3", "chart.yaml document 1": how errors name it. */
   label: string;
   document: Document;
+  /** The document's own text, separator and comments included. */
+  text: string;
   object: KubeObject;
 }
 
@@ -45,7 +47,7 @@ export function readDocuments(text: string, source: string): SourceDocument[] {
     if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
       throw new InputError(`${label}: not a Kubernetes object: apiVersion and kind must be strings`);
     }
-    objects.push({ label, document, object: value as KubeObject });
+    objects.push({ label, document, text: text.slice(document.range[0], document.range[2]), object: value as KubeObject });
   });
   return objects;
 }

@@ -34,13 +34,14 @@ function renderText(results: readonly CheckResult[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Every document in order, each as hookguard would store it; untouched documents keep their text. */
+/** Every document in order, each as hookguard would store it; documents it leaves alone keep their exact text. */
 function renderFixed(documents: readonly SourceDocument[], results: readonly CheckResult[]): string {
   return documents
     .map((source, index) => {
-      patchDocument(source.document, results[index]?.patch ?? []);
-      const text = source.document.toString();
-      return text.startsWith('---') ? text : `---\n${text}`;
+      const patch = results[index]?.patch ?? [];
+      if (patch.length > 0) patchDocument(source.document, patch);
+      const text = patch.length > 0 ? source.document.toString() : source.text;
+      return `${text.startsWith('---') ? '' : '---\n'}${text}${text.endsWith('\n') ? '' : '\n'}`;
     })
     .join('');
 }

@@ -1,0 +1,156 @@
+// `hookguard check` as a user runs it: the built CLI in a real process, over the real chart fixtures.
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { applyPatch } from 'fast-json-patch/index.mjs';
+import { parseAllDocuments, parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { haveSharedFixtures, loadSharedFixtures, sharedFixturesDir, SKIP_MESSAGE } from '../support/fixtures.js';
+import { runCli } from '../support/cli.js';
+import { repoRoot } from '../support/k8s-tools.js';
+
+const CONFIGMAP = `# a plain object between the hooks
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings   # trailing comment kept
+  namespace: ns
+data:
+  key: "value"
+`;
+
+const OPTED_OUT_JOB = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: fast
+  namespace: apps
+  annotations:
+    argocd.argoproj.io/hook: PreSync
+    hookguard.io/skip: min-runtime
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: alpine:3.20
+          command: ["true"]
+`;
+
+function goldenPatch(file: string, scenario: string): unknown {
+  const golden = JSON.parse(readFileSync(join(repoRoot, 'test', 'golden', 'expected', file.replace(/\.yaml$/, '.json')), 'utf8'));
+  return golden[scenario].patch;
+}
+
+describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures', () => {
+  const fixtures = loadSharedFixtures();
+
+  it.each(fixtures.map(({ file }) => file))('%s: the CLI computes the same patch as the server core', (file) => {
+    const run = runCli(['check', join(sharedFixturesDir, file), '--argocd-version', '2.14.8', '--output', 'json']);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const { results } = JSON.parse(run.stdout);
+    expect(results).toHaveLength(1);
+    expect(Object.keys(results[0]).sort()).toEqual(
+      ['allowed', 'apiVersion', 'findings', 'kind', 'name', 'patch', ...(results[0].namespace ? ['namespace'] : [])].sort(),
+    );
+    expect(results[0].patch).toEqual(goldenPatch(file, 'argocd-2.14.8'));
+  });
+
+  it('reads a multi-document stream from stdin, keeps document order, and --fix prints what would be stored', () => {
+    const stream = [...fixtures.map(({ file }) => readFileSync(join(sharedFixturesDir, file), 'utf8')), CONFIGMAP].join('\n---\n');
+    const json = runCli(['check', '-', '--output', 'json'], stream);
+    expect(json.status).toBe(0);
+    const { results } = JSON.parse(json.stdout);
+    expect(results.map((result: { name: string }) => result.name)).toEqual([
+      ...fixtures.map(({ object }) => object.metadata?.name ?? object.metadata?.generateName),
+      'settings',
+    ]);
+    expect(results.at(-1)).toEqual({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'ns', name: 'settings', allowed: true, patch: [], findings: [] });
+
+    const fixed = runCli(['check', '-', '--fix'], stream);
+    expect(fixed.status).toBe(0);
+    const documents = parseAllDocuments(fixed.stdout);
+    expect(Array.isArray(documents) && documents.length).toBe(fixtures.length + 1);
+    const originals = [...fixtures.map(({ object }) => object), parse(CONFIGMAP)];
+    (documents as ReturnType<typeof parseAllDocuments> & unknown[]).forEach((document, index) => {
+      const expected = applyPatch(structuredClone(originals[index]), results[index].patch, true, false).newDocument;
+      expect(document.toJS()).toEqual(expected);
+    });
+    // A document hookguard leaves alone comes out byte for byte.
+    expect(fixed.stdout.endsWith(`---\n${CONFIGMAP}`)).toBe(true);
+    // Scripts keep their block style when only a flag is inserted.
+    expect(fixed.stdout).toContain('            - |-\n              set -euo pipefail\n');
+  });
+});
+
+describe.skipIf(haveSharedFixtures)('hookguard check over the shared fixtures', () => {
+  it.skip(SKIP_MESSAGE, () => {});
+});
+
+describe('hookguard check exit status', () => {
+  it('exits 1 when something would be denied, naming the advisory', () => {
+    const run = runCli(['check', '-', '--argocd-version', '2.14.8', '--output', 'json'], OPTED_OUT_JOB);
+    expect(run.status).toBe(1);
+    const [result] = JSON.parse(run.stdout).results;
+    expect(result.allowed).toBe(false);
+    expect(result.findings).toContainEqual(expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }));
+  });
+
+  it('exits 0 for the same input in audit mode, and on an unknown Argo CD version', () => {
+    expect(runCli(['check', '-', '--argocd-version', '2.14.8', '--mode', 'audit'], OPTED_OUT_JOB).status).toBe(0);
+    expect(runCli(['check', '-'], OPTED_OUT_JOB).status).toBe(0);
+  });
+
+  it('prints a readable text report by default', () => {
+    const run = runCli(['check', '-', '--argocd-version', '2.14.8'], OPTED_OUT_JOB);
+    expect(run.stdout).toMatch(/^Job apps\/fast: DENIED, 1 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 2\.14\.8/);
+    expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('1 object(s): 1 would be changed, 1 would be denied');
+  });
+
+  it.each([
+    ['invalid YAML', ['check', '-'], `${CONFIGMAP}---\n: : not yaml [\n`, /stdin document 2: invalid YAML/],
+    ['a document that is not an object', ['check', '-'], '--- just a string\n', /stdin document 1: expected a Kubernetes object \(a mapping\), got string/],
+    ['an object without kind', ['check', '-'], 'apiVersion: v1\nmetadata: {}\n', /stdin document 1: not a Kubernetes object: apiVersion and kind must be strings/],
+    ['a missing file', ['check', '/nonexistent/manifest.yaml'], undefined, /cannot read \/nonexistent\/manifest\.yaml/],
+    ['no input named', ['check'], undefined, /name the manifests to check/],
+    ['a bad --output', ['check', '-', '--output', 'xml'], CONFIGMAP, /--output must be one of text, json, got "xml"/],
+    ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
+    ['a bad --argocd-version', ['check', '-', '--argocd-version', 'latest'], CONFIGMAP, /argocd\.version: "latest" is not a semantic version/],
+  ])('exits 2 on %s, saying what is wrong', (_name, args, input, message) => {
+    const run = runCli(args, input);
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(message);
+  });
+
+  it('reads JSON documents too', () => {
+    const run = runCli(['check', '-', '--output', 'json'], JSON.stringify(parse(OPTED_OUT_JOB)));
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout).results[0].name).toBe('fast');
+  });
+});
+
+describe('hookguard advisories and rules', () => {
+  it('lists the built-in advisories, and those a config adds or disables', () => {
+    const builtIn = JSON.parse(runCli(['advisories', '--output', 'json']).stdout).advisories.map((advisory: { id: string }) => advisory.id);
+    expect(builtIn).toEqual(['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race', 'argocd-hook-ttl-race']);
+
+    const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
+    const file = join(dir, 'config.yaml');
+    writeFileSync(
+      file,
+      'advisories:\n  - id: argocd-hook-ttl-race\n    disabled: true\n  - id: my-race\n    summary: ours\n    affected: ">=3.0.0 <3.0.5"\n    mitigatedBy: [min-runtime]\n',
+    );
+    const configured = JSON.parse(runCli(['advisories', '--output', 'json', '--config', file]).stdout).advisories;
+    expect(configured.map((advisory: { id: string }) => advisory.id)).toEqual(['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race', 'my-race']);
+    expect(runCli(['advisories']).stdout).toContain('argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it');
+  });
+
+  it('lists the rule catalog', () => {
+    const { rules } = JSON.parse(runCli(['rules', '--output', 'json']).stdout);
+    expect(rules.map((rule: { id: string }) => rule.id)).toEqual([
+      'delete-policy', 'idempotent-cleanup', 'hook-finalizer', 'ttl-floor', 'min-runtime', 'immutable-update', 'version-race',
+    ]);
+  });
+});

@@ -1,0 +1,25 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './k8s-tools.js';
+
+/** The built CLI, run as a user runs it: a real process, arguments, stdin, exit status. */
+export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
+
+export interface CliRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: readonly string[], input?: string, env: Record<string, string> = {}): CliRun {
+  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first (npm test does)`);
+  const result = spawnSync(process.execPath, [cliPath, ...args], {
+    input,
+    encoding: 'utf8',
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 30_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
