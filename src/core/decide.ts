@@ -123,21 +123,21 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
 
   const mode: Mode = hook.auditOnly ? 'audit' : config.mode;
   const ruleContext = ruleContextFor(hook, context);
-  const findings = unknownSkipFindings(hook);
 
   if (operation === 'UPDATE') {
-    if (endpoint === 'validate' || !isRecord(request.oldObject)) return conclude(mode, hook, ruleContext, [], findings, []);
+    if (endpoint === 'validate' || !isRecord(request.oldObject)) return conclude(mode, hook, ruleContext, [], [], []);
     const denial = immutableUpdate.judge(request.oldObject, object, ruleContext);
-    return conclude(mode, hook, ruleContext, [immutableUpdate.id], denial ? [...findings, denial] : findings, []);
+    return conclude(mode, hook, ruleContext, [immutableUpdate.id], denial ? [denial] : [], []);
   }
 
   if (endpoint === 'mutate') {
     const mutation = applyMutations(object, ruleContext);
     const patch = compare(object, mutation.mutated);
-    return conclude(mode, hook, ruleContext, mutation.rules, [...findings, ...mutation.findings], patch);
+    // Said once per object, here rather than also at /validate.
+    return conclude(mode, hook, ruleContext, mutation.rules, [...unknownSkipFindings(hook), ...mutation.findings], patch);
   }
   // In audit mode nothing was mutated before us: judge what enforce mode would have stored.
   const stored = mode === 'audit' ? applyMutations(object, ruleContext).mutated : object;
   const denials = versionRace.validate(stored, ruleContext, mutationRules);
-  return conclude(mode, hook, ruleContext, [versionRace.id], [...findings, ...denials], []);
+  return conclude(mode, hook, ruleContext, [versionRace.id], denials, []);
 }

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { auditRecord } from '../audit.js';
 import { decisionContext, type Config } from '../config.js';
@@ -30,7 +30,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     ready = false;
   });
 
-  const review = (endpoint: Endpoint) => async (request: { body: unknown }, reply: { code(status: number): unknown }) => {
+  const review = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
     const parsed = parseAdmissionReview(request.body);
     if (!parsed.ok) {
       reply.code(400);

@@ -65,6 +65,8 @@ describe('decide', () => {
     expect(decision.patch).toEqual([]);
     expect(decision.findings).toEqual([{ rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: no-such-rule' }]);
     expect(decision.warnings).toEqual(['hookguard [skip]: hookguard.io/skip names unknown rules: no-such-rule']);
+    // Once per object: the validating webhook does not repeat it.
+    expect(decide(request(job), 'validate', enforce).warnings).toEqual([]);
   });
 
   it('denies a racing CREATE at /validate in enforce mode, and only warns in audit mode', () => {
