@@ -143,7 +143,10 @@ function shellScriptIndex(argv: readonly string[]): number | undefined {
 function rewriteScript(script: string): { script: string; changes: string[] } | undefined {
   const insertAt: number[] = [];
   const changes: string[] = [];
-  for (const words of simpleCommands(script)) {
+  const commands = simpleCommands(script);
+  // A script nested beyond what the scanner follows is left exactly as written.
+  if (commands === undefined) return undefined;
+  for (const words of commands) {
     // Words we cannot evaluate ("$NS") stay as written: they are never kubectl, delete or a flag name.
     const argv = words.map((word) => word.value ?? word.raw);
     const start = commandNameIndex(argv);

@@ -15,11 +15,21 @@ export interface ShellWord {
 
 /** Splits a script into simple commands (words between separators), including the commands inside
  *  $(…) and backticks. Heredoc bodies and comments are skipped: they are data, not commands. */
-export function simpleCommands(script: string): ShellWord[][] {
+export function simpleCommands(script: string): ShellWord[][] | undefined {
   const scanner = new Scanner(script);
-  scanner.scanCommands();
+  try {
+    scanner.scanCommands();
+  } catch (error) {
+    if (error instanceof TooDeeplyNested) return undefined;
+    throw error;
+  }
   return scanner.commands;
 }
+
+// Real scripts nest substitutions a few levels deep; a bound keeps a hostile string from exhausting the stack.
+const MAX_SUBSTITUTION_DEPTH = 64;
+
+class TooDeeplyNested extends Error {}
 
 const BLANKS = new Set([' ', '\t']);
 const WORD_BREAKS = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
@@ -37,6 +47,7 @@ interface PendingHeredoc {
 class Scanner {
   readonly commands: ShellWord[][] = [];
   private pos = 0;
+  private depth = 0;
   // Heredoc bodies start at the next newline, which may come after more words or commands.
   private pendingHeredocs: PendingHeredoc[] = [];
 
@@ -180,12 +191,18 @@ class Scanner {
     return value;
   }
 
+  private scanNested(closer: Closer): void {
+    if (++this.depth > MAX_SUBSTITUTION_DEPTH) throw new TooDeeplyNested();
+    this.scanCommands(closer);
+    this.depth--;
+  }
+
   /** Reads `…`, $(…), $((…)), ${…}, $'…', $name or $1; returns undefined for all of those (their
    *  value is only known at run time) and "$" for a dollar sign that starts no expansion. */
   private readExpansion(): string | undefined {
     if (this.src[this.pos] === '`') {
       this.pos++;
-      this.scanCommands('`');
+      this.scanNested('`');
       return undefined;
     }
     const next = this.src[this.pos + 1] ?? '';
@@ -194,7 +211,7 @@ class Scanner {
       this.skipBalanced('(', ')'); // arithmetic: no commands inside, and "<<" there is a shift
     } else if (next === '(') {
       this.pos += 2;
-      this.scanCommands(')');
+      this.scanNested(')');
     } else if (next === '{') {
       this.pos++;
       this.skipBalanced('{', '}');

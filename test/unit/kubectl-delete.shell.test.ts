@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeKubectlDeletesIdempotent, type ContainerCommand } from '../../src/core/kubectl-delete.js';
+import { KYVERNO_SCALE_TO_ZERO } from '../support/scripts.js';
 
 const FLAG = '--ignore-not-found';
 const hasBash = existsSync('/bin/bash');
@@ -139,12 +140,6 @@ function checkRewriteEndToEnd(container: ContainerCommand): Run {
   return retriedRewritten;
 }
 
-const KYVERNO_SCALE_TO_ZERO =
-  'set -euo pipefail\n' +
-  'kubectl scale -n ns deployment -l app.kubernetes.io/part-of=rel-kyverno --replicas=0\n' +
-  'sleep 30\n' +
-  'kubectl delete validatingwebhookconfiguration -l webhook.kyverno.io/managed-by=kyverno\n' +
-  'kubectl delete mutatingwebhookconfiguration -l webhook.kyverno.io/managed-by=kyverno';
 
 // Everything here except the kubectl deletes must behave exactly the same after the rewrite.
 const SHELL_FEATURES = [

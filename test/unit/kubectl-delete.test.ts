@@ -6,6 +6,7 @@ import {
   type ContainerCommand,
   type DeleteRewrite,
 } from '../../src/core/kubectl-delete.js';
+import { KYVERNO_SCALE_TO_ZERO } from '../support/scripts.js';
 
 const KUBECTL_IMAGES = ['bitnami/kubectl', 'registry.k8s.io/kubectl'];
 const FLAG = '--ignore-not-found';
@@ -153,12 +154,6 @@ describe('shell scripts: which argv element is the script', () => {
   });
 });
 
-const KYVERNO_SCALE_TO_ZERO =
-  'set -euo pipefail\n' +
-  'kubectl scale -n ns deployment -l app.kubernetes.io/part-of=rel-kyverno --replicas=0\n' +
-  'sleep 30\n' +
-  'kubectl delete validatingwebhookconfiguration -l webhook.kyverno.io/managed-by=kyverno\n' +
-  'kubectl delete mutatingwebhookconfiguration -l webhook.kyverno.io/managed-by=kyverno';
 
 const OPENEBS_CRD_KEEP =
   '(kubectl annotate --overwrite crd a b c helm.sh/resource-policy=keep || true) && ' +
@@ -486,5 +481,17 @@ describe('properties', () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe('nesting bound', () => {
+  it('follows kubectl delete through a few levels of substitution', () => {
+    const script = `echo $(echo $(echo \`kubectl delete cm x\`))`;
+    expect(rewrite({ command: ['sh', '-c', script] })?.command).toEqual(['sh', '-c', 'echo $(echo $(echo `kubectl delete --ignore-not-found cm x`))']);
+  });
+
+  it('leaves a script nested beyond the bound exactly as written, without exhausting the stack', () => {
+    const script = `kubectl delete cm x; echo ${'$('.repeat(200_000)}`;
+    expect(rewrite({ command: ['sh', '-c', script] })).toBeUndefined();
   });
 });
