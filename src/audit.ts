@@ -3,7 +3,14 @@ import { isRecord, metadataOf } from './core/objects.js';
 import type { AdmissionRequest, Endpoint, KubeObject } from './core/types.js';
 
 /** The one audit log line every admission decision writes. */
-export function auditRecord(request: AdmissionRequest, endpoint: Endpoint, decision: Decision | undefined, durationMs: number, error?: unknown) {
+export function auditRecord(
+  request: AdmissionRequest,
+  endpoint: Endpoint,
+  decision: Decision | undefined,
+  durationMs: number,
+  // Wrapped, because a rule may throw anything, undefined included.
+  failure?: { error: unknown },
+) {
   const object = (isRecord(request.object) ? request.object : isRecord(request.oldObject) ? request.oldObject : {}) as KubeObject;
   const metadata = metadataOf(object);
   return {
@@ -22,10 +29,10 @@ export function auditRecord(request: AdmissionRequest, endpoint: Endpoint, decis
     patch: decision ? (decision.patch.length > 0 ? decision.patch : decision.withheldPatch) : [],
     patchApplied: (decision?.patch.length ?? 0) > 0,
     allowed: decision?.allowed ?? true,
-    reason: error ? 'internal error, allowed unchanged' : decision?.reason,
+    reason: failure ? 'internal error, allowed unchanged' : decision?.reason,
     ...(decision?.denial ? { denial: decision.denial } : {}),
     findings: decision?.findings ?? [],
-    ...(error ? { error: error instanceof Error ? error.message : String(error) } : {}),
+    ...(failure ? { error: failure.error instanceof Error ? failure.error.message : String(failure.error) } : {}),
     durationMs: Math.round(durationMs * 1000) / 1000,
   };
 }

@@ -290,7 +290,8 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   for (const [path, value] of Object.entries(sources.overrides ?? {})) {
     if (value !== undefined) setPath(settings, path, coerceLike(path, String(value)));
   }
-  const shape = overlay(DEFAULTS, settings, '') as Shape;
+  // A copy, so freezing the result never freezes the exported defaults.
+  const shape = overlay(structuredClone(DEFAULTS), settings, '') as Shape;
   checkRanges(shape);
   return deepFreeze({ ...shape, advisories: mergeAdvisories(loadBuiltInAdvisories(), advisories) });
 }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
+import { createSecureContext } from 'node:tls';
 import selfsigned from 'selfsigned';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 
 export interface TlsMaterial {
   key: string;
@@ -31,6 +32,20 @@ export async function generateDevCertificate(): Promise<TlsMaterial> {
 
 export async function loadTls(tls: Config['server']['tls']): Promise<TlsMaterial> {
   if (tls.certFile === null || tls.keyFile === null) return generateDevCertificate();
-  const [cert, key] = await Promise.all([readFile(tls.certFile, 'utf8'), readFile(tls.keyFile, 'utf8')]);
+  const cert = await readPem(tls.certFile, 'server.tls.certFile');
+  const key = await readPem(tls.keyFile, 'server.tls.keyFile');
+  try {
+    createSecureContext({ cert, key });
+  } catch (error) {
+    throw new ConfigError('server.tls', `${tls.certFile} and ${tls.keyFile} are not a usable certificate and key: ${(error as Error).message}`);
+  }
   return { key, cert, generated: false };
+}
+
+async function readPem(file: string, key: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(key, `cannot read ${file}: ${(error as Error).message}`);
+  }
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { loadConfig } from '../config.js';
+import { ConfigError, loadConfig } from '../config.js';
 import { buildApp } from '../http/app.js';
 import { loadTls } from '../tls.js';
 import { EXIT, type CommandIO } from './io.js';
@@ -37,7 +37,11 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     logger.warn('no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days');
   }
   const app = buildApp(config, { logger, tls });
-  await app.listen({ host: config.server.host, port: config.server.port });
+  try {
+    await app.listen({ host: config.server.host, port: config.server.port });
+  } catch (error) {
+    throw new ConfigError('server.port', `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`);
+  }
   logger.info(
     { mode: config.mode, argocdVersion: config.argocd.version ?? 'unknown', advisories: config.advisories.map((advisory) => advisory.id) },
     'hookguard ready',

@@ -1,0 +1,222 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { connect as tlsConnect, createServer as tlsServer, type ConnectionOptions, type SecureVersion } from 'node:tls';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { buildApp } from '../../src/http/app.js';
+import type { AdmissionReviewResponse } from '../../src/http/responses.js';
+import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
+import { cliPath } from '../support/cli.js';
+import { repoRoot } from '../support/k8s-tools.js';
+import { admissionReview, decodePatch } from '../support/reviews.js';
+
+interface Reply {
+  status: number;
+  body: string;
+  protocol: string | undefined;
+}
+
+interface RequestOptions {
+  port: number;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  tls?: https.RequestOptions;
+}
+
+/** One request over a fresh connection (agent: false), resolving with the status and body. */
+function request(client: typeof http | typeof https, options: RequestOptions): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = client.request(
+      {
+        host: '127.0.0.1',
+        port: options.port,
+        method: options.method,
+        path: options.path,
+        agent: false,
+        headers: options.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(options.body) },
+        ...options.tls,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const socket = res.socket as { getProtocol?: () => string | null };
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), protocol: socket.getProtocol?.() ?? undefined });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const CLEANUP_JOB = {
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: { name: 'cleanup', namespace: 'apps', annotations: { 'helm.sh/hook': 'post-delete' } },
+  spec: {
+    backoffLimit: 1,
+    template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', 'x'] }] } },
+  },
+};
+
+describe('the webhook over a real TLS socket', () => {
+  let tls: TlsMaterial;
+  let app: FastifyInstance;
+  let port: number;
+  const trusted = (extra: https.RequestOptions = {}): https.RequestOptions => ({ ca: tls.cert, servername: 'localhost', ...extra });
+
+  beforeAll(async () => {
+    tls = await generateDevCertificate();
+    app = buildApp(loadConfig(), { logger: pino({ level: 'silent' }), tls: { key: tls.key, cert: tls.cert } });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    port = (app.server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await app.close();
+  });
+
+  it('answers a real AdmissionReview with the exact patch, trusting the generated certificate as the CA', async () => {
+    const body = JSON.stringify(admissionReview({ uid: 'uid-tls', operation: 'CREATE', object: CLEANUP_JOB }));
+    const reply = await request(https, { port, method: 'POST', path: '/mutate', body, tls: trusted() });
+    expect(reply.status).toBe(200);
+    expect(reply.protocol).toBe('TLSv1.3');
+    const { response } = JSON.parse(reply.body) as AdmissionReviewResponse;
+    expect(response.uid).toBe('uid-tls');
+    expect(decodePatch(response)).toEqual([
+      { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
+      { op: 'replace', path: '/spec/backoffLimit', value: 3 },
+      { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' },
+    ]);
+  });
+
+  it('is verified for the name the API server would use: a client checking a different name refuses it', async () => {
+    await expect(request(https, { port, method: 'GET', path: '/healthz', tls: trusted({ servername: 'hookguard.example.com' }) })).rejects.toMatchObject({
+      code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+    });
+  });
+
+  // The client lowers its own OpenSSL security level so that it is able to offer TLS 1.1: a refusal then comes
+  // from the server. The TLS 1.2 control with the same client settings shows the settings themselves work.
+  it.each([
+    ['TLSv1.2', 200],
+    ['TLSv1.3', 200],
+  ] as const)('accepts a %s client', async (version, status) => {
+    const options = trusted({ minVersion: version, maxVersion: version, ciphers: 'DEFAULT@SECLEVEL=0' });
+    const reply = await request(https, { port, method: 'GET', path: '/healthz', tls: options });
+    expect([reply.status, reply.protocol]).toEqual([status, version]);
+  });
+
+  it.each(['TLSv1', 'TLSv1.1'] as const)('refuses a %s client with a protocol_version alert', async (version: SecureVersion) => {
+    const options = trusted({ minVersion: version, maxVersion: version, ciphers: 'DEFAULT@SECLEVEL=0' });
+    // Control: the same client completes a handshake in that version with a server that allows it.
+    const permissive = tlsServer({ key: tls.key, cert: tls.cert, minVersion: 'TLSv1', ciphers: 'DEFAULT@SECLEVEL=0' }, (socket) => socket.end());
+    permissive.listen(0, '127.0.0.1');
+    await once(permissive, 'listening');
+    try {
+      const control = tlsConnect({ host: '127.0.0.1', port: (permissive.address() as AddressInfo).port, ...options } as ConnectionOptions);
+      await once(control, 'secureConnect');
+      expect(control.getProtocol()).toBe(version);
+      control.destroy();
+    } finally {
+      permissive.close();
+    }
+    // hookguard answers with alert 70 (protocol_version): the refusal is the server's.
+    await expect(request(https, { port, method: 'GET', path: '/healthz', tls: options })).rejects.toMatchObject({
+      code: 'EPROTO',
+      message: expect.stringContaining('tlsv1 alert protocol version'),
+    });
+  });
+
+  it('gives a plaintext HTTP client no AdmissionReview', async () => {
+    const body = JSON.stringify(admissionReview({ uid: 'uid-plain', operation: 'CREATE', object: CLEANUP_JOB }));
+    await expect(request(http, { port, method: 'POST', path: '/mutate', body })).rejects.toMatchObject({ code: 'ECONNRESET' });
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** Resolves with the first stdout JSON log line matching `test`; rejects if the process exits first. */
+function waitForLog(child: ChildProcessWithoutNullStreams, lines: Record<string, unknown>[], test: (line: Record<string, unknown>) => boolean) {
+  return new Promise<Record<string, unknown>>((resolve, reject) => {
+    const check = () => {
+      const found = lines.find(test);
+      if (found) {
+        child.stdout.off('data', check);
+        child.off('exit', exited);
+        resolve(found);
+      }
+    };
+    const exited = (code: number | null) => reject(new Error(`hookguard serve exited (${code}) before logging the expected line`));
+    child.stdout.on('data', check);
+    child.once('exit', exited);
+    check();
+  });
+}
+
+const haveCli = existsSync(cliPath);
+
+describe('hookguard serve (the built CLI)', () => {
+  const title = haveCli
+    ? 'generates a development certificate, serves HTTPS and exits 0 on SIGTERM'
+    : `skipped: ${cliPath} is missing; run \`npm run build\` first (npm test does)`;
+  it.skipIf(!haveCli)(title, async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port)], {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH ?? '' },
+    });
+    const lines: Record<string, unknown>[] = [];
+    let pending = '';
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    // Registered before waitForLog's listener, so lines are parsed before they are looked for.
+    child.stdout.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const complete = pending.split('\n');
+      pending = complete.pop() ?? '';
+      for (const line of complete) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+    });
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const ready = await waitForLog(child, lines, (line) => line.msg === 'hookguard ready');
+      expect(ready).toMatchObject({ service: 'hookguard', mode: 'enforce', argocdVersion: 'unknown' });
+      expect(lines).toContainEqual(
+        expect.objectContaining({
+          level: 40,
+          msg: 'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
+        }),
+      );
+
+      const health = await request(https, { port, method: 'GET', path: '/healthz', tls: { rejectUnauthorized: false } });
+      expect([health.status, JSON.parse(health.body)]).toEqual([200, { status: 'ok' }]);
+      const readiness = await request(https, { port, method: 'GET', path: '/readyz', tls: { rejectUnauthorized: false } });
+      expect([readiness.status, JSON.parse(readiness.body)]).toEqual([200, { status: 'ready' }]);
+
+      child.kill('SIGTERM');
+      const code = await Promise.race([exit, new Promise<string>((resolve) => setTimeout(() => resolve('still running after 5s'), 5000))]);
+      expect(code, stderr).toBe(0);
+      expect(lines).toContainEqual(expect.objectContaining({ msg: 'shutting down: finishing in-flight requests', signal: 'SIGTERM' }));
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,305 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, decisionContext, DEFAULTS, ENV_KEYS, loadConfig, type ConfigSources } from '../../src/config.js';
+import { decide } from '../../src/core/decide.js';
+import { cliPath, runCli } from '../support/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
+let written = 0;
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Writes a YAML config file and returns its path. */
+function yamlFile(text: string): string {
+  const path = join(dir, `config-${++written}.yaml`);
+  writeFileSync(path, text);
+  return path;
+}
+
+function at(config: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], config);
+}
+
+const BUILT_IN_IDS = ['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race', 'argocd-hook-ttl-race'];
+
+describe('defaults', () => {
+  it.each([
+    ['mode', 'enforce'],
+    ['server.host', '0.0.0.0'],
+    ['server.port', 8443],
+    ['server.tls', { certFile: null, keyFile: null }],
+    ['server.bodyLimitBytes', 7 * 1024 * 1024],
+    ['log.level', 'info'],
+    ['argocd.version', null],
+    ['argocd.controllerUsernames', ['system:serviceaccount:argocd:argocd-application-controller']],
+    ['argocd.trackingLabel', null],
+    ['excludedNamespaces', ['kube-system']],
+    ['rules.deletePolicy', { helm: 'before-hook-creation,hook-succeeded', helmTest: 'before-hook-creation', argocd: 'BeforeHookCreation,HookSucceeded' }],
+    ['rules.idempotentCleanup.minBackoffLimit', 3],
+    ['rules.minRuntime.minRuntimeSeconds', 10],
+    ['rules.minRuntime.maxRuntimeSeconds', 3600],
+    ['rules.minRuntime.image', 'busybox:1.37.0'],
+    ['rules.minRuntime.command', ['sleep']],
+    ['rules.minRuntime.runAsUser', 65534],
+    ['rules.ttlFloor.minTtlSecondsAfterFinished', 60],
+  ])('%s is %j', (path, value) => {
+    expect(at(loadConfig(), path)).toEqual(value);
+  });
+
+  it('is DEFAULTS plus the built-in advisories, with no sources at all', () => {
+    const config = loadConfig();
+    const { advisories, ...rest } = config;
+    expect(rest).toEqual(DEFAULTS);
+    expect(advisories.map((advisory) => advisory.id)).toEqual(BUILT_IN_IDS);
+  });
+
+  it('maps every environment variable to a key that exists in the defaults', () => {
+    for (const path of Object.values(ENV_KEYS)) expect(at(DEFAULTS, path), path).not.toBeUndefined();
+  });
+});
+
+describe('precedence: defaults < file < environment < flags', () => {
+  const file = () => yamlFile('mode: audit\nserver:\n  port: 9000\n');
+
+  it.each<[string, () => ConfigSources, number, string]>([
+    ['defaults', () => ({}), 8443, 'enforce'],
+    ['the file over the defaults', () => ({ file: file() }), 9000, 'audit'],
+    ['the environment over the file', () => ({ file: file(), env: { HOOKGUARD_PORT: '9100', HOOKGUARD_MODE: 'enforce' } }), 9100, 'enforce'],
+    [
+      'flags over the environment',
+      () => ({ file: file(), env: { HOOKGUARD_PORT: '9100', HOOKGUARD_MODE: 'enforce' }, overrides: { 'server.port': '9200', mode: 'audit' } }),
+      9200,
+      'audit',
+    ],
+    ['a flag given as a number', () => ({ overrides: { 'server.port': 9300 } }), 9300, 'enforce'],
+    ['an empty environment value, which is ignored', () => ({ file: file(), env: { HOOKGUARD_PORT: '', HOOKGUARD_MODE: '' } }), 9000, 'audit'],
+    ['an unset flag, which is ignored', () => ({ file: file(), overrides: { 'server.port': undefined, mode: undefined } }), 9000, 'audit'],
+    ['environment variables hookguard does not read', () => ({ env: { PORT: '1', HOOKGUARD_SERVER_PORT: '2', MODE: 'audit' } }), 8443, 'enforce'],
+  ])('%s', (_name, sources, port, mode) => {
+    const config = loadConfig(sources());
+    expect([config.server.port, config.mode]).toEqual([port, mode]);
+  });
+
+  it.each([
+    ['HOOKGUARD_HOST', '127.0.0.1', 'server.host', '127.0.0.1'],
+    ['HOOKGUARD_TLS_CERT_FILE', '/certs/tls.crt', 'server.tls.certFile', '/certs/tls.crt'],
+    ['HOOKGUARD_LOG_LEVEL', 'debug', 'log.level', 'debug'],
+    ['HOOKGUARD_ARGOCD_VERSION', 'v2.14.8', 'argocd.version', 'v2.14.8'],
+    ['HOOKGUARD_EXCLUDED_NAMESPACES', ' kube-system, argocd ,,monitoring', 'excludedNamespaces', ['kube-system', 'argocd', 'monitoring']],
+  ])('%s=%j sets %s', (variable, raw, path, value) => {
+    const env: Record<string, string> = { [variable]: raw };
+    // certFile needs its keyFile.
+    if (variable === 'HOOKGUARD_TLS_CERT_FILE') env.HOOKGUARD_TLS_KEY_FILE = '/certs/tls.key';
+    expect(at(loadConfig({ env }), path)).toEqual(value);
+  });
+
+  it('merges a partial file into the defaults, key by key', () => {
+    const config = loadConfig({ file: yamlFile('rules:\n  minRuntime:\n    minRuntimeSeconds: 20\n    requests: { cpu: 5m }\n') });
+    expect(config.rules.minRuntime).toEqual({ ...DEFAULTS.rules.minRuntime, minRuntimeSeconds: 20, requests: { cpu: '5m', memory: '16Mi' } });
+    expect(config.rules.ttlFloor).toEqual(DEFAULTS.rules.ttlFloor);
+  });
+
+  it('reads an empty file as no settings', () => {
+    const { advisories: _advisories, ...rest } = loadConfig({ file: yamlFile('# nothing here\n') });
+    expect(rest).toEqual(DEFAULTS);
+  });
+});
+
+describe('invalid configuration names the bad key', () => {
+  const builtIn = 'argocd-fast-hook-finalizer-race';
+
+  it.each<[string, () => ConfigSources, string, string]>([
+    ['minRuntimeSeconds 0', () => ({ file: yamlFile('rules:\n  minRuntime:\n    minRuntimeSeconds: 0\n') }), 'rules.minRuntime.minRuntimeSeconds', 'must be an integer 1..3600, got 0'],
+    ['minRuntimeSeconds above maxRuntimeSeconds', () => ({ file: yamlFile('rules: { minRuntime: { minRuntimeSeconds: 90, maxRuntimeSeconds: 60 } }\n') }), 'rules.minRuntime.minRuntimeSeconds', 'must be an integer 1..60, got 90'],
+    ['a misspelt key', () => ({ file: yamlFile('rules:\n  minRuntime:\n    imag: busybox\n') }), 'rules.minRuntime.imag', 'unknown key'],
+    ['an unknown top-level key', () => ({ file: yamlFile('modes: audit\n') }), 'modes', 'unknown key'],
+    ['an unknown key given as a flag', () => ({ overrides: { 'server.portt': '1' } }), 'server.portt', 'unknown key'],
+    ['mode block', () => ({ file: yamlFile('mode: block\n') }), 'mode', 'must be one of enforce, audit, got "block"'],
+    ['mode block as a flag', () => ({ overrides: { mode: 'block' } }), 'mode', 'must be one of enforce, audit, got "block"'],
+    ['HOOKGUARD_PORT=abc', () => ({ env: { HOOKGUARD_PORT: 'abc' } }), 'server.port', 'must be a number, got string "abc"'],
+    ['port 70000', () => ({ file: yamlFile('server: { port: 70000 }\n') }), 'server.port', 'must be an integer 1..65535, got 70000'],
+    ['port 0', () => ({ overrides: { 'server.port': '0' } }), 'server.port', 'must be an integer 1..65535, got 0'],
+    ['a port written as a YAML string', () => ({ file: yamlFile('server: { port: "8443" }\n') }), 'server.port', 'must be a number, got string "8443"'],
+    ['log level loud', () => ({ env: { HOOKGUARD_LOG_LEVEL: 'loud' } }), 'log.level', 'must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+    ['argocd.version latest', () => ({ file: yamlFile('argocd:\n  version: latest\n') }), 'argocd.version', '"latest" is not a semantic version like 2.14.3'],
+    ['argocd.version as a YAML number', () => ({ file: yamlFile('argocd:\n  version: 2.14\n') }), 'argocd.version', 'must be a string, got number 2.14'],
+    ['certFile without keyFile', () => ({ file: yamlFile('server:\n  tls:\n    certFile: /certs/tls.crt\n') }), 'server.tls', 'certFile and keyFile go together: set both or neither'],
+    ['keyFile without certFile', () => ({ env: { HOOKGUARD_TLS_KEY_FILE: '/certs/tls.key' } }), 'server.tls', 'certFile and keyFile go together: set both or neither'],
+    ['excludedNamespaces as a string', () => ({ file: yamlFile('excludedNamespaces: kube-system\n') }), 'excludedNamespaces', 'must be a list of strings, got string "kube-system"'],
+    ['rules as a list', () => ({ file: yamlFile('rules: []\n') }), 'rules', 'must be a mapping, got a list'],
+    ['an empty guard command', () => ({ file: yamlFile('rules: { minRuntime: { command: [] } }\n') }), 'rules.minRuntime.command', 'must not be empty'],
+    ['a bad CPU quantity', () => ({ file: yamlFile('rules: { minRuntime: { limits: { cpu: 1 core } } }\n') }), 'rules.minRuntime.limits.cpu', 'must be a Kubernetes quantity like 10m or 16Mi'],
+    [
+      'an advisory with a bad semver range',
+      () => ({ file: yamlFile('advisories:\n  - id: my-race\n    summary: a race\n    affected: not a range\n    mitigatedBy: [ttl-floor]\n') }),
+      'advisories[0].affected',
+      '"not a range" is not a semver range',
+    ],
+    [
+      'an override making a built-in range invalid',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affected: ">=banana"\n`) }),
+      'advisories[0].affected',
+      '">=banana" is not a semver range',
+    ],
+    [
+      'an advisory mitigated by an unknown rule',
+      () => ({ file: yamlFile('advisories:\n  - id: my-race\n    summary: a race\n    affected: "<9.0.0"\n    mitigatedBy: [ttl-floor, no-such-rule]\n') }),
+      'advisories[0].mitigatedBy',
+      'unknown rule "no-such-rule"',
+    ],
+    [
+      'a new advisory without a summary',
+      () => ({ file: yamlFile('advisories:\n  - id: my-race\n    affected: "<9.0.0"\n') }),
+      'advisories[0].summary',
+      'must be a non-empty string',
+    ],
+    ['an advisory without an id', () => ({ file: yamlFile('advisories:\n  - summary: a race\n') }), 'advisories[0].id', 'every advisory needs an id'],
+    ['an advisory with an unknown key', () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affects: "<3.0.0"\n`) }), 'advisories[0].affects', 'unknown key'],
+    ['an advisory fixed in no version', () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    fixed: soon\n`) }), 'advisories[0].fixed', 'must be a version'],
+    ['advisories as a mapping', () => ({ file: yamlFile('advisories:\n  id: x\n') }), 'advisories', 'must be a list'],
+  ])('%s', (_name, sources, key, problem) => {
+    const error = captureError(() => loadConfig(sources()));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).key).toBe(key);
+    expect((error as ConfigError).message).toBe(`invalid config: ${key}: ${problem}`);
+  });
+
+  it.each<[string, () => string, RegExp]>([
+    ['a missing file', () => join(dir, 'missing.yaml'), /^invalid config: file: cannot read .*missing\.yaml: ENOENT/],
+    ['a file that is not YAML', () => yamlFile('mode: [enforce\n'), /^invalid config: file: .*\.yaml is not valid YAML: /],
+    ['a file holding a list', () => yamlFile('- mode: audit\n'), /^invalid config: file: .*\.yaml must hold a mapping$/],
+  ])('%s names the file', (_name, path, message) => {
+    const error = captureError(() => loadConfig({ file: path() }));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).key).toBe('file');
+    expect((error as ConfigError).message).toMatch(message);
+  });
+});
+
+function captureError(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected an error, none was thrown');
+}
+
+describe('the loaded config', () => {
+  function unfrozen(value: unknown, path: string, found: string[]): string[] {
+    if (typeof value === 'object' && value !== null) {
+      if (!Object.isFrozen(value)) found.push(path || '(root)');
+      for (const [key, child] of Object.entries(value)) unfrozen(child, path ? `${path}.${key}` : key, found);
+    }
+    return found;
+  }
+
+  it('is deeply frozen, advisories included', () => {
+    const config = loadConfig({ file: yamlFile('advisories:\n  - id: mine\n    summary: s\n    affected: "<9"\n    references: [https://example.com]\n') });
+    expect(unfrozen(config, '', [])).toEqual([]);
+    const mutable = config as unknown as { mode: string; server: { port: number }; excludedNamespaces: string[]; advisories: Array<{ references: string[] }> };
+    expect(() => (mutable.mode = 'audit')).toThrow(TypeError);
+    expect(() => (mutable.server.port = 1)).toThrow(TypeError);
+    expect(() => mutable.excludedNamespaces.push('apps')).toThrow(TypeError);
+    expect(() => mutable.advisories[3]!.references.push('x')).toThrow(TypeError);
+    expect(config.mode).toBe('enforce');
+    // Freezing the result must not freeze the exported defaults it was built from.
+    expect(Object.isFrozen(DEFAULTS.excludedNamespaces)).toBe(false);
+    expect(Object.isFrozen(DEFAULTS.rules.minRuntime)).toBe(false);
+  });
+});
+
+describe('advisories from the config', () => {
+  const builtIns = loadConfig().advisories;
+  const builtIn = (id: string) => builtIns.find((advisory) => advisory.id === id)!;
+
+  it('overrides a built-in by id, keeping its other fields and its place', () => {
+    const config = loadConfig({ file: yamlFile('advisories:\n  - id: argocd-fast-hook-finalizer-race\n    affected: ">=2.14.0 <3.5.0"\n    fixed: 3.5.0\n') });
+    expect(config.advisories.map((advisory) => advisory.id)).toEqual(BUILT_IN_IDS);
+    expect(config.advisories[1]).toEqual({ ...builtIn('argocd-fast-hook-finalizer-race'), affected: '>=2.14.0 <3.5.0', fixed: '3.5.0' });
+    expect(config.advisories[0]).toEqual(builtIn('argocd-hook-finalizer-partial'));
+  });
+
+  it('adds a new advisory after the built-ins, with empty lists for what it leaves out', () => {
+    const config = loadConfig({ file: yamlFile('advisories:\n  - id: my-race\n    summary: our own race\n    affected: ">=3.4.0 <3.4.2"\n    mitigatedBy: [ttl-floor]\n') });
+    expect(config.advisories.map((advisory) => advisory.id)).toEqual([...BUILT_IN_IDS, 'my-race']);
+    expect(config.advisories[3]).toEqual({ id: 'my-race', summary: 'our own race', affected: '>=3.4.0 <3.4.2', references: [], mitigatedBy: ['ttl-floor'] });
+  });
+
+  it('removes a built-in marked disabled: true', () => {
+    const config = loadConfig({ file: yamlFile('advisories:\n  - id: argocd-hook-ttl-race\n    disabled: true\n') });
+    expect(config.advisories.map((advisory) => advisory.id)).toEqual(['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race']);
+  });
+
+  it('changes decisions: an override extending the affected range denies on a version the built-in does not cover', () => {
+    const job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'fast', namespace: 'apps', annotations: { 'argocd.argoproj.io/hook': 'PreSync', 'hookguard.io/skip': 'min-runtime' } },
+      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['true'] }] } } },
+    };
+    const request = { uid: 'u', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'someone' }, object: job };
+    const stock = loadConfig({ overrides: { 'argocd.version': '3.4.1' } });
+    expect(decide(request, 'validate', decisionContext(stock)).allowed).toBe(true);
+    const extended = loadConfig({
+      file: yamlFile('advisories:\n  - id: argocd-fast-hook-finalizer-race\n    affected: ">=2.14.0 <3.5.0"\n'),
+      overrides: { 'argocd.version': '3.4.1' },
+    });
+    const decision = decide(request, 'validate', decisionContext(extended));
+    expect(decision.allowed).toBe(false);
+    expect(decision.denial).toContain('Job apps/fast races with Argo CD 3.4.1 (argocd-fast-hook-finalizer-race: ');
+  });
+});
+
+const haveCli = existsSync(cliPath);
+
+describe('hookguard serve with a bad config (the built CLI)', () => {
+  it.skipIf(!haveCli).each<[string, () => { args: string[]; env?: Record<string, string> }, string]>([
+    [
+      'a config file with a misspelt key',
+      () => ({ args: ['--config', yamlFile('rules:\n  minRuntime:\n    imag: busybox\n')] }),
+      'hookguard serve: invalid config: rules.minRuntime.imag: unknown key\n',
+    ],
+    ['HOOKGUARD_CONFIG naming a file with a bad mode', () => ({ args: [], env: { HOOKGUARD_CONFIG: yamlFile('mode: block\n') } }), 'hookguard serve: invalid config: mode: must be one of enforce, audit, got "block"\n'],
+    ['HOOKGUARD_PORT=abc', () => ({ args: [], env: { HOOKGUARD_PORT: 'abc' } }), 'hookguard serve: invalid config: server.port: must be a number, got string "abc"\n'],
+    ['--argocd-version latest', () => ({ args: ['--argocd-version', 'latest'] }), 'hookguard serve: invalid config: argocd.version: "latest" is not a semantic version like 2.14.3\n'],
+  ])(haveCli ? 'exits 2 naming the bad key: %s' : `skipped: ${cliPath} is missing (%s)`, (_name, input, stderr) => {
+    const { args, env } = input();
+    const run = runCli(['serve', ...args], undefined, env);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toBe(stderr);
+    expect(run.stdout).toBe('');
+  });
+});
+
+describe('hookguard serve with unusable TLS files or port (the built CLI)', () => {
+  it.skipIf(!haveCli)('exits 2 naming server.tls.certFile when the certificate file is missing', () => {
+    const run = runCli(['serve'], undefined, { HOOKGUARD_TLS_CERT_FILE: '/nope/tls.crt', HOOKGUARD_TLS_KEY_FILE: '/nope/tls.key' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toBe("hookguard serve: invalid config: server.tls.certFile: cannot read /nope/tls.crt: ENOENT: no such file or directory, open '/nope/tls.crt'\n");
+  });
+
+  it.skipIf(!haveCli)('exits 2 naming server.tls when the files hold no usable certificate and key', () => {
+    const cert = yamlFile('not a certificate\n');
+    const key = yamlFile('not a key\n');
+    const run = runCli(['serve'], undefined, { HOOKGUARD_TLS_CERT_FILE: cert, HOOKGUARD_TLS_KEY_FILE: key });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/^hookguard serve: invalid config: server\.tls: .* are not a usable certificate and key: /);
+  });
+
+  it.skipIf(!haveCli)('exits 2 naming server.port when the port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const run = runCli(['serve', '--host', '127.0.0.1', '--port', String(port)]);
+      expect(run.status).toBe(2);
+      expect(run.stderr).toMatch(new RegExp(`^hookguard serve: invalid config: server\\.port: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+    } finally {
+      taken.close();
+    }
+  });
+});
