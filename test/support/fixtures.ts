@@ -8,6 +8,8 @@ import type { KubeObject } from '../../src/core/types.js';
 export const sharedFixturesDir = join(repoRoot, '..', 'shared', 'fixtures');
 export const haveSharedFixtures = existsSync(sharedFixturesDir);
 export const SKIP_MESSAGE = `skipped: ${sharedFixturesDir} is absent (the shared fixtures live beside the checkout)`;
+// Vitest's default reporter does not print skipped test names; say it where every run shows it.
+if (!haveSharedFixtures) console.warn(`hookguard tests: golden and fixture tests ${SKIP_MESSAGE}`);
 
 export interface Fixture {
   file: string;
