@@ -177,7 +177,7 @@ function checkRanges(config: Shape): void {
 const ADVISORY_KEYS = ['id', 'summary', 'affected', 'fixed', 'references', 'mitigatedBy', 'disabled'];
 
 /** Built-in advisories with the config's entries applied: same id overrides the given fields, new ids are added. */
-export function mergeAdvisories(builtIn: readonly Advisory[], entries: unknown, key = 'advisories'): Advisory[] {
+function mergeAdvisories(builtIn: readonly Advisory[], entries: unknown, key = 'advisories'): Advisory[] {
   if (entries === undefined) return [...builtIn];
   if (!Array.isArray(entries)) throw new ConfigError(key, 'must be a list');
   const merged = new Map(builtIn.map((advisory) => [advisory.id, advisory]));
@@ -224,7 +224,7 @@ function validateAdvisory(candidate: Plain, at: string): Advisory {
 let builtInAdvisories: readonly Advisory[] | undefined;
 
 /** The advisories shipped with the package (data/advisories.yaml). */
-export function loadBuiltInAdvisories(): readonly Advisory[] {
+function loadBuiltInAdvisories(): readonly Advisory[] {
   builtInAdvisories ??= mergeAdvisories([], parse(readFileSync(new URL('../data/advisories.yaml', import.meta.url), 'utf8')), 'data/advisories.yaml');
   return builtInAdvisories;
 }

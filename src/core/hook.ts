@@ -34,7 +34,7 @@ export interface HookDetection {
 
 const CLEANUP_PHASES = new Set(['pre-delete', 'post-delete', 'PreDelete', 'PostDelete']);
 
-export function hookKindOf(object: KubeObject): HookKind | undefined {
+function hookKindOf(object: KubeObject): HookKind | undefined {
   if (object.apiVersion === 'batch/v1' && object.kind === 'Job') return 'Job';
   if (object.apiVersion === 'v1' && object.kind === 'Pod') return 'Pod';
   return undefined;
