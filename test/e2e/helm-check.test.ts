@@ -5,7 +5,7 @@
  * Expected values are computed from the rendered manifests. The exact JSON
  * Patch expectations live in one place, `expectedPlainHelmPatches` below.
  */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +13,9 @@ import jsonpatch, { type Operation } from 'fast-json-patch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
+import { cliPath, runCli, type CliRun } from '../support/cli.js';
 import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
 
-const CLI = join(repoRoot, 'dist', 'cli', 'main.js');
 const CHART = join('test', 'e2e', 'chart');
 const RELEASE = 'rel';
 const NAMESPACE = 'demo';
@@ -129,23 +129,15 @@ function applyPatch(doc: KubeDoc, ops: readonly PatchOp[]): KubeDoc {
   return jsonpatch.applyPatch(structuredClone(doc), ops as Operation[], true, false).newDocument;
 }
 
-function describeRun(r: SpawnSyncReturns<string>): string {
+function describeRun(r: CliRun & { signal?: NodeJS.Signals | null }): string {
   return `exit ${String(r.status)}${r.signal ? ` (signal ${r.signal})` : ''}\n--- stderr ---\n${r.stderr}\n--- stdout ---\n${r.stdout.slice(0, 4000)}`;
 }
 
-function hookguardCheck(input: string, ...args: string[]): SpawnSyncReturns<string> {
-  const r = spawnSync(process.execPath, [CLI, 'check', '-', ...args], {
-    cwd: repoRoot,
-    input,
-    encoding: 'utf8',
-    timeout: 30_000,
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  if (r.error) throw r.error;
-  return r;
+function hookguardCheck(input: string, ...args: string[]): CliRun {
+  return runCli(['check', '-', ...args], input);
 }
 
-function checkJson(input: string, ...args: string[]): { run: SpawnSyncReturns<string>; results: CheckResult[] } {
+function checkJson(input: string, ...args: string[]): { run: CliRun; results: CheckResult[] } {
   const run = hookguardCheck(input, '--output', 'json', ...args);
   let parsed: { results?: unknown };
   try {
@@ -177,8 +169,8 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
   let helmHome: string;
 
   beforeAll(() => {
-    if (!existsSync(CLI)) {
-      throw new Error(`${CLI} does not exist: run \`npm run build\` first (npm test does it for you)`);
+    if (!existsSync(cliPath)) {
+      throw new Error(`${cliPath} does not exist: run \`npm run build\` first (npm test does it for you)`);
     }
     // Keep helm away from the user's ~/.config/helm, ~/.cache/helm.
     helmHome = mkdtempSync(join(tmpdir(), 'hookguard-e2e-helm-'));
@@ -223,7 +215,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
   });
 
   describe('--output json (plain Helm)', () => {
-    let run: SpawnSyncReturns<string>;
+    let run: CliRun;
     let results: CheckResult[];
     beforeAll(() => {
       ({ run, results } = checkJson(rendered.text));
@@ -276,7 +268,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
   });
 
   describe('--output json --argocd-version 2.14.8 (affected Argo CD)', () => {
-    let run: SpawnSyncReturns<string>;
+    let run: CliRun;
     let results: CheckResult[];
     beforeAll(() => {
       ({ run, results } = checkJson(rendered.text, '--argocd-version', '2.14.8'));
@@ -332,7 +324,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
   });
 
   describe('--fix', () => {
-    let run: SpawnSyncReturns<string>;
+    let run: CliRun;
     let fixed: KubeDoc[];
     beforeAll(() => {
       run = hookguardCheck(rendered.text, '--fix');
