@@ -1,4 +1,4 @@
-import type { Decision } from './core/decide.js';
+import { computedPatch, type Decision } from './core/decide.js';
 import { isRecord, metadataOf } from './core/objects.js';
 import type { AdmissionRequest, Endpoint, KubeObject } from './core/types.js';
 
@@ -26,7 +26,7 @@ export function auditRecord(
     argocdVersion: decision?.argocdVersion ?? null,
     hook: decision?.hook,
     rules: decision?.rules ?? [],
-    patch: decision ? (decision.patch.length > 0 ? decision.patch : decision.withheldPatch) : [],
+    patch: decision ? computedPatch(decision) : [],
     patchApplied: (decision?.patch.length ?? 0) > 0,
     allowed: decision?.allowed ?? true,
     reason: failure ? 'internal error, allowed unchanged' : decision?.reason,

@@ -2,7 +2,7 @@
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from 'fast-json-patch/index.mjs';
 import { isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
-import { decide, type DecisionContext } from './core/decide.js';
+import { computedPatch, decide, type DecisionContext } from './core/decide.js';
 import { isRecord } from './core/objects.js';
 import type { Finding, KubeObject, Operation } from './core/types.js';
 
@@ -67,7 +67,7 @@ export function checkObject(object: KubeObject, index: number, context: Decision
     object,
   };
   const mutation = decide(request, 'mutate', context);
-  const patch = mutation.patch.length > 0 ? mutation.patch : mutation.withheldPatch;
+  const patch = computedPatch(mutation);
   const stored = patch.length > 0 ? applyPatch(structuredClone(object), patch, false, false).newDocument : object;
   const validation = decide({ ...request, object: stored }, 'validate', context);
   return {
@@ -81,7 +81,7 @@ export function checkObject(object: KubeObject, index: number, context: Decision
   };
 }
 
-function decodePointer(path: string): (string | number)[] {
+function decodePointer(path: string): string[] {
   return path
     .split('/')
     .slice(1)
@@ -96,7 +96,7 @@ export function patchDocument(document: Document, patch: readonly Operation[]): 
   for (const operation of patch) {
     const segments = decodePointer(operation.path);
     const parent = segments.length > 1 ? document.getIn(segments.slice(0, -1), true) : document.contents;
-    const last = segments[segments.length - 1] as string;
+    const last = segments.at(-1) as string;
     const key = isSeq(parent) ? Number(last) : last;
     const path = [...segments.slice(0, -1), key];
     if (operation.op === 'remove') {

@@ -7,7 +7,7 @@ import type { DecisionContext } from './core/decide.js';
 import { isRecord } from './core/objects.js';
 import type { RuleSettings } from './core/rule.js';
 import type { Advisory, Mode } from './core/types.js';
-import { skippableRuleIds } from './rules/index.js';
+import { mitigatingRuleIds } from './rules/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -209,7 +209,7 @@ function validateAdvisory(candidate: Plain, at: string): Advisory {
     if (!Array.isArray(list) || !list.every((item) => typeof item === 'string')) throw new ConfigError(`${at}.${name}`, 'must be a list of strings');
   }
   const mitigatedBy = (candidate.mitigatedBy ?? []) as string[];
-  const unknownRule = mitigatedBy.find((id) => !skippableRuleIds.has(id) && id !== 'immutable-update');
+  const unknownRule = mitigatedBy.find((id) => !mitigatingRuleIds.has(id));
   if (unknownRule !== undefined) throw new ConfigError(`${at}.mitigatedBy`, `unknown rule "${unknownRule}"`);
   return {
     id: candidate.id as string,

@@ -41,11 +41,17 @@ export interface Decision {
   argocdVersion?: string;
 }
 
+/** The patch hookguard computed, whether it was sent (enforce) or withheld (audit): at most one of the two is set. */
+export function computedPatch(decision: Pick<Decision, 'patch' | 'withheldPatch'>): Operation[] {
+  return decision.patch.length > 0 ? decision.patch : decision.withheldPatch;
+}
+
 function passThrough(reason: string, mode: Mode): Decision {
   return { allowed: true, mode, patch: [], withheldPatch: [], warnings: [], findings: [], reason, rules: [] };
 }
 
-function ruleContextFor(hook: HookInfo, context: DecisionContext): RuleContext {
+/** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
+export function ruleContextFor(hook: HookInfo, context: DecisionContext): RuleContext {
   const argocdVersion = hook.appliedByArgo ? normalizeArgoVersion(context.argocdVersion) : undefined;
   const affecting = argocdVersion ? context.advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
   return {

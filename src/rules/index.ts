@@ -27,3 +27,6 @@ export const ruleCatalog: readonly CatalogEntry[] = [
 
 /** Rules an object may opt out of with hookguard.io/skip; the judges cannot be skipped. */
 export const skippableRuleIds: ReadonlySet<string> = new Set(mutationRules.map((rule) => rule.id));
+
+/** Rules an advisory can name as its mitigation: everything but version-race, which judges them. */
+export const mitigatingRuleIds: ReadonlySet<string> = new Set([...skippableRuleIds, immutableUpdate.id]);

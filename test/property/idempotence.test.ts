@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { applyPatch } from 'fast-json-patch/index.mjs';
 import { describe, expect, it } from 'vitest';
 import { decisionContext, loadConfig } from '../../src/config.js';
-import { decide } from '../../src/core/decide.js';
+import { computedPatch, decide } from '../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -87,7 +87,7 @@ describe('idempotence over generated hook objects', () => {
         const context = decisionContext(loadConfig({ overrides: { mode: chosenMode } }), argocdVersion);
         const request: AdmissionRequest = { uid: 'p', operation: 'CREATE', namespace: 'apps', userInfo: { username }, object };
         const first = decide(request, 'mutate', context);
-        const patch = [...first.patch, ...first.withheldPatch];
+        const patch = computedPatch(first);
         const stored = applyPatch(structuredClone(object), patch, true, false).newDocument as KubeObject;
         assertValidKubeObject(stored);
 
