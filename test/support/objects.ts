@@ -1,6 +1,6 @@
-import { loadConfig } from '../../src/config.js';
-import { advisoryAffects } from '../../src/core/argocd-version.js';
-import { readHook, type HookInfo } from '../../src/core/hook.js';
+import { decisionContext, loadConfig } from '../../src/config.js';
+import { ruleContextFor } from '../../src/core/decide.js';
+import { readHook } from '../../src/core/hook.js';
 import type { RuleContext } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';
 
@@ -30,15 +30,8 @@ export function hookPod(annotations: Record<string, string>): KubeObject {
 
 /** The context a rule sees, for an object applied as `username` with the given Argo CD version. */
 export function contextFor(object: KubeObject, options: { username?: string; argocdVersion?: string } = {}): RuleContext {
-  const config = loadConfig();
-  const hook = readHook(object, options.username ?? 'kubernetes-admin', { argocdControllerUsernames: config.argocd.controllerUsernames }) as HookInfo;
+  const context = decisionContext(loadConfig(), options.argocdVersion);
+  const hook = readHook(object, options.username ?? 'kubernetes-admin', context.config.hookDetection);
   if (!hook) throw new Error('test object is not a hook');
-  const version = options.argocdVersion;
-  return {
-    hook,
-    settings: config.rules,
-    argocdVersion: version,
-    advisoriesFor: (ruleId) =>
-      version === undefined ? [] : config.advisories.filter((advisory) => advisory.mitigatedBy.includes(ruleId) && advisoryAffects(advisory, version)),
-  };
+  return ruleContextFor(hook, context);
 }
