@@ -24,6 +24,7 @@ export function auditRecord(
     dryRun: request.dryRun === true,
     mode: decision?.mode,
     argocdVersion: decision?.argocdVersion ?? null,
+    ...(decision?.argocdVersionFrom ? { argocdVersionFrom: decision.argocdVersionFrom } : {}),
     hook: decision?.hook,
     rules: decision?.rules ?? [],
     patch: decision ? computedPatch(decision) : [],

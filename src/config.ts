@@ -2,6 +2,7 @@
 // Config is loaded once, validated against the shape of the defaults, and frozen.
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { NO_INSTANCES, type ArgoInstances } from './core/argocd-instances.js';
 import { isValidRange, normalizeArgoVersion } from './core/argocd-version.js';
 import type { DecisionContext } from './core/decide.js';
 import { isRecord } from './core/objects.js';
@@ -29,6 +30,23 @@ export interface Config {
   };
   excludedNamespaces: string[];
   rules: RuleSettings;
+  /** Finding the Argo CD version of each instance in the cluster (unused while argocd.version is set). */
+  discovery: {
+    enabled: boolean;
+    labelSelector: string;
+    /** Empty: the whole cluster. */
+    namespaces: string[];
+    backoffInitialMs: number;
+    backoffMaxMs: number;
+    watchTimeoutSeconds: number;
+  };
+  /** `hookguard sweep`: hook finalizers nothing will remove. */
+  sweep: {
+    minAgeSeconds: number;
+    maxAttempts: number;
+    backoffInitialMs: number;
+    backoffMaxMs: number;
+  };
   /** Built-in advisories merged with the config's additions and overrides. */
   advisories: Advisory[];
 }
@@ -90,6 +108,21 @@ export const DEFAULTS: Shape = {
     },
     ttlFloor: { minTtlSecondsAfterFinished: 60 },
   },
+  discovery: {
+    enabled: true,
+    labelSelector: 'app.kubernetes.io/name=argocd-application-controller',
+    namespaces: [],
+    backoffInitialMs: 500,
+    backoffMaxMs: 30_000,
+    // The API server ends every watch after at most this; the reflector then resumes it.
+    watchTimeoutSeconds: 300,
+  },
+  sweep: {
+    minAgeSeconds: 600,
+    maxAttempts: 5,
+    backoffInitialMs: 500,
+    backoffMaxMs: 10_000,
+  },
 };
 
 /** Environment variables and the config key each overrides. */
@@ -102,6 +135,8 @@ export const ENV_KEYS: Readonly<Record<string, string>> = {
   HOOKGUARD_LOG_LEVEL: 'log.level',
   HOOKGUARD_ARGOCD_VERSION: 'argocd.version',
   HOOKGUARD_EXCLUDED_NAMESPACES: 'excludedNamespaces',
+  HOOKGUARD_DISCOVERY_ENABLED: 'discovery.enabled',
+  HOOKGUARD_DISCOVERY_NAMESPACES: 'discovery.namespaces',
 };
 
 type Plain = Record<string, unknown>;
@@ -164,6 +199,15 @@ function checkRanges(config: Shape): void {
   requireInteger(rules.minRuntime.minRuntimeSeconds, 'rules.minRuntime.minRuntimeSeconds', 1, rules.minRuntime.maxRuntimeSeconds);
   requireInteger(rules.minRuntime.runAsUser, 'rules.minRuntime.runAsUser', 1, 2 ** 31 - 1);
   requireInteger(rules.ttlFloor.minTtlSecondsAfterFinished, 'rules.ttlFloor.minTtlSecondsAfterFinished', 0, 86400 * 7);
+  const { discovery, sweep } = config;
+  if (discovery.labelSelector.trim() === '') throw new ConfigError('discovery.labelSelector', 'must not be empty');
+  requireInteger(discovery.backoffInitialMs, 'discovery.backoffInitialMs', 1, 60_000);
+  requireInteger(discovery.backoffMaxMs, 'discovery.backoffMaxMs', discovery.backoffInitialMs, 600_000);
+  requireInteger(discovery.watchTimeoutSeconds, 'discovery.watchTimeoutSeconds', 1, 3600);
+  requireInteger(sweep.minAgeSeconds, 'sweep.minAgeSeconds', 0, 86400 * 30);
+  requireInteger(sweep.maxAttempts, 'sweep.maxAttempts', 1, 20);
+  requireInteger(sweep.backoffInitialMs, 'sweep.backoffInitialMs', 1, 60_000);
+  requireInteger(sweep.backoffMaxMs, 'sweep.backoffMaxMs', sweep.backoffInitialMs, 600_000);
   if (rules.minRuntime.image.trim() === '') throw new ConfigError('rules.minRuntime.image', 'must not be empty');
   if (rules.minRuntime.command.length === 0) throw new ConfigError('rules.minRuntime.command', 'must not be empty');
   for (const part of ['requests', 'limits'] as const) {
@@ -243,6 +287,7 @@ function setPath(target: Plain, path: string, value: unknown): void {
 function coerceLike(defaultsPath: string, raw: string): unknown {
   const sample = defaultsPath.split('.').reduce<unknown>((node, key) => (isRecord(node) ? node[key] : undefined), DEFAULTS);
   if (typeof sample === 'number') return /^\d+$/.test(raw) ? Number(raw) : raw;
+  if (typeof sample === 'boolean') return raw === 'true' ? true : raw === 'false' ? false : raw;
   if (Array.isArray(sample)) return raw.split(',').map((item) => item.trim()).filter(Boolean);
   return raw;
 }
@@ -296,8 +341,15 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   return deepFreeze({ ...shape, advisories: mergeAdvisories(loadBuiltInAdvisories(), advisories) });
 }
 
-/** What the pure core needs from the config. */
-export function decisionContext(config: Readonly<Config>, argocdVersion = config.argocd.version ?? undefined): DecisionContext {
+/**
+ * What the pure core needs from the config. `argocdVersion` pins the version (it defaults to `argocd.version`);
+ * `argocdInstances` is what discovery knows, used when nothing is pinned.
+ */
+export function decisionContext(
+  config: Readonly<Config>,
+  argocdVersion = config.argocd.version ?? undefined,
+  argocdInstances: ArgoInstances = NO_INSTANCES,
+): DecisionContext {
   return {
     config: {
       mode: config.mode,
@@ -309,6 +361,7 @@ export function decisionContext(config: Readonly<Config>, argocdVersion = config
       rules: config.rules,
     },
     advisories: config.advisories,
-    argocdVersion,
+    pinnedArgocdVersion: argocdVersion,
+    argocdInstances,
   };
 }

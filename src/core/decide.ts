@@ -1,5 +1,6 @@
 import { compare } from 'fast-json-patch/index.mjs';
 import { HOOKGUARD_SKIP } from './annotations.js';
+import { chooseArgoVersion, type ArgoInstances, type VersionChoice } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
 import { readHook, type HookDetection, type HookInfo } from './hook.js';
 import { isRecord, metadataOf } from './objects.js';
@@ -18,8 +19,10 @@ export interface CoreConfig {
 export interface DecisionContext {
   config: CoreConfig;
   advisories: readonly Advisory[];
-  /** The Argo CD version as configured or discovered (any spelling); undefined when unknown. */
-  argocdVersion: string | undefined;
+  /** `argocd.version` from the config or a flag (any spelling): it overrides discovery. */
+  pinnedArgocdVersion: string | undefined;
+  /** The Argo CD instances discovery knew when the request arrived. */
+  argocdInstances: ArgoInstances;
 }
 
 export interface Decision {
@@ -39,6 +42,8 @@ export interface Decision {
   rules: string[];
   hook?: Pick<HookInfo, 'system' | 'phases' | 'appliedByArgo'>;
   argocdVersion?: string;
+  /** For hooks Argo CD applies: how the version was chosen, and which instance it belongs to. */
+  argocdVersionFrom?: Omit<VersionChoice, 'version'>;
 }
 
 /** The patch hookguard computed, whether it was sent (enforce) or withheld (audit): at most one of the two is set. */
@@ -51,8 +56,8 @@ function passThrough(reason: string, mode: Mode): Decision {
 }
 
 /** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
-export function ruleContextFor(hook: HookInfo, context: DecisionContext): RuleContext {
-  const argocdVersion = hook.appliedByArgo ? normalizeArgoVersion(context.argocdVersion) : undefined;
+export function ruleContextFor(hook: HookInfo, context: Pick<DecisionContext, 'config' | 'advisories'>, chosenVersion: string | undefined): RuleContext {
+  const argocdVersion = hook.appliedByArgo ? normalizeArgoVersion(chosenVersion) : undefined;
   const affecting = argocdVersion ? context.advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
   return {
     hook,
@@ -91,7 +96,14 @@ function unknownSkipFindings(hook: HookInfo): Finding[] {
   return [{ rule: 'skip', action: 'warn', message: `${HOOKGUARD_SKIP} names unknown rules: ${unknown.join(', ')}` }];
 }
 
-function conclude(mode: Mode, hook: HookInfo, context: RuleContext, rules: string[], findings: Finding[], patch: Operation[]): Decision {
+interface Judged {
+  mode: Mode;
+  hook: HookInfo;
+  context: RuleContext;
+  versionChoice: VersionChoice | undefined;
+}
+
+function conclude({ mode, hook, context, versionChoice }: Judged, rules: string[], findings: Finding[], patch: Operation[]): Decision {
   const denials = findings.filter((finding) => finding.action === 'deny');
   const enforce = mode === 'enforce';
   const denied = enforce && denials.length > 0;
@@ -107,6 +119,7 @@ function conclude(mode: Mode, hook: HookInfo, context: RuleContext, rules: strin
     rules,
     hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
     ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),
+    ...(versionChoice ? { argocdVersionFrom: { by: versionChoice.by, ...(versionChoice.instance !== undefined ? { instance: versionChoice.instance } : {}) } } : {}),
   };
 }
 
@@ -127,23 +140,32 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
     return passThrough('namespace excluded', config.mode);
   }
 
-  const mode: Mode = hook.auditOnly ? 'audit' : config.mode;
-  const ruleContext = ruleContextFor(hook, context);
+  const versionChoice = hook.appliedByArgo
+    ? chooseArgoVersion({
+        username: request.userInfo?.username,
+        object,
+        pinned: context.pinnedArgocdVersion,
+        instances: context.argocdInstances,
+        trackingLabel: config.hookDetection.argocdTrackingLabel,
+      })
+    : undefined;
+  const ruleContext = ruleContextFor(hook, context, versionChoice?.version);
+  const judged: Judged = { mode: hook.auditOnly ? 'audit' : config.mode, hook, context: ruleContext, versionChoice };
 
   if (operation === 'UPDATE') {
-    if (endpoint === 'validate' || !isRecord(request.oldObject)) return conclude(mode, hook, ruleContext, [], [], []);
+    if (endpoint === 'validate' || !isRecord(request.oldObject)) return conclude(judged, [], [], []);
     const denial = immutableUpdate.judge(request.oldObject, object, ruleContext);
-    return conclude(mode, hook, ruleContext, [immutableUpdate.id], denial ? [denial] : [], []);
+    return conclude(judged, [immutableUpdate.id], denial ? [denial] : [], []);
   }
 
   if (endpoint === 'mutate') {
     const mutation = applyMutations(object, ruleContext);
     const patch = compare(object, mutation.mutated);
     // Said once per object, here rather than also at /validate.
-    return conclude(mode, hook, ruleContext, mutation.rules, [...unknownSkipFindings(hook), ...mutation.findings], patch);
+    return conclude(judged, mutation.rules, [...unknownSkipFindings(hook), ...mutation.findings], patch);
   }
   // In audit mode nothing was mutated before us: judge what enforce mode would have stored.
-  const stored = mode === 'audit' ? applyMutations(object, ruleContext).mutated : object;
+  const stored = judged.mode === 'audit' ? applyMutations(object, ruleContext).mutated : object;
   const denials = versionRace.validate(stored, ruleContext, mutationRules);
-  return conclude(mode, hook, ruleContext, [versionRace.id], denials, []);
+  return conclude(judged, [versionRace.id], denials, []);
 }

@@ -3,6 +3,7 @@ import { ruleContextFor } from '../../src/core/decide.js';
 import { readHook } from '../../src/core/hook.js';
 import type { RuleContext } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';
+import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 
 export const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-application-controller';
 
@@ -33,5 +34,24 @@ export function contextFor(object: KubeObject, options: { username?: string; arg
   const context = decisionContext(loadConfig(), options.argocdVersion);
   const hook = readHook(object, options.username ?? 'kubernetes-admin', context.config.hookDetection);
   if (!hook) throw new Error('test object is not a hook');
-  return ruleContextFor(hook, context);
+  return ruleContextFor(hook, context, options.argocdVersion);
 }
+
+/** The min-runtime guard container the default config adds, written out by hand. */
+export const DEFAULT_GUARD_CONTAINER = {
+  name: GUARD_CONTAINER_NAME,
+  image: 'busybox:1.37.0',
+  imagePullPolicy: 'IfNotPresent',
+  command: ['sleep', '10'],
+  resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '100m', memory: '32Mi' } },
+  securityContext: {
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+    privileged: false,
+    readOnlyRootFilesystem: true,
+    runAsNonRoot: true,
+    runAsUser: 65534,
+    runAsGroup: 65534,
+    seccompProfile: { type: 'RuntimeDefault' },
+  },
+};

@@ -45,6 +45,8 @@ describe('defaults', () => {
     ['rules.minRuntime.command', ['sleep']],
     ['rules.minRuntime.runAsUser', 65534],
     ['rules.ttlFloor.minTtlSecondsAfterFinished', 60],
+    ['discovery', { enabled: true, labelSelector: 'app.kubernetes.io/name=argocd-application-controller', namespaces: [], backoffInitialMs: 500, backoffMaxMs: 30_000, watchTimeoutSeconds: 300 }],
+    ['sweep', { minAgeSeconds: 600, maxAttempts: 5, backoffInitialMs: 500, backoffMaxMs: 10_000 }],
   ])('%s is %j', (path, value) => {
     expect(at(loadConfig(), path)).toEqual(value);
   });
@@ -89,6 +91,8 @@ describe('precedence: defaults < file < environment < flags', () => {
     ['HOOKGUARD_LOG_LEVEL', 'debug', 'log.level', 'debug'],
     ['HOOKGUARD_ARGOCD_VERSION', 'v2.14.8', 'argocd.version', 'v2.14.8'],
     ['HOOKGUARD_EXCLUDED_NAMESPACES', ' kube-system, argocd ,,monitoring', 'excludedNamespaces', ['kube-system', 'argocd', 'monitoring']],
+    ['HOOKGUARD_DISCOVERY_ENABLED', 'false', 'discovery.enabled', false],
+    ['HOOKGUARD_DISCOVERY_NAMESPACES', 'argocd,team-b', 'discovery.namespaces', ['argocd', 'team-b']],
   ])('%s=%j sets %s', (variable, raw, path, value) => {
     const env: Record<string, string> = { [variable]: raw };
     // certFile needs its keyFile.
@@ -160,6 +164,12 @@ describe('invalid configuration names the bad key', () => {
     ['an advisory with an unknown key', () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affects: "<3.0.0"\n`) }), 'advisories[0].affects', 'unknown key'],
     ['an advisory fixed in no version', () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    fixed: soon\n`) }), 'advisories[0].fixed', 'must be a version'],
     ['advisories as a mapping', () => ({ file: yamlFile('advisories:\n  id: x\n') }), 'advisories', 'must be a list'],
+    ['HOOKGUARD_DISCOVERY_ENABLED=yes', () => ({ env: { HOOKGUARD_DISCOVERY_ENABLED: 'yes' } }), 'discovery.enabled', 'must be a boolean, got string "yes"'],
+    ['an empty discovery selector', () => ({ file: yamlFile('discovery: { labelSelector: " " }\n') }), 'discovery.labelSelector', 'must not be empty'],
+    ['discovery backoff max below its initial delay', () => ({ file: yamlFile('discovery: { backoffInitialMs: 1000, backoffMaxMs: 10 }\n') }), 'discovery.backoffMaxMs', 'must be an integer 1000..600000, got 10'],
+    ['a watch timeout of 0', () => ({ file: yamlFile('discovery: { watchTimeoutSeconds: 0 }\n') }), 'discovery.watchTimeoutSeconds', 'must be an integer 1..3600, got 0'],
+    ['a negative sweep age', () => ({ overrides: { 'sweep.minAgeSeconds': '-5' } }), 'sweep.minAgeSeconds', 'must be a number, got string "-5"'],
+    ['sweep attempts 0', () => ({ file: yamlFile('sweep: { maxAttempts: 0 }\n') }), 'sweep.maxAttempts', 'must be an integer 1..20, got 0'],
   ])('%s', (_name, sources, key, problem) => {
     const error = captureError(() => loadConfig(sources()));
     expect(error).toBeInstanceOf(ConfigError);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { guardContainer, GUARD_CONTAINER_NAME, minRuntime } from '../../../src/rules/min-runtime.js';
 import type { Container, JobSpec } from '../../../src/core/types.js';
-import { contextFor, hookJob, hookPod } from '../../support/objects.js';
+import { contextFor, DEFAULT_GUARD_CONTAINER, hookJob, hookPod } from '../../support/objects.js';
 
 const settings = loadConfig().rules.minRuntime;
 const argo = { 'argocd.argoproj.io/hook': 'PreSync' };
@@ -15,25 +15,7 @@ describe('min-runtime', () => {
   it('adds a restricted, resource-bounded wait as the last init container', () => {
     const job = hookJob(argo);
     const report = minRuntime.mutate(job, contextFor(job));
-    expect(initContainersOf(job.spec)).toEqual([
-      {
-        name: GUARD_CONTAINER_NAME,
-        image: 'busybox:1.37.0',
-        imagePullPolicy: 'IfNotPresent',
-        command: ['sleep', '10'],
-        resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '100m', memory: '32Mi' } },
-        securityContext: {
-          allowPrivilegeEscalation: false,
-          capabilities: { drop: ['ALL'] },
-          privileged: false,
-          readOnlyRootFilesystem: true,
-          runAsNonRoot: true,
-          runAsUser: 65534,
-          runAsGroup: 65534,
-          seccompProfile: { type: 'RuntimeDefault' },
-        },
-      },
-    ]);
+    expect(initContainersOf(job.spec)).toEqual([DEFAULT_GUARD_CONTAINER]);
     expect(report).toEqual({ mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting 10s`], warnings: [] });
   });
 
