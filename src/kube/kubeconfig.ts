@@ -1,0 +1,67 @@
+// How hookguard finds the API server: KUBECONFIG, else the in-cluster service account, else ~/.kube/config,
+// as kubectl does. Nothing found means "outside a cluster": callers turn discovery off, sweep refuses to run.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export interface KubeConnection {
+  kubeConfig: KubeConfig;
+  /** Where it came from, for the log. */
+  source: string;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The API server connection the environment describes, or undefined when there is none. */
+export function kubeConnection(env: Env, serviceAccountToken = SERVICE_ACCOUNT_TOKEN): KubeConnection | undefined {
+  const kubeConfig = new KubeConfig();
+  // Like kubectl, the first file of a KUBECONFIG list that exists.
+  const fromEnv = (env.KUBECONFIG ?? '').split(':').find((path) => path !== '' && existsSync(path));
+  if (fromEnv !== undefined) {
+    kubeConfig.loadFromFile(fromEnv);
+    return { kubeConfig, source: `kubeconfig ${fromEnv}` };
+  }
+  if (env.KUBERNETES_SERVICE_HOST && existsSync(serviceAccountToken)) {
+    kubeConfig.loadFromCluster();
+    return { kubeConfig, source: 'in-cluster service account' };
+  }
+  const home = env.HOME ? join(env.HOME, '.kube', 'config') : undefined;
+  if (home !== undefined && existsSync(home)) {
+    kubeConfig.loadFromFile(home);
+    return { kubeConfig, source: `kubeconfig ${home}` };
+  }
+  return undefined;
+}
+
+function jwtSubject(token: string): string | undefined {
+  const payload = token.split('.')[1];
+  if (payload === undefined) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { sub?: unknown };
+    return typeof claims.sub === 'string' ? claims.sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Who is acting, for audit lines: a service account token names its account (`sub`, read and not verified:
+ * the API server verifies it); otherwise the kubeconfig's user and context.
+ */
+export function actingIdentity(kubeConfig: KubeConfig): string {
+  const user = kubeConfig.getCurrentUser();
+  const tokenFile = user?.authProvider?.config?.tokenFile as string | undefined;
+  let token = user?.token;
+  if (token === undefined && tokenFile !== undefined) {
+    try {
+      token = readFileSync(tokenFile, 'utf8').trim();
+    } catch {
+      token = undefined;
+    }
+  }
+  const subject = token === undefined ? undefined : jwtSubject(token);
+  if (subject !== undefined) return subject;
+  return `kubeconfig user ${user?.name ?? 'unknown'} (context ${kubeConfig.getCurrentContext()})`;
+}

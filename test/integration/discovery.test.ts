@@ -1,0 +1,232 @@
+// Discovery against a stand-in for kube-apiserver (test/support/fake-apiserver.ts: real paths, List bodies,
+// chunked watch events, 410 Gone), through the real /mutate and /validate of buildApp with inject().
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ArgoDiscovery, type DiscoverySettings } from '../../src/discovery/discovery.js';
+import { buildApp } from '../../src/http/app.js';
+import type { AdmissionReviewResponse } from '../../src/http/responses.js';
+import { FakeApiServer, freeLoopbackPort, kubeConfigOptions } from '../support/fake-apiserver.js';
+import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
+import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
+import { admissionReview, decodePatch } from '../support/reviews.js';
+import { KubeConfig } from '@kubernetes/client-node';
+
+const SELECTOR = 'app.kubernetes.io/name=argocd-application-controller';
+const SETTINGS: DiscoverySettings = { labelSelector: SELECTOR, namespaces: [], backoffInitialMs: 20, backoffMaxMs: 200, watchTimeoutSeconds: 60 };
+const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:argocd-application-controller`;
+
+function controller(namespace: string, image: string, kind: 'StatefulSet' | 'Deployment' = 'StatefulSet') {
+  return {
+    apiVersion: 'apps/v1',
+    kind,
+    metadata: { name: 'argocd-application-controller', namespace, labels: { 'app.kubernetes.io/name': 'argocd-application-controller', 'app.kubernetes.io/part-of': 'argocd' } },
+    spec: { template: { spec: { serviceAccountName: 'argocd-application-controller', containers: [{ name: 'argocd-application-controller', image }] } } },
+  };
+}
+
+/** An Argo CD PreSync hook Job as Argo CD 2.14 creates it: with its hook finalizer. */
+function argoHookJob(annotations: Record<string, string> = {}) {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name: 'migrate',
+      namespace: 'apps',
+      finalizers: ['argocd.argoproj.io/hook-finalizer'],
+      annotations: { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation', ...annotations },
+    },
+    spec: {
+      ttlSecondsAfterFinished: 600,
+      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo migrated'] }] } },
+    },
+  };
+}
+
+/** The exact ops hookguard sends: the min-runtime guard, and (on 2.14.0-2.14.3 only) the finalizer removal. */
+const REMOVE_FINALIZER = { op: 'remove', path: '/metadata/finalizers' };
+const GUARD = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
+
+let cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step();
+  cleanup = [];
+});
+
+async function fakeServer(port = 0): Promise<FakeApiServer> {
+  const server = await new FakeApiServer().start(port);
+  cleanup.push(() => server.stop());
+  return server;
+}
+
+function discover(kubeConfig: KubeConfig, settings: DiscoverySettings = SETTINGS): { discovery: ArgoDiscovery; app: FastifyInstance; lines: LogLine[] } {
+  const { logger, lines } = capturedLogger();
+  const discovery = new ArgoDiscovery(kubeConfig, settings, logger);
+  discovery.start();
+  cleanup.push(() => discovery.stop());
+  const app = buildApp(loadConfig(), { logger, argocd: discovery });
+  cleanup.push(() => app.close());
+  return { discovery, app, lines };
+}
+
+async function review(app: FastifyInstance, path: '/mutate' | '/validate', object: Record<string, unknown>, username: string) {
+  const response = await app.inject({ method: 'POST', url: path, payload: admissionReview({ uid: `uid-${path}`, operation: 'CREATE', object, username }) });
+  expect(response.statusCode).toBe(200);
+  return (response.json() as AdmissionReviewResponse).response;
+}
+
+async function mutatePatch(app: FastifyInstance, object: Record<string, unknown>, username: string) {
+  const response = await review(app, '/mutate', object, username);
+  return response.patch === undefined ? [] : decodePatch(response);
+}
+
+const versionOf = (discovery: ArgoDiscovery, namespace: string) => discovery.instances().get(namespace)?.version;
+
+describe('Argo CD discovery', () => {
+  it('follows an upgrade 2.14.3 -> 2.14.4 through watch events, and the decisions flip with it', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    const { discovery, app, lines } = discover(server.kubeConfig());
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'version 2.14.3');
+
+    // 2.14.3 ships the partial finalizer: hookguard removes it, and adds the fast-race guard.
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+
+    server.modify('StatefulSet', 'argocd', 'argocd-application-controller', (workload) => {
+      ((workload.spec as any).template.spec.containers[0] as { image: string }).image = 'quay.io/argoproj/argocd:v2.14.4';
+    });
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4');
+    // 2.14.4 removes its finalizer itself: hookguard keeps it, and keeps the guard (the fast race lasts to 3.4).
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD]);
+
+    // One list, then watches resuming from the resourceVersion the list returned, with bookmarks.
+    const lists = server.requests.filter((request) => request.query.watch === undefined);
+    const watches = server.requests.filter((request) => request.query.watch === 'true');
+    expect(lists.map((request) => request.path).sort()).toEqual(['/apis/apps/v1/deployments', '/apis/apps/v1/statefulsets']);
+    expect(lists.every((request) => request.query.labelSelector === SELECTOR)).toBe(true);
+    expect(watches.find((request) => request.path === '/apis/apps/v1/statefulsets')?.query).toMatchObject({
+      labelSelector: SELECTOR,
+      resourceVersion: '101',
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: '60',
+    });
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'Argo CD instance version changed', namespace: 'argocd', version: '2.14.4', previousVersion: '2.14.3' }));
+    const audits = lines.filter((line) => line.audit !== undefined).map((line) => line.audit as Record<string, unknown>);
+    expect(audits.map((audit) => [audit.argocdVersion, audit.argocdVersionFrom])).toEqual([
+      ['2.14.3', { by: 'service-account', instance: 'argocd' }],
+      ['2.14.4', { by: 'service-account', instance: 'argocd' }],
+    ]);
+  });
+
+  it('decides the same Job differently for two instances in two namespaces', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    server.put(controller('team-b', 'mirror.example.com:5000/argoproj/argocd:3.4.1', 'Deployment'));
+    const { discovery, app } = discover(server.kubeConfig());
+    await eventually(() => discovery.instances().size === 2, 'two instances');
+
+    const optedOut = argoHookJob({ 'hookguard.io/skip': 'min-runtime' });
+    const fromArgocd = await review(app, '/validate', optedOut, controllerOf('argocd'));
+    const fromTeamB = await review(app, '/validate', optedOut, controllerOf('team-b'));
+    expect(fromArgocd.allowed).toBe(false);
+    expect(fromArgocd.status?.message).toMatch(/races with Argo CD 2\.14\.3 \(argocd-fast-hook-finalizer-race/);
+    expect(fromTeamB).toMatchObject({ allowed: true });
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('team-b'))).toEqual([]);
+    // A Job whose tracking id names team-b's apps, applied by a person: team-b's version.
+    const tracked = argoHookJob({ 'argocd.argoproj.io/tracking-id': 'team-b_web:batch/Job:apps/migrate' });
+    expect(await mutatePatch(app, tracked, 'kubernetes-admin')).toEqual([]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+  });
+
+  it('resumes a dropped watch from its resourceVersion, and re-lists after 410 Gone (event and HTTP status)', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    const { discovery, app, lines } = discover(server.kubeConfig());
+    await eventually(() => discovery.status().enabled && server.openWatches === 2, 'two open watches');
+    server.bookmark();
+
+    // Dropped: the change made while it is down arrives when the watch resumes, without a new list.
+    server.dropWatches();
+    server.modify('StatefulSet', 'argocd', 'argocd-application-controller', (workload) => {
+      ((workload.spec as any).template.spec.containers[0] as { image: string }).image = 'quay.io/argoproj/argocd:v2.14.4';
+    });
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4 after the drop');
+    const listsAfterDrop = server.requests.filter((request) => request.query.watch === undefined).length;
+    expect(listsAfterDrop).toBe(2);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 40, msg: 'lost the watch on the API server; using the last known Argo CD versions' }));
+    expect(lines).toContainEqual(expect.objectContaining({ level: 30, msg: 'regained the watch on the API server' }));
+
+    // 410 as an ERROR event on the open watch: the history is gone, so a new list is the only way back.
+    await eventually(() => server.openWatches === 2, 'watches reopened');
+    server.expireWatches();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.5'));
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.5', 'version 2.14.5 after the 410 event');
+    expect(server.requests.filter((request) => request.query.watch === undefined).length).toBeGreaterThanOrEqual(3);
+
+    // 410 as the HTTP status of the watch request itself, and a deleted instance seen through the re-list.
+    await eventually(() => server.openWatches === 2, 'watches reopened again');
+    server.goneAsHttpStatus = true;
+    server.compact();
+    server.dropWatches();
+    server.remove('StatefulSet', 'argocd', 'argocd-application-controller');
+    await eventually(() => discovery.instances().size === 0, 'the instance gone');
+    expect(server.requests.some((request) => request.status === 410)).toBe(true);
+    expect(lines.filter((line) => line.msg === 'watch resourceVersion expired (410 Gone): re-listing').length).toBeGreaterThanOrEqual(2);
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'Argo CD instance gone', namespace: 'argocd' }));
+    // With no instance left the version is unknown: mutations, no denial.
+    expect((await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd'))).allowed).toBe(true);
+  });
+
+  it('serves with an unknown version while the API server is down at start, then syncs when it comes up', async () => {
+    const port = await freeLoopbackPort();
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions(kubeConfigOptions(`http://127.0.0.1:${port}`, 'hookguard'));
+    const { discovery, app, lines } = discover(kubeConfig);
+    await eventually(() => lines.find((line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions'), 'the lost-watch warning');
+
+    const ready = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json()).toEqual({
+      status: 'ready',
+      discovery: { enabled: true, synced: false, watching: false, lastError: expect.stringContaining('ECONNREFUSED'), instances: [] },
+    });
+    // Unknown version: the guard is added (mutations), the finalizer kept, and nothing denied.
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD]);
+    expect((await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd'))).allowed).toBe(true);
+
+    const server = await fakeServer(port);
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'sync once the API server is up', 10_000);
+    await eventually(() => discovery.status().enabled && (discovery.status() as { watching: boolean }).watching, 'watching');
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      discovery: {
+        enabled: true,
+        synced: true,
+        watching: true,
+        instances: [{ namespace: 'argocd', version: '2.14.3', source: 'StatefulSet argocd-application-controller: image quay.io/argoproj/argocd:v2.14.3' }],
+      },
+    });
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+
+    // Down again after the sync: the last known versions keep deciding, and /readyz stays 200.
+    await server.stop();
+    await eventually(() => discovery.status().enabled && !(discovery.status() as { watching: boolean }).watching, 'watch lost');
+    const stillReady = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(stillReady.statusCode).toBe(200);
+    expect(stillReady.json()).toMatchObject({ discovery: { synced: true, watching: false, instances: [{ namespace: 'argocd', version: '2.14.3' }] } });
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+  });
+
+  it('watches only the configured namespaces, on their namespaced paths', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    server.put(controller('elsewhere', 'quay.io/argoproj/argocd:v2.13.0'));
+    const { discovery } = discover(server.kubeConfig(), { ...SETTINGS, namespaces: ['argocd'] });
+    await eventually(() => discovery.status().enabled && (discovery.status() as { synced: boolean }).synced, 'synced');
+    expect([...discovery.instances().keys()]).toEqual(['argocd']);
+    expect(new Set(server.requests.map((request) => request.path))).toEqual(
+      new Set(['/apis/apps/v1/namespaces/argocd/deployments', '/apis/apps/v1/namespaces/argocd/statefulsets']),
+    );
+  });
+});

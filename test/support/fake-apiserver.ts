@@ -1,0 +1,452 @@
+// A stand-in for kube-apiserver (none can be installed here), on 127.0.0.1 only. It answers the paths and
+// bodies hookguard's client uses exactly as the API server does: List bodies with metadata.resourceVersion;
+// `watch=true` as a chunked stream of newline-delimited {"type","object"} events (ADDED, MODIFIED, DELETED,
+// BOOKMARK, ERROR with a 410 Expired Status), resuming from a resourceVersion; GET of one object; PATCH with
+// application/json-patch+json, where a failed `test` op answers 422 Invalid; Status bodies for 404, 409, 410,
+// 422, 429 (with Retry-After) and 5xx. An object with a deletionTimestamp goes away once its last finalizer
+// does, as in the API server. Tests can drop watches, expire resourceVersions, stop and restart it, and inject
+// failures.
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { applyPatch, type Operation } from 'fast-json-patch/index.mjs';
+import { KubeConfig } from '@kubernetes/client-node';
+
+type Json = Record<string, unknown>;
+export type KubeItem = Json & { apiVersion: string; kind: string; metadata: Json & { name: string; namespace: string } };
+type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+interface Resource {
+  /** URL prefix of the group version: /api/v1 or /apis/batch/v1. */
+  prefix: string;
+  plural: string;
+  group: string;
+  kind: string;
+  apiVersion: string;
+}
+
+const RESOURCES: readonly Resource[] = [
+  { prefix: '/apis/apps/v1', plural: 'deployments', group: 'apps', kind: 'Deployment', apiVersion: 'apps/v1' },
+  { prefix: '/apis/apps/v1', plural: 'statefulsets', group: 'apps', kind: 'StatefulSet', apiVersion: 'apps/v1' },
+  { prefix: '/apis/batch/v1', plural: 'jobs', group: 'batch', kind: 'Job', apiVersion: 'batch/v1' },
+  { prefix: '/api/v1', plural: 'pods', group: '', kind: 'Pod', apiVersion: 'v1' },
+];
+
+interface HistoryEntry {
+  resourceVersion: number;
+  resource: Resource;
+  type: EventType;
+  object: KubeItem;
+}
+
+interface OpenWatch {
+  resource: Resource;
+  namespace: string | undefined;
+  selector: Record<string, string>;
+  response: ServerResponse;
+}
+
+export interface InjectedFailure {
+  method?: string;
+  /** Matches when the request path (without query) contains this. */
+  pathIncludes?: string;
+  /** Only watch requests (true) or only non-watch requests (false). */
+  watch?: boolean;
+  status: number;
+  retryAfterSeconds?: number;
+  /** How many requests to fail; default 1. */
+  times?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  contentType?: string;
+  body?: unknown;
+  status: number;
+}
+
+const REASONS: Readonly<Record<number, string>> = {
+  404: 'NotFound',
+  409: 'Conflict',
+  410: 'Gone',
+  415: 'UnsupportedMediaType',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+
+/** A Status body as kube-apiserver writes it. */
+export function statusBody(code: number, message: string, details: Json = {}, reason = REASONS[code] ?? 'Unknown'): Json {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code };
+}
+
+function parseSelector(raw: string | undefined): Record<string, string> {
+  const selector: Record<string, string> = {};
+  for (const term of (raw ?? '').split(',').filter(Boolean)) {
+    const [key, value] = term.split('=');
+    if (key === undefined || value === undefined) throw new Error(`the fake API server only supports key=value selectors, got ${term}`);
+    selector[key] = value;
+  }
+  return selector;
+}
+
+function matches(object: KubeItem, namespace: string | undefined, selector: Record<string, string>): boolean {
+  if (namespace !== undefined && object.metadata.namespace !== namespace) return false;
+  const labels = (object.metadata.labels ?? {}) as Record<string, string>;
+  return Object.entries(selector).every(([key, value]) => labels[key] === value);
+}
+
+export class FakeApiServer {
+  private server: Server | undefined;
+  private readonly objects = new Map<string, KubeItem>();
+  private readonly history: HistoryEntry[] = [];
+  private resourceVersion = 100;
+  /** Watches from a resourceVersion at or below this are too old (etcd compacted them). */
+  private compactedThrough = 0;
+  private readonly watches = new Set<OpenWatch>();
+  private readonly failures: InjectedFailure[] = [];
+  readonly requests: RecordedRequest[] = [];
+  /** Answer a too-old watch with HTTP 410 instead of the usual 200 + ERROR event. */
+  goneAsHttpStatus = false;
+  /** Runs before a PATCH is applied: a test's chance to make a concurrent change. */
+  beforePatch: ((object: KubeItem) => void) | undefined;
+  port = 0;
+
+  /** Listens on 127.0.0.1; pass the port of an earlier run to come back where clients expect it. */
+  async start(port = 0): Promise<this> {
+    const server = createServer((request, response) => void this.handle(request, response));
+    server.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+    return this;
+  }
+
+  /** Goes away like a crashed API server: open watches are cut, new connections refused. */
+  async stop(): Promise<void> {
+    this.dropWatches();
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** A KubeConfig pointing at this server, as a user with a bearer token. */
+  kubeConfig(user = 'sweeper'): KubeConfig {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions(kubeConfigOptions(this.url, user));
+    return kubeConfig;
+  }
+
+  private key(resource: Resource, namespace: string, name: string): string {
+    return `${resource.plural}/${namespace}/${name}`;
+  }
+
+  private resourceOf(object: Json): Resource {
+    const resource = RESOURCES.find((candidate) => candidate.kind === object.kind && candidate.apiVersion === object.apiVersion);
+    if (!resource) throw new Error(`the fake API server does not serve ${String(object.apiVersion)} ${String(object.kind)}`);
+    return resource;
+  }
+
+  private record(resource: Resource, type: EventType, object: KubeItem): void {
+    this.history.push({ resourceVersion: this.resourceVersion, resource, type, object: structuredClone(object) });
+    for (const watch of this.watches) {
+      if (watch.resource === resource && matches(object, watch.namespace, watch.selector)) this.send(watch, type, object);
+    }
+  }
+
+  private bump(object: KubeItem): void {
+    this.resourceVersion += 1;
+    object.metadata.resourceVersion = String(this.resourceVersion);
+  }
+
+  /** Creates or replaces an object, as a controller's write would, with ADDED or MODIFIED to watchers. */
+  put(object: Json): KubeItem {
+    const item = structuredClone(object) as KubeItem;
+    const resource = this.resourceOf(item);
+    const key = this.key(resource, item.metadata.namespace, item.metadata.name);
+    const existed = this.objects.has(key);
+    item.metadata.uid ??= (this.objects.get(key)?.metadata.uid as string | undefined) ?? `uid-${key}`;
+    this.bump(item);
+    this.objects.set(key, item);
+    this.record(resource, existed ? 'MODIFIED' : 'ADDED', item);
+    return structuredClone(item);
+  }
+
+  /** Changes a stored object in place (a concurrent writer), with MODIFIED to watchers. */
+  modify(kind: string, namespace: string, name: string, change: (object: KubeItem) => void): KubeItem {
+    const resource = RESOURCES.find((candidate) => candidate.kind === kind);
+    const item = resource ? this.objects.get(this.key(resource, namespace, name)) : undefined;
+    if (!resource || !item) throw new Error(`no ${kind} ${namespace}/${name}`);
+    change(item);
+    return this.commit(resource, item);
+  }
+
+  remove(kind: string, namespace: string, name: string): void {
+    const resource = RESOURCES.find((candidate) => candidate.kind === kind);
+    const key = resource ? this.key(resource, namespace, name) : '';
+    const item = this.objects.get(key);
+    if (!resource || !item) throw new Error(`no ${kind} ${namespace}/${name}`);
+    this.objects.delete(key);
+    this.bump(item);
+    this.record(resource, 'DELETED', item);
+  }
+
+  get(kind: string, namespace: string, name: string): KubeItem | undefined {
+    const resource = RESOURCES.find((candidate) => candidate.kind === kind);
+    const item = resource ? this.objects.get(this.key(resource, namespace, name)) : undefined;
+    return item ? structuredClone(item) : undefined;
+  }
+
+  /** Stores a changed object; one with a deletionTimestamp and no finalizers left is deleted, as the API server does. */
+  private commit(resource: Resource, item: KubeItem): KubeItem {
+    const key = this.key(resource, item.metadata.namespace, item.metadata.name);
+    this.bump(item);
+    const finalizers = item.metadata.finalizers as string[] | undefined;
+    if (item.metadata.deletionTimestamp !== undefined && (finalizers ?? []).length === 0) {
+      this.objects.delete(key);
+      this.record(resource, 'DELETED', item);
+    } else {
+      this.objects.set(key, item);
+      this.record(resource, 'MODIFIED', item);
+    }
+    return structuredClone(item);
+  }
+
+  /** Etcd compaction: every resourceVersion up to now becomes too old to watch from. */
+  compact(): void {
+    this.compactedThrough = this.resourceVersion;
+  }
+
+  /** Cuts every open watch mid-stream, as a network drop or an API server restart would. */
+  dropWatches(): void {
+    for (const watch of this.watches) watch.response.destroy();
+    this.watches.clear();
+  }
+
+  /** Sends a 410 Expired ERROR event on every open watch and ends it, as the API server does when a watch falls too far behind. */
+  expireWatches(): void {
+    this.compact();
+    for (const watch of this.watches) {
+      watch.response.write(`${JSON.stringify({ type: 'ERROR', object: this.expiredStatus(0) })}\n`);
+      watch.response.end();
+    }
+    this.watches.clear();
+  }
+
+  /** A BOOKMARK on every open watch, carrying the current resourceVersion. */
+  bookmark(): void {
+    for (const watch of this.watches) {
+      watch.response.write(
+        `${JSON.stringify({ type: 'BOOKMARK', object: { kind: watch.resource.kind, apiVersion: watch.resource.apiVersion, metadata: { resourceVersion: String(this.resourceVersion) } } })}\n`,
+      );
+    }
+  }
+
+  get openWatches(): number {
+    return this.watches.size;
+  }
+
+  fail(failure: InjectedFailure): void {
+    this.failures.push({ times: 1, ...failure });
+  }
+
+  private expiredStatus(requested: number): Json {
+    return statusBody(410, `too old resource version: ${requested} (${this.compactedThrough + 1})`, {}, 'Expired');
+  }
+
+  private send(watch: OpenWatch, type: string, object: Json): void {
+    watch.response.write(`${JSON.stringify({ type, object })}\n`);
+  }
+
+  private reply(response: ServerResponse, recorded: RecordedRequest, status: number, body: Json, headers: Record<string, string> = {}): void {
+    recorded.status = status;
+    response.writeHead(status, { 'content-type': 'application/json', ...headers });
+    response.end(JSON.stringify(body));
+  }
+
+  private injected(method: string, path: string, watch: boolean): InjectedFailure | undefined {
+    const index = this.failures.findIndex(
+      (failure) =>
+        (failure.method === undefined || failure.method === method) &&
+        (failure.pathIncludes === undefined || path.includes(failure.pathIncludes)) &&
+        (failure.watch === undefined || failure.watch === watch),
+    );
+    const failure = this.failures[index];
+    if (!failure) return undefined;
+    failure.times = (failure.times ?? 1) - 1;
+    if (failure.times <= 0) this.failures.splice(index, 1);
+    return failure;
+  }
+
+  /** Resolves /apis/batch/v1/namespaces/ns/jobs/name and friends. */
+  private route(path: string): { resource: Resource; namespace?: string; name?: string } | undefined {
+    for (const resource of RESOURCES) {
+      if (!path.startsWith(`${resource.prefix}/`)) continue;
+      const rest = path.slice(resource.prefix.length + 1).split('/').map(decodeURIComponent);
+      if (rest.length === 1 && rest[0] === resource.plural) return { resource };
+      if (rest.length === 3 && rest[0] === 'namespaces' && rest[2] === resource.plural) return { resource, namespace: rest[1] };
+      if (rest.length === 4 && rest[0] === 'namespaces' && rest[2] === resource.plural) return { resource, namespace: rest[1], name: rest[3] };
+    }
+    return undefined;
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const url = new URL(request.url ?? '/', 'http://fake');
+    const method = request.method ?? 'GET';
+    const query = Object.fromEntries(url.searchParams);
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const recorded: RecordedRequest = { method, path: url.pathname, query, status: 0 };
+    if (request.headers['content-type']) recorded.contentType = request.headers['content-type'];
+    if (text !== '') recorded.body = JSON.parse(text) as unknown;
+    this.requests.push(recorded);
+
+    const watch = query.watch === 'true' || query.watch === '1';
+    const failure = this.injected(method, url.pathname, watch);
+    if (failure) {
+      const retryAfter = failure.retryAfterSeconds;
+      const message = failure.status === 429 ? 'Too many requests, please try again later.' : `injected failure ${failure.status}`;
+      const details = retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {};
+      this.reply(response, recorded, failure.status, statusBody(failure.status, message, details), retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {});
+      return;
+    }
+    const route = this.route(url.pathname);
+    if (!route) {
+      this.reply(response, recorded, 404, statusBody(404, 'the server could not find the requested resource'));
+      return;
+    }
+    const { resource, namespace, name } = route;
+    const qualified = resource.group === '' ? resource.plural : `${resource.plural}.${resource.group}`;
+    if (name !== undefined) {
+      const key = this.key(resource, namespace ?? '', name);
+      const stored = this.objects.get(key);
+      if (!stored) {
+        this.reply(response, recorded, 404, statusBody(404, `${qualified} "${name}" not found`, { name, group: resource.group, kind: resource.plural }));
+        return;
+      }
+      if (method === 'GET') {
+        this.reply(response, recorded, 200, stored);
+        return;
+      }
+      if (method === 'PATCH') {
+        this.patch(resource, stored, text, request.headers['content-type'], response, recorded, qualified);
+        return;
+      }
+    }
+    if (method !== 'GET' || name !== undefined) {
+      this.reply(response, recorded, 405, statusBody(405, `the fake API server does not implement ${method} ${url.pathname}`, {}, 'MethodNotAllowed'));
+      return;
+    }
+    const selector = parseSelector(query.labelSelector);
+    if (watch) {
+      this.watch(resource, namespace, selector, query, response, recorded);
+      return;
+    }
+    const items = [...this.objects.values()].filter((item) => this.resourceOf(item) === resource && matches(item, namespace, selector));
+    this.reply(response, recorded, 200, {
+      kind: `${resource.kind}List`,
+      apiVersion: resource.apiVersion,
+      metadata: { resourceVersion: String(this.resourceVersion) },
+      items,
+    });
+  }
+
+  private patch(resource: Resource, stored: KubeItem, text: string, contentType: string | undefined, response: ServerResponse, recorded: RecordedRequest, qualified: string): void {
+    if (contentType?.split(';', 1)[0] !== 'application/json-patch+json') {
+      this.reply(response, recorded, 415, statusBody(415, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json`));
+      return;
+    }
+    this.beforePatch?.(stored);
+    const working = structuredClone(stored);
+    try {
+      applyPatch(working, JSON.parse(text) as Operation[], true, true);
+    } catch (error) {
+      // What kube-apiserver answers when a JSON patch cannot be applied, a failed `test` op included.
+      const cause = (error as { name?: string }).name === 'TEST_OPERATION_FAILED' ? 'testing value failed' : (error as Error).message;
+      this.reply(
+        response,
+        recorded,
+        422,
+        statusBody(422, 'the server rejected our request due to an error in our request', { causes: [{ reason: 'UnexpectedServerResponse', message: cause }] }),
+      );
+      return;
+    }
+    if (working.metadata.resourceVersion !== stored.metadata.resourceVersion) {
+      this.reply(
+        response,
+        recorded,
+        409,
+        statusBody(409, `Operation cannot be fulfilled on ${qualified} "${stored.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`, {
+          name: stored.metadata.name,
+          group: resource.group,
+          kind: resource.plural,
+        }),
+      );
+      return;
+    }
+    this.reply(response, recorded, 200, this.commit(resource, working));
+  }
+
+  private watch(resource: Resource, namespace: string | undefined, selector: Record<string, string>, query: Record<string, string>, response: ServerResponse, recorded: RecordedRequest): void {
+    const from = Number(query.resourceVersion ?? '0');
+    if (from !== 0 && from <= this.compactedThrough) {
+      if (this.goneAsHttpStatus) {
+        this.reply(response, recorded, 410, this.expiredStatus(from));
+        return;
+      }
+      recorded.status = 200;
+      response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+      response.end(`${JSON.stringify({ type: 'ERROR', object: this.expiredStatus(from) })}\n`);
+      return;
+    }
+    recorded.status = 200;
+    response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    response.flushHeaders();
+    const open: OpenWatch = { resource, namespace, selector, response };
+    // resourceVersion 0 or absent: "any", the API server starts with synthetic ADDED events for what exists.
+    if (from === 0) {
+      for (const item of this.objects.values()) if (this.resourceOf(item) === resource && matches(item, namespace, selector)) this.send(open, 'ADDED', item);
+    } else {
+      for (const entry of this.history) {
+        if (entry.resourceVersion > from && entry.resource === resource && matches(entry.object, namespace, selector)) this.send(open, entry.type, entry.object);
+      }
+    }
+    this.watches.add(open);
+    const timeoutSeconds = Number(query.timeoutSeconds ?? '0');
+    const timer = timeoutSeconds > 0 ? setTimeout(() => response.end(), timeoutSeconds * 1000) : undefined;
+    response.on('close', () => {
+      clearTimeout(timer);
+      this.watches.delete(open);
+    });
+  }
+}
+
+/** The options of a kubeconfig for the fake server (http, so skipTLSVerify is what client-node requires). */
+export function kubeConfigOptions(server: string, user: string) {
+  return {
+    clusters: [{ name: 'fake', server, skipTLSVerify: true }],
+    users: [{ name: user, token: `token-of-${user}` }],
+    contexts: [{ name: 'fake', cluster: 'fake', user }],
+    currentContext: 'fake',
+  };
+}
+
+/** A free loopback port, for a server that starts later than its clients. */
+export async function freeLoopbackPort(): Promise<number> {
+  const probe = createServer();
+  probe.listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}

@@ -1,0 +1,65 @@
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { actingIdentity, kubeConnection } from '../../src/kube/kubeconfig.js';
+import { kubeConfigOptions } from '../support/fake-apiserver.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'hookguard-kubeconfig-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function kubeconfigFile(name: string, user: Record<string, unknown> = { token: 'plain' }): string {
+  const options = kubeConfigOptions('https://10.0.0.1:6443', 'alice');
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: options.clusters.map(({ name: clusterName, server }) => ({ name: clusterName, cluster: { server } })),
+      users: [{ name: 'alice', user }],
+      contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'alice' } }],
+      'current-context': 'fake',
+    }),
+  );
+  return path;
+}
+
+const NO_TOKEN = join(dir, 'no-such-token');
+
+describe('kubeConnection', () => {
+  it('is undefined outside a cluster: no KUBECONFIG, no service account, no ~/.kube/config', () => {
+    expect(kubeConnection({ HOME: dir }, NO_TOKEN)).toBeUndefined();
+    expect(kubeConnection({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, NO_TOKEN)).toBeUndefined();
+  });
+
+  it('takes the first existing file of KUBECONFIG', () => {
+    const path = kubeconfigFile('first.yaml');
+    const connection = kubeConnection({ KUBECONFIG: `${join(dir, 'missing.yaml')}:${path}` }, NO_TOKEN);
+    expect(connection?.source).toBe(`kubeconfig ${path}`);
+    expect(connection?.kubeConfig.getCurrentCluster()?.server).toBe('https://10.0.0.1:6443');
+  });
+
+  it('falls back to ~/.kube/config', () => {
+    const home = mkdtempSync(join(dir, 'home-'));
+    const target = join(home, '.kube', 'config');
+    mkdirSync(join(home, '.kube'));
+    copyFileSync(kubeconfigFile('home.yaml'), target);
+    expect(kubeConnection({ HOME: home }, NO_TOKEN)?.source).toBe(`kubeconfig ${target}`);
+  });
+});
+
+describe('actingIdentity', () => {
+  const jwt = (claims: Record<string, unknown>) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+
+  it('names the service account a token was issued to', () => {
+    const path = kubeconfigFile('sa.yaml', { token: jwt({ sub: 'system:serviceaccount:hookguard:hookguard-sweep' }) });
+    expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe('system:serviceaccount:hookguard:hookguard-sweep');
+  });
+
+  it('names the kubeconfig user and context otherwise', () => {
+    const path = kubeconfigFile('user.yaml', { token: 'not-a-jwt' });
+    expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe('kubeconfig user alice (context fake)');
+  });
+});
