@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../config.js';
+import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { loadTls } from '../tls.js';
 import { EXIT, type CommandIO } from './io.js';
@@ -36,10 +37,12 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   if (tls.generated) {
     logger.warn('no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days');
   }
-  const app = buildApp(config, { logger, tls });
+  const discovery = startDiscovery(config, io.env, logger);
+  const app = buildApp(config, { logger, tls, argocd: discovery.source });
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
+    await discovery.stop();
     throw new ConfigError('server.port', `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`);
   }
   logger.info(
@@ -49,7 +52,10 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down: finishing in-flight requests');
-      void app.close().then(resolve);
+      void app
+        .close()
+        .then(() => discovery.stop())
+        .then(resolve);
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

@@ -2,7 +2,8 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance, type F
 import type { Logger } from 'pino';
 import { auditRecord } from '../audit.js';
 import { decisionContext, type Config } from '../config.js';
-import { decide, type Decision } from '../core/decide.js';
+import { decide, type Decision, type DecisionContext } from '../core/decide.js';
+import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
 import { errored, fromDecision } from './responses.js';
 import { parseAdmissionReview } from './review.js';
@@ -11,6 +12,8 @@ export interface AppOptions {
   logger: Logger;
   /** PEM key and certificate; without them the app only answers inject() (tests). */
   tls?: { key: string; cert: string };
+  /** Discovered Argo CD instances, read as a snapshot per request; without it only `argocd.version` counts. */
+  argocd?: ArgoVersionSource;
 }
 
 export function buildApp(config: Readonly<Config>, options: AppOptions): FastifyInstance {
@@ -22,7 +25,9 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     bodyLimit: limitBytes,
     ...(options.tls ? { https: { key: options.tls.key, cert: options.tls.cert, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;
-  const context = decisionContext(config);
+  const baseContext = decisionContext(config);
+  const argocd = options.argocd;
+  const contextNow = (): DecisionContext => (argocd ? { ...baseContext, argocdInstances: argocd.instances() } : baseContext);
 
   const review = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
     const parsed = parseAdmissionReview(request.body);
@@ -34,7 +39,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     const started = performance.now();
     let decision: Decision;
     try {
-      decision = decide(admission, endpoint, context);
+      decision = decide(admission, endpoint, contextNow());
     } catch (error) {
       const audit = auditRecord(admission, endpoint, undefined, performance.now() - started, { error });
       app.log.error({ audit, err: error }, 'rule failed; request allowed unchanged');
@@ -48,7 +53,9 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   app.post('/validate', review('validate'));
   app.get('/healthz', async () => ({ status: 'ok' }));
   // Once close() begins fastify answers every request, probes included, with 503: readiness drops by itself.
-  app.get('/readyz', async () => ({ status: 'ready' }));
+  // Discovery not synced, or the API server away, keeps it 200: admission works with the last known or an
+  // unknown version, and an unready webhook would let hooks pass unguarded.
+  app.get('/readyz', async () => ({ status: 'ready', ...(argocd ? { discovery: argocd.status() } : {}) }));
 
   app.setNotFoundHandler(async (request, reply) => {
     reply.code(404);

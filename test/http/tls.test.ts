@@ -209,7 +209,10 @@ describe('hookguard serve (the built CLI)', () => {
       const health = await request(https, { port, method: 'GET', path: '/healthz', tls: { rejectUnauthorized: false } });
       expect([health.status, JSON.parse(health.body)]).toEqual([200, { status: 'ok' }]);
       const readiness = await request(https, { port, method: 'GET', path: '/readyz', tls: { rejectUnauthorized: false } });
-      expect([readiness.status, JSON.parse(readiness.body)]).toEqual([200, { status: 'ready' }]);
+      // No kubeconfig and no service account in this environment: discovery is off, said once, and it serves.
+      const offReason = 'no kubeconfig and no in-cluster service account: not running in a cluster';
+      expect([readiness.status, JSON.parse(readiness.body)]).toEqual([200, { status: 'ready', discovery: { enabled: false, reason: offReason } }]);
+      expect(lines.filter((line) => line.msg === 'Argo CD discovery off')).toEqual([expect.objectContaining({ level: 30, reason: offReason })]);
 
       child.kill('SIGTERM');
       const code = await Promise.race([exit, new Promise<string>((resolve) => setTimeout(() => resolve('still running after 5s'), 5000))]);
