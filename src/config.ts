@@ -18,8 +18,16 @@ export interface Config {
   server: {
     host: string;
     port: number;
-    tls: { certFile: string | null; keyFile: string | null };
+    tls: { certFile: string | null; keyFile: string | null; reloadIntervalMs: number };
     bodyLimitBytes: number;
+    tlsHandshakeTimeoutMs: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+    maxHeaderSizeBytes: number;
+    maxConnections: number;
+    shutdownDelayMs: number;
+    shutdownTimeoutMs: number;
   };
   log: { level: LogLevel };
   argocd: {
@@ -69,9 +77,24 @@ export const DEFAULTS: Shape = {
   server: {
     host: '0.0.0.0',
     port: 8443,
-    tls: { certFile: null, keyFile: null },
+    // Files are watched; this periodic re-read is the fallback for file systems whose events get lost.
+    tls: { certFile: null, keyFile: null, reloadIntervalMs: 60_000 },
     // controller-runtime's limit: two 3 MB objects plus the review envelope.
     bodyLimitBytes: 7 * 1024 * 1024,
+    // The API server sends a whole request at once; these only cut off slow or stuck clients (README: limits).
+    tlsHandshakeTimeoutMs: 5_000,
+    headersTimeoutMs: 5_000,
+    // The largest webhook timeoutSeconds the API server allows is 30: later than that nobody waits for the answer.
+    requestTimeoutMs: 30_000,
+    // Longer than the 90 s idle timeout of the API server's client, so the client closes an idle connection
+    // first and never sends a request into one we are closing.
+    keepAliveTimeoutMs: 95_000,
+    maxHeaderSizeBytes: 16 * 1024,
+    maxConnections: 1_000,
+    // After SIGTERM: stay ready-but-failing this long so endpoints drop us before we stop accepting.
+    shutdownDelayMs: 5_000,
+    // From SIGTERM to exit at most, well inside Kubernetes' default 30 s grace period.
+    shutdownTimeoutMs: 20_000,
   },
   log: { level: 'info' },
   argocd: {
@@ -180,6 +203,20 @@ function requireOneOf<T extends string>(value: string, key: string, allowed: rea
   if (!allowed.includes(value as T)) throw new ConfigError(key, `must be one of ${allowed.join(', ')}, got "${value}"`);
 }
 
+function checkServerLimits(server: Shape['server']): void {
+  requireInteger(server.tls.reloadIntervalMs, 'server.tls.reloadIntervalMs', 1_000, 86_400_000);
+  requireInteger(server.tlsHandshakeTimeoutMs, 'server.tlsHandshakeTimeoutMs', 100, 120_000);
+  requireInteger(server.requestTimeoutMs, 'server.requestTimeoutMs', 100, 600_000);
+  // Node refuses a headers timeout longer than the request timeout.
+  requireInteger(server.headersTimeoutMs, 'server.headersTimeoutMs', 100, server.requestTimeoutMs);
+  requireInteger(server.keepAliveTimeoutMs, 'server.keepAliveTimeoutMs', 1_000, 3_600_000);
+  requireInteger(server.maxHeaderSizeBytes, 'server.maxHeaderSizeBytes', 1024, 1024 * 1024);
+  requireInteger(server.maxConnections, 'server.maxConnections', 1, 1_000_000);
+  requireInteger(server.shutdownTimeoutMs, 'server.shutdownTimeoutMs', 1_000, 600_000);
+  // The delay is part of the bound, and draining needs some of it too.
+  requireInteger(server.shutdownDelayMs, 'server.shutdownDelayMs', 0, server.shutdownTimeoutMs - 1_000);
+}
+
 const QUANTITY = /^\d+(\.\d+)?(m|Ki|Mi|Gi|k|M|G)?$/;
 
 function checkRanges(config: Shape): void {
@@ -187,6 +224,7 @@ function checkRanges(config: Shape): void {
   requireOneOf(config.log.level, 'log.level', LOG_LEVELS);
   requireInteger(config.server.port, 'server.port', 1, 65535);
   requireInteger(config.server.bodyLimitBytes, 'server.bodyLimitBytes', 1024, 64 * 1024 * 1024);
+  checkServerLimits(config.server);
   if ((config.server.tls.certFile === null) !== (config.server.tls.keyFile === null)) {
     throw new ConfigError('server.tls', 'certFile and keyFile go together: set both or neither');
   }

@@ -1,5 +1,6 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import selfsigned from 'selfsigned';
 import { ConfigError, type Config } from './config.js';
 
@@ -35,7 +36,7 @@ export async function loadTls(tls: Config['server']['tls']): Promise<TlsMaterial
   const cert = await readPem(tls.certFile, 'server.tls.certFile');
   const key = await readPem(tls.keyFile, 'server.tls.keyFile');
   try {
-    createSecureContext({ cert, key });
+    assertUsablePair({ cert, key });
   } catch (error) {
     throw new ConfigError('server.tls', `${tls.certFile} and ${tls.keyFile} are not a usable certificate and key: ${(error as Error).message}`);
   }
@@ -48,4 +49,16 @@ async function readPem(file: string, key: string): Promise<string> {
   } catch (error) {
     throw new ConfigError(key, `cannot read ${file}: ${(error as Error).message}`);
   }
+}
+
+/** Throws unless `cert` and `key` are a certificate and its private key (empty files included: OpenSSL lets those pass). */
+export function assertUsablePair(pair: { key: string; cert: string }): void {
+  new X509Certificate(pair.cert);
+  createPrivateKey(pair.key);
+  createSecureContext(pair);
+}
+
+/** What the HTTPS server is given, at start and at every certificate reload. */
+export function secureContextOptions(pair: { key: string; cert: string }): SecureContextOptions {
+  return { key: pair.key, cert: pair.cert, minVersion: 'TLSv1.2' };
 }

@@ -16,4 +16,5 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-export const EXIT = { ok: 0, denied: 1, badInput: 2 } as const;
+// serve exits with shutdownForced when connections were still open at server.shutdownTimeoutMs and were cut.
+export const EXIT = { ok: 0, denied: 1, badInput: 2, shutdownForced: 1 } as const;

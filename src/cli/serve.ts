@@ -1,16 +1,20 @@
+import type { Server as TlsServer } from 'node:tls';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../config.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
+import { Lifecycle, shutDown } from '../http/lifecycle.js';
+import { Metrics } from '../http/metrics.js';
+import { watchCertificates, type CertificateWatch } from '../tls-reload.js';
 import { loadTls } from '../tls.js';
 import { EXIT, type CommandIO } from './io.js';
 
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]
-Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz.
+Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics.
 Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.`;
 
-/** `hookguard serve`: listens until SIGTERM or SIGINT, then closes gracefully. */
+/** `hookguard serve`: listens until SIGTERM or SIGINT, then shuts down gracefully (exit 0 when every request was answered). */
 export async function runServe(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArgs({
     args: [...argv],
@@ -38,7 +42,17 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     logger.warn('no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days');
   }
   const discovery = startDiscovery(config, io.env, logger);
-  const app = buildApp(config, { logger, tls, argocd: discovery.source });
+  const lifecycle = new Lifecycle();
+  const pinned = config.argocd.version;
+  const metrics = new Metrics({
+    processMetrics: true,
+    argocdInstances: () =>
+      pinned !== null
+        ? [{ namespace: '', version: pinned }]
+        : [...discovery.source.instances().values()].map((instance) => ({ namespace: instance.namespace, version: instance.version ?? 'unknown' })),
+  });
+  metrics.certificate(tls.cert, false);
+  const app = buildApp(config, { logger, tls, argocd: discovery.source, metrics, lifecycle });
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
@@ -49,16 +63,35 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     { mode: config.mode, argocdVersion: config.argocd.version ?? 'unknown', advisories: config.advisories.map((advisory) => advisory.id) },
     'hookguard ready',
   );
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down: finishing in-flight requests');
-      void app
-        .close()
-        .then(() => discovery.stop())
-        .then(resolve);
+  const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
+  let certificates: CertificateWatch | undefined;
+  if (certFile !== null && keyFile !== null) {
+    certificates = watchCertificates({
+      server: app.server as unknown as TlsServer,
+      certFile,
+      keyFile,
+      current: tls,
+      intervalMs: reloadIntervalMs,
+      logger,
+      reloaded: (pair) => metrics.certificate(pair.cert, true),
+      rejected: () => metrics.error('tls_reload'),
+    });
+  }
+  const signal = await new Promise<string>((resolve) => {
+    const received = (name: string) => () => {
+      // Only the first signal counts; shutdownTimeoutMs bounds the rest.
+      if (lifecycle.shuttingDown) return;
+      lifecycle.beginShutdown();
+      resolve(name);
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', received('SIGTERM'));
+    process.on('SIGINT', received('SIGINT'));
   });
-  return EXIT.ok;
+  logger.info({ signal, shutdownDelayMs: config.server.shutdownDelayMs }, 'shutting down: finishing in-flight requests');
+  certificates?.close();
+  // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
+  const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
+  const result = await shutDown(app, lifecycle, settings, logger);
+  await discovery.stop();
+  return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

@@ -5,6 +5,10 @@ import { decisionContext, type Config } from '../config.js';
 import { decide, type Decision, type DecisionContext } from '../core/decide.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
+import { secureContextOptions } from '../tls.js';
+import type { Lifecycle } from './lifecycle.js';
+import { fastifyLimits, serverLimits } from './limits.js';
+import { Metrics, type Outcome } from './metrics.js';
 import { errored, fromDecision } from './responses.js';
 import { parseAdmissionReview } from './review.js';
 
@@ -14,24 +18,39 @@ export interface AppOptions {
   tls?: { key: string; cert: string };
   /** Discovered Argo CD instances, read as a snapshot per request; without it only `argocd.version` counts. */
   argocd?: ArgoVersionSource;
+  /** Served at GET /metrics; without it the app keeps metrics of its own (no process metrics). */
+  metrics?: Metrics;
+  /** Shutdown state: /readyz fails and answers close their connection once it is shutting down. */
+  lifecycle?: Lifecycle;
 }
+
+const WEBHOOK_ROUTES = new Set(['/mutate', '/validate']);
 
 export function buildApp(config: Readonly<Config>, options: AppOptions): FastifyInstance {
   const limitBytes = config.server.bodyLimitBytes;
+  const metrics = options.metrics ?? new Metrics();
+  const lifecycle = options.lifecycle;
   const app = Fastify({
     loggerInstance: options.logger,
     // Each admission request writes its own audit line; fastify's per-request lines would double them.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: limitBytes,
-    ...(options.tls ? { https: { key: options.tls.key, cert: options.tls.cert, minVersion: 'TLSv1.2' as const } } : {}),
+    ...fastifyLimits(config.server),
+    // A request that reached us while closing is answered, not refused: the API server would not retry it.
+    return503OnClosing: false,
+    ...(options.tls ? { https: { ...secureContextOptions(options.tls), ...serverLimits(config.server) } } : {}),
   }) as unknown as FastifyInstance;
+  app.server.maxConnections = config.server.maxConnections;
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
   const contextNow = (): DecisionContext => (argocd ? { ...baseContext, argocdInstances: argocd.instances() } : baseContext);
 
   const review = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const received = performance.now();
+    const seconds = () => (performance.now() - received) / 1000;
+    if (lifecycle?.shuttingDown) reply.header('connection', 'close');
     const parsed = parseAdmissionReview(request.body);
     if (!parsed.ok) {
+      metrics.request(endpoint, 'bad_request', seconds());
       reply.code(400);
       return { error: parsed.message };
     }
@@ -43,30 +62,56 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     } catch (error) {
       const audit = auditRecord(admission, endpoint, undefined, performance.now() - started, { error });
       app.log.error({ audit, err: error }, 'rule failed; request allowed unchanged');
+      metrics.error('rule');
+      metrics.request(endpoint, 'errored', seconds());
       return errored(admission.uid, error);
     }
     app.log.info({ audit: auditRecord(admission, endpoint, decision, performance.now() - started) }, 'admission decision');
-    return fromDecision(admission.uid, decision);
+    const answer = fromDecision(admission.uid, decision);
+    metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings);
+    return answer;
   };
 
   app.post('/mutate', review('mutate'));
   app.post('/validate', review('validate'));
   app.get('/healthz', async () => ({ status: 'ok' }));
-  // Once close() begins fastify answers every request, probes included, with 503: readiness drops by itself.
   // Discovery not synced, or the API server away, keeps it 200: admission works with the last known or an
-  // unknown version, and an unready webhook would let hooks pass unguarded.
-  app.get('/readyz', async () => ({ status: 'ready', ...(argocd ? { discovery: argocd.status() } : {}) }));
+  // unknown version, and an unready webhook would let hooks pass unguarded. Only shutting down makes it 503.
+  app.get('/readyz', async (_request, reply) => {
+    const discovery = argocd ? { discovery: argocd.status() } : {};
+    if (!lifecycle?.shuttingDown) return { status: 'ready', ...discovery };
+    reply.code(503).header('connection', 'close');
+    return { status: 'shutting down', ...discovery };
+  });
+  app.get('/metrics', async (_request, reply) => {
+    const { contentType, text } = await metrics.exposition();
+    reply.type(contentType);
+    return text;
+  });
 
   app.setNotFoundHandler(async (request, reply) => {
     reply.code(404);
-    return { error: `no route ${request.method} ${request.url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz` };
+    return { error: `no route ${request.method} ${request.url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics` };
   });
-  app.setErrorHandler(async (error: FastifyError, _request, reply) => {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-    if (status === 500) app.log.error({ err: error }, 'unexpected error');
+    if (status === 500) {
+      app.log.error({ err: error }, 'unexpected error');
+      metrics.error('http');
+    }
+    const route = request.routeOptions.url;
+    // An unparsable or oversized body never reached the handler: count it with the webhook's bad requests.
+    if (status < 500 && route !== undefined && WEBHOOK_ROUTES.has(route)) {
+      metrics.request(route.slice(1) as Endpoint, 'bad_request', undefined);
+    }
     reply.code(status);
     if (status === 413) return { error: `request body is larger than the ${limitBytes}-byte limit` };
     return { error: status === 500 ? 'internal error' : error.message };
   });
   return app;
+}
+
+function outcomeOf(response: { allowed: boolean; patch?: string }): Outcome {
+  if (!response.allowed) return 'denied';
+  return response.patch === undefined ? 'allowed' : 'patched';
 }

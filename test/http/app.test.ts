@@ -340,7 +340,7 @@ describe('bad input', () => {
     const reply = await app.inject({ method, url });
     expect(reply.statusCode).toBe(404);
     expect(reply.json()).toEqual({
-      error: `no route ${method} ${url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz`,
+      error: `no route ${method} ${url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics`,
     });
   });
 });

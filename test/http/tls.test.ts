@@ -1,21 +1,19 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { connect as tlsConnect, createServer as tlsServer, type ConnectionOptions, type SecureVersion } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { DEFAULTS, loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
 import { cliPath } from '../support/cli.js';
-import { repoRoot } from '../support/k8s-tools.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
+import { ServeProcess } from '../support/serve-process.js';
 
 interface Reply {
   status: number;
@@ -144,34 +142,6 @@ describe('the webhook over a real TLS socket', () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
-/** Resolves with the first stdout JSON log line matching `test`; rejects if the process exits first. */
-function waitForLog(child: ChildProcessWithoutNullStreams, lines: Record<string, unknown>[], test: (line: Record<string, unknown>) => boolean) {
-  return new Promise<Record<string, unknown>>((resolve, reject) => {
-    const check = () => {
-      const found = lines.find(test);
-      if (found) {
-        child.stdout.off('data', check);
-        child.off('exit', exited);
-        resolve(found);
-      }
-    };
-    const exited = (code: number | null) => reject(new Error(`hookguard serve exited (${code}) before logging the expected line`));
-    child.stdout.on('data', check);
-    child.once('exit', exited);
-    check();
-  });
-}
-
 const haveCli = existsSync(cliPath);
 
 describe('hookguard serve (the built CLI)', () => {
@@ -179,25 +149,10 @@ describe('hookguard serve (the built CLI)', () => {
     ? 'generates a development certificate, serves HTTPS and exits 0 on SIGTERM'
     : `skipped: ${cliPath} is missing; run \`npm run build\` first (npm test does)`;
   it.skipIf(!haveCli)(title, async () => {
-    const port = await freePort();
-    const child = spawn(process.execPath, [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port)], {
-      cwd: repoRoot,
-      env: { PATH: process.env.PATH ?? '' },
-    });
-    const lines: Record<string, unknown>[] = [];
-    let pending = '';
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    // Registered before waitForLog's listener, so lines are parsed before they are looked for.
-    child.stdout.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      const complete = pending.split('\n');
-      pending = complete.pop() ?? '';
-      for (const line of complete) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
-    });
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const serve = await ServeProcess.start();
+    const { port, lines } = serve;
     try {
-      const ready = await waitForLog(child, lines, (line) => line.msg === 'hookguard ready');
+      const ready = lines.find((line) => line.msg === 'hookguard ready');
       expect(ready).toMatchObject({ service: 'hookguard', mode: 'enforce', argocdVersion: 'unknown' });
       expect(lines).toContainEqual(
         expect.objectContaining({
@@ -214,12 +169,12 @@ describe('hookguard serve (the built CLI)', () => {
       expect([readiness.status, JSON.parse(readiness.body)]).toEqual([200, { status: 'ready', discovery: { enabled: false, reason: offReason } }]);
       expect(lines.filter((line) => line.msg === 'Argo CD discovery off')).toEqual([expect.objectContaining({ level: 30, reason: offReason })]);
 
-      child.kill('SIGTERM');
-      const code = await Promise.race([exit, new Promise<string>((resolve) => setTimeout(() => resolve('still running after 5s'), 5000))]);
-      expect(code, stderr).toBe(0);
+      serve.child.kill('SIGTERM');
+      // It keeps serving for server.shutdownDelayMs first (see lifecycle.test.ts).
+      expect(await serve.exitWithin(DEFAULTS.server.shutdownDelayMs + 5000), serve.stderr).toBe(0);
       expect(lines).toContainEqual(expect.objectContaining({ msg: 'shutting down: finishing in-flight requests', signal: 'SIGTERM' }));
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      serve.stop();
     }
   });
 });

@@ -1,0 +1,122 @@
+// Prometheus metrics, in a registry of their own (never prom-client's global one, so two apps in one process, as in
+// tests, never share counters).
+import { X509Certificate } from 'node:crypto';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Endpoint, Finding } from '../core/types.js';
+
+/** How one admission request ended, as the requests counter labels it. */
+export type Outcome = 'allowed' | 'patched' | 'denied' | 'errored' | 'bad_request';
+export type ErrorSource = 'rule' | 'http' | 'tls_reload';
+
+const ENDPOINTS: readonly Endpoint[] = ['mutate', 'validate'];
+const OUTCOMES: readonly Outcome[] = ['allowed', 'patched', 'denied', 'errored', 'bad_request'];
+const ERROR_SOURCES: readonly ErrorSource[] = ['rule', 'http', 'tls_reload'];
+// Decisions take well under a millisecond; the API server gives up after the webhook's timeoutSeconds.
+const LATENCY_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export interface ArgoCdInstance {
+  /** Namespace of the discovered controller; empty when the version is pinned by `argocd.version`. */
+  namespace: string;
+  version: string;
+}
+
+export interface MetricsOptions {
+  /** process_* and nodejs_* metrics; off for apps built in tests. */
+  processMetrics?: boolean;
+  /** The Argo CD versions hookguard knows, read at scrape time. */
+  argocdInstances?: () => readonly ArgoCdInstance[];
+}
+
+type Child = { inc(): void };
+type Timer = { observe(value: number): void };
+
+export class Metrics {
+  readonly registry = new Registry();
+  // Children bound once per label set, so the hot path does no label hashing.
+  private readonly requestChildren = new Map<string, Child>();
+  private readonly latencyChildren = new Map<Endpoint, Timer>();
+  private readonly ruleActions: Counter<'rule' | 'action'>;
+  private readonly errors: Counter<'source'>;
+  private readonly tlsReloads: Counter;
+  private readonly certificateNotAfter: Gauge;
+
+  constructor(options: MetricsOptions = {}) {
+    const registers = [this.registry];
+    const requests = new Counter({
+      name: 'hookguard_admission_requests_total',
+      help: 'Admission requests by endpoint and decision.',
+      labelNames: ['endpoint', 'decision'] as const,
+      registers,
+    });
+    const latency = new Histogram({
+      name: 'hookguard_admission_duration_seconds',
+      help: 'Time from a decoded request body to the encoded answer, by endpoint.',
+      labelNames: ['endpoint'] as const,
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
+    // Every series exists from the start at 0, so rate() and absent() work before the first request.
+    for (const endpoint of ENDPOINTS) {
+      latency.zero({ endpoint });
+      this.latencyChildren.set(endpoint, latency.labels(endpoint));
+      for (const outcome of OUTCOMES) {
+        const child = requests.labels(endpoint, outcome);
+        child.inc(0);
+        this.requestChildren.set(`${endpoint} ${outcome}`, child);
+      }
+    }
+    this.ruleActions = new Counter({
+      name: 'hookguard_rule_actions_total',
+      help: 'Rule findings by rule and action (mutate, warn, deny); in audit mode what would have been done.',
+      labelNames: ['rule', 'action'] as const,
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'hookguard_errors_total',
+      help: 'Errors by source: a rule that threw (request allowed unchanged), an HTTP 5xx, a failed certificate reload.',
+      labelNames: ['source'] as const,
+      registers,
+    });
+    for (const source of ERROR_SOURCES) this.errors.labels(source).inc(0);
+    this.tlsReloads = new Counter({ name: 'hookguard_tls_reloads_total', help: 'Serving certificates loaded without a restart.', registers });
+    this.certificateNotAfter = new Gauge({
+      name: 'hookguard_tls_certificate_not_after_timestamp_seconds',
+      help: 'Expiry of the serving certificate in use, as a Unix timestamp.',
+      registers,
+    });
+    const instances = options.argocdInstances ?? (() => []);
+    new Gauge({
+      name: 'hookguard_argocd_instance_info',
+      help: 'Argo CD versions hookguard decides with: 1 per known instance (namespace is empty for a pinned argocd.version).',
+      labelNames: ['namespace', 'version'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const instance of instances()) this.labels(instance.namespace, instance.version).set(1);
+      },
+    });
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One finished admission request; `seconds` is undefined when it was refused before reaching the handler. */
+  request(endpoint: Endpoint, outcome: Outcome, seconds: number | undefined, findings: readonly Finding[] = []): void {
+    this.requestChildren.get(`${endpoint} ${outcome}`)?.inc();
+    if (seconds !== undefined) this.latencyChildren.get(endpoint)?.observe(seconds);
+    for (const finding of findings) this.ruleActions.labels(finding.rule, finding.action).inc();
+  }
+
+  error(source: ErrorSource): void {
+    this.errors.labels(source).inc();
+  }
+
+  /** A serving certificate came into use: at start (`reloaded` false) or by a reload. */
+  certificate(pem: string, reloaded: boolean): void {
+    this.certificateNotAfter.set(Math.floor(Date.parse(new X509Certificate(pem).validTo) / 1000));
+    if (reloaded) this.tlsReloads.inc();
+  }
+
+  /** The exposition text and its content type, for GET /metrics. */
+  async exposition(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}

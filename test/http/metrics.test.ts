@@ -1,0 +1,130 @@
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { buildApp } from '../../src/http/app.js';
+import { Metrics } from '../../src/http/metrics.js';
+import { deletePolicy } from '../../src/rules/delete-policy.js';
+import { generateDevCertificate } from '../../src/tls.js';
+import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
+import { admissionReview } from '../support/reviews.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+function app(metrics = new Metrics()): FastifyInstance {
+  return buildApp(loadConfig({ overrides: { 'argocd.version': '2.14.8' } }), { logger: pino({ level: 'silent' }), metrics });
+}
+
+async function post(target: FastifyInstance, url: '/mutate' | '/validate', payload: string): Promise<number> {
+  const reply = await target.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } });
+  return reply.statusCode;
+}
+
+const review = (uid: string, object: Record<string, unknown>, username?: string) =>
+  JSON.stringify(admissionReview({ uid, operation: 'CREATE', object, ...(username ? { username } : {}) }));
+
+/** A Helm cleanup hook: delete policy added, --ignore-not-found added, backoffLimit raised. */
+const cleanupJob = () =>
+  hookJob({ 'helm.sh/hook': 'post-delete' }, {
+    backoffLimit: 1,
+    template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'cm', 'x'] }] } },
+  });
+const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'plain', namespace: 'apps' }, data: {} };
+/** An Argo CD hook that opted out of min-runtime on an affected version: denied at /validate. */
+const racingJob = () => hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded', 'hookguard.io/skip': 'min-runtime' });
+
+async function scrape(target: FastifyInstance, prefix: string): Promise<string[]> {
+  const reply = await target.inject({ method: 'GET', url: '/metrics' });
+  expect(reply.statusCode).toBe(200);
+  expect(reply.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+  return reply.body.split('\n').filter((line) => line.startsWith(prefix));
+}
+
+describe('GET /metrics', () => {
+  it('counts requests by endpoint and decision, rule actions by rule and action, and errors, exactly', async () => {
+    const target = app();
+    expect(await post(target, '/mutate', review('patched', cleanupJob()))).toBe(200);
+    expect(await post(target, '/mutate', review('plain', configMap))).toBe(200);
+    expect(await post(target, '/validate', review('denied', racingJob(), ARGOCD_CONTROLLER))).toBe(200);
+    expect(await post(target, '/mutate', '{not json')).toBe(400);
+    expect(await post(target, '/validate', '[]')).toBe(400);
+    vi.spyOn(deletePolicy, 'mutate').mockImplementation(() => {
+      throw new Error('boom');
+    });
+    expect(await post(target, '/mutate', review('errored', cleanupJob()))).toBe(200);
+
+    expect(await scrape(target, 'hookguard_admission_requests_total')).toEqual([
+      'hookguard_admission_requests_total{endpoint="mutate",decision="allowed"} 1',
+      'hookguard_admission_requests_total{endpoint="mutate",decision="patched"} 1',
+      'hookguard_admission_requests_total{endpoint="mutate",decision="denied"} 0',
+      'hookguard_admission_requests_total{endpoint="mutate",decision="errored"} 1',
+      'hookguard_admission_requests_total{endpoint="mutate",decision="bad_request"} 1',
+      'hookguard_admission_requests_total{endpoint="validate",decision="allowed"} 0',
+      'hookguard_admission_requests_total{endpoint="validate",decision="patched"} 0',
+      'hookguard_admission_requests_total{endpoint="validate",decision="denied"} 1',
+      'hookguard_admission_requests_total{endpoint="validate",decision="errored"} 0',
+      'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"} 1',
+    ]);
+    expect(await scrape(target, 'hookguard_rule_actions_total')).toEqual([
+      'hookguard_rule_actions_total{rule="delete-policy",action="mutate"} 1',
+      'hookguard_rule_actions_total{rule="idempotent-cleanup",action="mutate"} 2',
+      'hookguard_rule_actions_total{rule="version-race",action="deny"} 1',
+    ]);
+    expect(await scrape(target, 'hookguard_errors_total')).toEqual([
+      'hookguard_errors_total{source="rule"} 1',
+      'hookguard_errors_total{source="http"} 0',
+      'hookguard_errors_total{source="tls_reload"} 0',
+    ]);
+    // The unparsable body never reached the handler, so it has no latency; the other five do.
+    expect(await scrape(target, 'hookguard_admission_duration_seconds_count')).toEqual([
+      'hookguard_admission_duration_seconds_count{endpoint="mutate"} 3',
+      'hookguard_admission_duration_seconds_count{endpoint="validate"} 2',
+    ]);
+    const buckets = await scrape(target, 'hookguard_admission_duration_seconds_bucket{le="+Inf",endpoint="mutate"}');
+    expect(buckets).toEqual(['hookguard_admission_duration_seconds_bucket{le="+Inf",endpoint="mutate"} 3']);
+  });
+
+  it('counts an oversized body as a bad request of its endpoint', async () => {
+    const target = app();
+    expect(await post(target, '/validate', `{"pad":"${'x'.repeat(7 * 1024 * 1024)}"}`)).toBe(413);
+    expect(await scrape(target, 'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"}')).toEqual([
+      'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"} 1',
+    ]);
+  });
+
+  it('keeps the counters of two apps apart (a registry each, not the global one)', async () => {
+    const first = app();
+    const second = app();
+    await post(first, '/mutate', review('one', configMap));
+    expect(await scrape(second, 'hookguard_admission_requests_total{endpoint="mutate",decision="allowed"}')).toEqual([
+      'hookguard_admission_requests_total{endpoint="mutate",decision="allowed"} 0',
+    ]);
+  });
+
+  it('shows the Argo CD versions known at scrape time, and the serving certificate expiry', async () => {
+    let instances = [{ namespace: 'argocd', version: '2.14.8' }];
+    const metrics = new Metrics({ argocdInstances: () => instances });
+    const certificate = await generateDevCertificate();
+    metrics.certificate(certificate.cert, false);
+    const target = app(metrics);
+    expect(await scrape(target, 'hookguard_argocd_instance_info')).toEqual(['hookguard_argocd_instance_info{namespace="argocd",version="2.14.8"} 1']);
+    instances = [
+      { namespace: 'argocd', version: '3.4.1' },
+      { namespace: 'team-a', version: '2.13.0' },
+    ];
+    expect(await scrape(target, 'hookguard_argocd_instance_info')).toEqual([
+      'hookguard_argocd_instance_info{namespace="argocd",version="3.4.1"} 1',
+      'hookguard_argocd_instance_info{namespace="team-a",version="2.13.0"} 1',
+    ]);
+    const expiry = Math.floor(Date.parse(new (await import('node:crypto')).X509Certificate(certificate.cert).validTo) / 1000);
+    expect(await scrape(target, 'hookguard_tls_certificate_not_after_timestamp_seconds ')).toEqual([`hookguard_tls_certificate_not_after_timestamp_seconds ${expiry}`]);
+    expect(await scrape(target, 'hookguard_tls_reloads_total ')).toEqual(['hookguard_tls_reloads_total 0']);
+  });
+
+  it('has no process metrics unless asked (apps built in tests), and has them when asked (serve)', async () => {
+    expect(await scrape(app(), 'process_cpu_user_seconds_total')).toEqual([]);
+    expect(await scrape(app(new Metrics({ processMetrics: true })), 'process_cpu_user_seconds_total')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,82 @@
+// `hookguard serve` as a real child process (the built CLI), its JSON log lines parsed as they arrive.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import net, { type AddressInfo } from 'node:net';
+import { cliPath } from './cli.js';
+import { repoRoot } from './k8s-tools.js';
+
+export type LogLine = Record<string, unknown>;
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+export class ServeProcess {
+  readonly lines: LogLine[] = [];
+  stderr = '';
+  /** The exit code, once the process has exited. */
+  readonly exit: Promise<number | null>;
+  private pending = '';
+
+  private constructor(
+    readonly child: ChildProcessWithoutNullStreams,
+    readonly port: number,
+  ) {
+    child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString('utf8')));
+    // Registered before any waitForLog listener, so lines are parsed before they are looked for.
+    child.stdout.on('data', (chunk: Buffer) => {
+      this.pending += chunk.toString('utf8');
+      const complete = this.pending.split('\n');
+      this.pending = complete.pop() ?? '';
+      for (const line of complete) if (line.trim() !== '') this.lines.push(JSON.parse(line) as LogLine);
+    });
+    this.exit = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Starts `hookguard serve --host 127.0.0.1 --port <free port> ...args` and waits for its "hookguard ready" line. */
+  static async start(args: readonly string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+    const port = await freePort();
+    const child = spawn(process.execPath, [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port), ...args], {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH ?? '', ...env },
+    });
+    const serve = new ServeProcess(child, port);
+    await serve.waitForLog((line) => line.msg === 'hookguard ready');
+    return serve;
+  }
+
+  /** Resolves with the first stdout JSON log line matching `test`; rejects if the process exits first. */
+  waitForLog(test: (line: LogLine) => boolean): Promise<LogLine> {
+    const { child, lines } = this;
+    return new Promise<LogLine>((resolve, reject) => {
+      const check = () => {
+        const found = lines.find(test);
+        if (found) {
+          child.stdout.off('data', check);
+          child.off('exit', exited);
+          resolve(found);
+        }
+      };
+      const exited = (code: number | null) => reject(new Error(`hookguard serve exited (${code}) before logging the expected line; stderr: ${this.stderr}`));
+      child.stdout.on('data', check);
+      child.once('exit', exited);
+      check();
+    });
+  }
+
+  /** The exit code, or a message if it has not exited within `ms`. */
+  exitWithin(ms: number): Promise<number | null | string> {
+    return Promise.race([this.exit, new Promise<string>((resolve) => setTimeout(() => resolve(`still running after ${ms} ms`), ms))]);
+  }
+
+  /** Kills it if it is still running (test cleanup). */
+  stop(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+}
