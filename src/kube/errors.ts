@@ -1,0 +1,42 @@
+// One reading of what went wrong talking to the API server, whatever client-node threw.
+import { ApiException } from '@kubernetes/client-node';
+import { isRecord } from '../core/objects.js';
+
+export interface ApiFailure {
+  /** HTTP status; undefined when no answer came (connection refused, reset, timeout). */
+  status: number | undefined;
+  /** The API server's own words (the Status message), or the network error. */
+  message: string;
+  /** From the Retry-After header, or the Status details. */
+  retryAfterSeconds: number | undefined;
+}
+
+function parsedBody(body: unknown): Record<string, unknown> | undefined {
+  if (isRecord(body)) return body;
+  if (typeof body !== 'string') return undefined;
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return isRecord(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function apiFailure(error: unknown): ApiFailure {
+  if (error instanceof ApiException) {
+    const body = parsedBody(error.body);
+    const details = isRecord(body?.details) ? body.details : {};
+    const header = (error.headers as Record<string, string | undefined> | undefined)?.['retry-after'];
+    const fromHeader = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
+    const fromDetails = typeof details.retryAfterSeconds === 'number' ? details.retryAfterSeconds : undefined;
+    const message = typeof body?.message === 'string' ? body.message : `HTTP ${error.code}`;
+    return { status: error.code, message, retryAfterSeconds: fromHeader ?? fromDetails };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: undefined, message, retryAfterSeconds: undefined };
+}
+
+/** Worth another try: throttled, a server-side failure, or no answer at all. */
+export function isTransient(failure: ApiFailure): boolean {
+  return failure.status === undefined || failure.status === 429 || failure.status >= 500;
+}

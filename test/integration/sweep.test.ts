@@ -1,0 +1,219 @@
+// sweep against a stand-in for kube-apiserver (test/support/fake-apiserver.ts): real list, get and
+// JSON-patch paths, a failed `test` op answered 422 as kube-apiserver does, injected 404, 409, 429 and 5xx.
+import { afterEach, describe, expect, it } from 'vitest';
+import { kubeSweepClient } from '../../src/sweep/client.js';
+import { removalPatch, sweep, type SweepOptions } from '../../src/sweep/sweep.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
+import { capturedLogger } from '../support/log-sink.js';
+import { HOOK_FINALIZER, KEEP, seed } from '../support/stuck-hooks.js';
+
+let servers: FakeApiServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.map((server) => server.stop()));
+  servers = [];
+});
+
+async function cluster(): Promise<FakeApiServer> {
+  const server = await new FakeApiServer().start();
+  servers.push(server);
+  seed(server);
+  return server;
+}
+
+const options = (overrides: Partial<SweepOptions> = {}): SweepOptions => ({
+  namespace: undefined,
+  apply: true,
+  minAgeSeconds: 600,
+  retry: { maxAttempts: 4, backoff: { initialMs: 10, maxMs: 50 } },
+  actor: 'system:serviceaccount:hookguard:hookguard-sweep',
+  ...overrides,
+});
+
+async function run(server: FakeApiServer, overrides: Partial<SweepOptions> = {}) {
+  const { logger, lines } = capturedLogger();
+  const report = await sweep(kubeSweepClient(server.kubeConfig()), options(overrides), logger);
+  const outcome = Object.fromEntries(report.results.map((result) => [result.name, result.action]));
+  return { report, outcome, lines };
+}
+
+const patches = (server: FakeApiServer) => server.requests.filter((request) => request.method === 'PATCH');
+const finalizersOf = (server: FakeApiServer, kind: string, name: string, namespace = 'apps') => server.get(kind, namespace, name)?.metadata.finalizers;
+
+describe('sweep', () => {
+  it('in a dry run, names what qualifies and why, and sends no write', async () => {
+    const server = await cluster();
+    const { report, outcome } = await run(server, { apply: false });
+    expect(outcome).toEqual({
+      'keeps-other': 'would-remove',
+      'failed-only-hook': 'would-remove',
+      'running-old': 'would-remove',
+      'running-new': 'skipped',
+      'not-a-hook': 'skipped',
+      'pod-done': 'would-remove',
+    });
+    expect(report.results.find((result) => result.name === 'keeps-other')).toEqual({
+      kind: 'Job',
+      namespace: 'apps',
+      name: 'keeps-other',
+      action: 'would-remove',
+      reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 3\ds$/)],
+      ageSeconds: expect.any(Number),
+      finalizersBefore: [KEEP, HOOK_FINALIZER],
+      finalizersAfter: [KEEP],
+    });
+    expect(report).toMatchObject({ dryRun: true, namespace: null });
+    expect(server.requests.filter((request) => request.method !== 'GET')).toEqual([]);
+  });
+
+  it('with --apply removes only the hook finalizer of qualifying objects, guarded by a test op, with an audit line each', async () => {
+    const server = await cluster();
+    const untouched = ['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) => server.get('Job', 'apps', name));
+    const { outcome, lines } = await run(server);
+    expect(outcome).toEqual({
+      'keeps-other': 'removed',
+      'failed-only-hook': 'removed',
+      'running-old': 'removed',
+      'running-new': 'skipped',
+      'not-a-hook': 'skipped',
+      'pod-done': 'removed',
+    });
+    // The other finalizer stays; an object whose last finalizer went is deleted by the API server.
+    expect(finalizersOf(server, 'Job', 'keeps-other')).toEqual([KEEP]);
+    expect(server.get('Job', 'apps', 'failed-only-hook')).toBeUndefined();
+    expect(server.get('Pod', 'team-b', 'pod-done')).toBeUndefined();
+    // Objects that do not qualify are byte for byte what they were.
+    expect(['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) => server.get('Job', 'apps', name))).toEqual(untouched);
+
+    const keepsOther = patches(server).find((request) => request.path === '/apis/batch/v1/namespaces/apps/jobs/keeps-other');
+    expect(keepsOther).toMatchObject({
+      contentType: 'application/json-patch+json',
+      body: [
+        { op: 'test', path: '/metadata/finalizers', value: [KEEP, HOOK_FINALIZER] },
+        { op: 'replace', path: '/metadata/finalizers', value: [KEEP] },
+      ],
+      status: 200,
+    });
+    expect(patches(server).map((request) => request.path).sort()).toEqual([
+      '/api/v1/namespaces/team-b/pods/pod-done',
+      '/apis/batch/v1/namespaces/apps/jobs/failed-only-hook',
+      '/apis/batch/v1/namespaces/apps/jobs/keeps-other',
+      '/apis/batch/v1/namespaces/apps/jobs/running-old',
+    ]);
+    const audits = lines.filter((line) => line.audit !== undefined).map((line) => line.audit as Record<string, unknown>);
+    expect(audits).toHaveLength(4);
+    expect(audits.find((audit) => audit.name === 'keeps-other')).toEqual({
+      action: 'hook-finalizer-removed',
+      kind: 'Job',
+      namespace: 'apps',
+      name: 'keeps-other',
+      uid: 'uid-jobs/apps/keeps-other',
+      ageSeconds: expect.any(Number),
+      reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 3\ds$/)],
+      finalizersBefore: [KEEP, HOOK_FINALIZER],
+      finalizersAfter: [KEEP],
+      actor: 'system:serviceaccount:hookguard:hookguard-sweep',
+    });
+  });
+
+  it('sweeps only the namespace asked for, on its namespaced paths', async () => {
+    const server = await cluster();
+    const { outcome } = await run(server, { namespace: 'team-b' });
+    expect(outcome).toEqual({ 'pod-done': 'removed' });
+    expect(new Set(server.requests.filter((request) => request.method === 'GET').map((request) => request.path))).toEqual(
+      new Set(['/apis/batch/v1/namespaces/team-b/jobs', '/api/v1/namespaces/team-b/pods']),
+    );
+  });
+
+  it('fails safely when the finalizers change under it: the test op fails (422), it judges again and keeps the new finalizer', async () => {
+    const server = await cluster();
+    let raced = false;
+    server.beforePatch = (object) => {
+      if (raced || object.metadata.name !== 'keeps-other') return;
+      raced = true;
+      server.modify('Job', 'apps', 'keeps-other', (job) => ((job.metadata.finalizers as string[]).push('example.com/late')));
+    };
+    const { report } = await run(server, { namespace: 'apps' });
+    expect(report.results.find((result) => result.name === 'keeps-other')).toMatchObject({ action: 'removed', finalizersBefore: [KEEP, HOOK_FINALIZER, 'example.com/late'] });
+    expect(finalizersOf(server, 'Job', 'keeps-other')).toEqual([KEEP, 'example.com/late']);
+    const attempts = patches(server).filter((request) => request.path.endsWith('/keeps-other'));
+    expect(attempts.map((request) => request.status)).toEqual([422, 200]);
+    expect(server.requests.filter((request) => request.method === 'GET' && request.path.endsWith('/jobs/keeps-other'))).toHaveLength(1);
+  });
+
+  it('leaves an object alone when Argo CD removed the finalizer meanwhile, and reports a failure when it keeps changing', async () => {
+    const server = await cluster();
+    server.beforePatch = (object) => {
+      const name = object.metadata.name;
+      if (name === 'running-old') server.modify('Job', 'apps', name, (job) => (job.metadata.finalizers = [KEEP]));
+      // Someone keeps adding finalizers: every test op fails.
+      if (name === 'keeps-other') server.modify('Job', 'apps', name, (job) => ((job.metadata.finalizers as string[]).push(`example.com/${server.requests.length}`)));
+    };
+    const { report } = await run(server, { namespace: 'apps' });
+    const byName = (name: string) => report.results.find((result) => result.name === name);
+    expect(byName('running-old')).toMatchObject({ action: 'skipped', reasons: ['changed meanwhile: no argocd.argoproj.io/hook-finalizer'] });
+    expect(byName('keeps-other')).toMatchObject({
+      action: 'failed',
+      reasons: expect.arrayContaining(['patch failed: HTTP 422: the server rejected our request due to an error in our request']),
+    });
+    // Nothing was dropped: the hook finalizer and every added one are still there.
+    expect(finalizersOf(server, 'Job', 'keeps-other')).toEqual(expect.arrayContaining([KEEP, HOOK_FINALIZER]));
+    expect(finalizersOf(server, 'Job', 'running-old')).toEqual([KEEP]);
+  });
+
+  it('re-reads and retries once after 409 Conflict', async () => {
+    const server = await cluster();
+    server.fail({ method: 'PATCH', pathIncludes: '/keeps-other', status: 409 });
+    const { outcome } = await run(server, { namespace: 'apps' });
+    expect(outcome['keeps-other']).toBe('removed');
+    expect(patches(server).filter((request) => request.path.endsWith('/keeps-other')).map((request) => request.status)).toEqual([409, 200]);
+  });
+
+  it('reports an object deleted before the patch as already gone, not as a failure', async () => {
+    const server = await cluster();
+    server.fail({ method: 'PATCH', pathIncludes: '/failed-only-hook', status: 404 });
+    const { report } = await run(server, { namespace: 'apps' });
+    expect(report.results.find((result) => result.name === 'failed-only-hook')).toMatchObject({ action: 'gone', finalizersAfter: [] });
+  });
+
+  it('retries 429 after its Retry-After, and 5xx with backoff', async () => {
+    const server = await cluster();
+    server.fail({ method: 'PATCH', pathIncludes: '/keeps-other', status: 429, retryAfterSeconds: 1 });
+    server.fail({ method: 'PATCH', pathIncludes: '/running-old', status: 503, times: 2 });
+    server.fail({ method: 'GET', pathIncludes: '/jobs', status: 500 });
+    const started = Date.now();
+    const { outcome, lines } = await run(server, { namespace: 'apps' });
+    expect(outcome).toMatchObject({ 'keeps-other': 'removed', 'running-old': 'removed' });
+    const keepsOther = patches(server).filter((request) => request.path.endsWith('/keeps-other'));
+    expect(keepsOther.map((request) => request.status)).toEqual([429, 200]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(patches(server).filter((request) => request.path.endsWith('/running-old')).map((request) => request.status)).toEqual([503, 503, 200]);
+    expect(lines.filter((line) => line.msg === 'API call failed; retrying').map((line) => [line.status, line.call])).toEqual([
+      [500, 'list Jobs'],
+      [429, 'patch Job apps/keeps-other'],
+      [503, 'patch Job apps/running-old'],
+      [503, 'patch Job apps/running-old'],
+    ]);
+    expect(lines.find((line) => line.status === 429)).toMatchObject({ retryInMs: 1000 });
+  });
+
+  it('gives up after sweep.maxAttempts on a persistent 5xx and reports the reason; other objects still get done', async () => {
+    const server = await cluster();
+    server.fail({ method: 'PATCH', pathIncludes: '/running-old', status: 500, times: 10 });
+    const { report, outcome } = await run(server, { namespace: 'apps', retry: { maxAttempts: 3, backoff: { initialMs: 5, maxMs: 10 } } });
+    expect(report.results.find((result) => result.name === 'running-old')).toMatchObject({
+      action: 'failed',
+      reasons: ['Argo CD PreSync hook', 'not finished', expect.stringMatching(/^deleting for 20m\ds, at least 10m0s$/), 'patch failed: HTTP 500: injected failure 500'],
+      finalizersAfter: [HOOK_FINALIZER],
+    });
+    expect(patches(server).filter((request) => request.path.endsWith('/running-old'))).toHaveLength(3);
+    expect(outcome['keeps-other']).toBe('removed');
+    expect(finalizersOf(server, 'Job', 'running-old')).toEqual([HOOK_FINALIZER]);
+  });
+
+  it('builds the guarded patch from the exact list it judged', () => {
+    expect(removalPatch(['a/x', HOOK_FINALIZER, 'b/y'])).toEqual([
+      { op: 'test', path: '/metadata/finalizers', value: ['a/x', HOOK_FINALIZER, 'b/y'] },
+      { op: 'replace', path: '/metadata/finalizers', value: ['a/x', 'b/y'] },
+    ]);
+  });
+});
