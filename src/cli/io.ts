@@ -16,5 +16,6 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-// serve exits with shutdownForced when connections were still open at server.shutdownTimeoutMs and were cut.
-export const EXIT = { ok: 0, denied: 1, badInput: 2, shutdownForced: 1 } as const;
+// serve exits with shutdownForced when connections were still open at server.shutdownTimeoutMs and were cut;
+// sweep exits with failed when a patch did not go through.
+export const EXIT = { ok: 0, denied: 1, failed: 1, badInput: 2, shutdownForced: 1 } as const;

@@ -6,6 +6,7 @@ import { runAdvisories, runRules } from './advisories.js';
 import { CHECK_USAGE, runCheck } from './check.js';
 import { EXIT, readStream, UsageError, type CommandIO } from './io.js';
 import { runServe, SERVE_USAGE } from './serve.js';
+import { runSweep, SWEEP_USAGE } from './sweep.js';
 
 const USAGE = `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
@@ -14,10 +15,13 @@ Commands:
   check        run the rules offline over manifests (helm template ... | hookguard check -)
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
+  sweep        remove Argo CD hook finalizers nothing will remove (dry run unless --apply)
 
 ${SERVE_USAGE}
 
 ${CHECK_USAGE}
+
+${SWEEP_USAGE}
 `;
 
 const commands: Record<string, (argv: readonly string[], io: CommandIO) => Promise<number>> = {
@@ -25,6 +29,7 @@ const commands: Record<string, (argv: readonly string[], io: CommandIO) => Promi
   check: runCheck,
   advisories: runAdvisories,
   rules: runRules,
+  sweep: runSweep,
 };
 
 async function main(argv: readonly string[], io: CommandIO): Promise<number> {

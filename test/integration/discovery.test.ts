@@ -7,23 +7,15 @@ import { ArgoDiscovery, type DiscoverySettings } from '../../src/discovery/disco
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { FakeApiServer, freeLoopbackPort, kubeConfigOptions } from '../support/fake-apiserver.js';
+import { controller, CONTROLLER_SELECTOR, readyWithController } from '../support/argocd-controllers.js';
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { KubeConfig } from '@kubernetes/client-node';
 
-const SELECTOR = 'app.kubernetes.io/name=argocd-application-controller';
+const SELECTOR = CONTROLLER_SELECTOR;
 const SETTINGS: DiscoverySettings = { labelSelector: SELECTOR, namespaces: [], backoffInitialMs: 20, backoffMaxMs: 200, watchTimeoutSeconds: 60 };
 const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:argocd-application-controller`;
-
-function controller(namespace: string, image: string, kind: 'StatefulSet' | 'Deployment' = 'StatefulSet') {
-  return {
-    apiVersion: 'apps/v1',
-    kind,
-    metadata: { name: 'argocd-application-controller', namespace, labels: { 'app.kubernetes.io/name': 'argocd-application-controller', 'app.kubernetes.io/part-of': 'argocd' } },
-    spec: { template: { spec: { serviceAccountName: 'argocd-application-controller', containers: [{ name: 'argocd-application-controller', image }] } } },
-  };
-}
 
 /** An Argo CD PreSync hook Job as Argo CD 2.14 creates it: with its hook finalizer. */
 function argoHookJob(annotations: Record<string, string> = {}) {
@@ -198,15 +190,7 @@ describe('Argo CD discovery', () => {
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'sync once the API server is up', 10_000);
     await eventually(() => discovery.status().enabled && (discovery.status() as { watching: boolean }).watching, 'watching');
-    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
-      status: 'ready',
-      discovery: {
-        enabled: true,
-        synced: true,
-        watching: true,
-        instances: [{ namespace: 'argocd', version: '2.14.3', source: 'StatefulSet argocd-application-controller: image quay.io/argoproj/argocd:v2.14.3' }],
-      },
-    });
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual(readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'));
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
 
     // Down again after the sync: the last known versions keep deciding, and /readyz stays 200.

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './k8s-tools.js';
@@ -22,4 +22,31 @@ export function runCli(args: readonly string[], input?: string, env: Record<stri
     timeout: 30_000,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** runCli without blocking this process, for commands that talk to a server the test itself runs. */
+export function runCliAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
+  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first (npm test does)`);
+  const child = spawn(process.execPath, [cliPath, ...args], { cwd: repoRoot, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** The JSON log lines a process writes to `stream`, parsed as they arrive. */
+export function jsonLinesOf(stream: NodeJS.ReadableStream): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  let pending = '';
+  stream.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const complete = pending.split('\n');
+    pending = complete.pop() ?? '';
+    for (const line of complete) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  return lines;
 }

@@ -140,9 +140,9 @@ export class FakeApiServer {
   }
 
   /** A KubeConfig pointing at this server, as a user with a bearer token. */
-  kubeConfig(user = 'sweeper'): KubeConfig {
+  kubeConfig(user = 'sweeper', token?: string): KubeConfig {
     const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions(kubeConfigOptions(this.url, user));
+    kubeConfig.loadFromOptions(kubeConfigOptions(this.url, user, token));
     return kubeConfig;
   }
 
@@ -432,10 +432,10 @@ export class FakeApiServer {
 }
 
 /** The options of a kubeconfig for the fake server (http, so skipTLSVerify is what client-node requires). */
-export function kubeConfigOptions(server: string, user: string) {
+export function kubeConfigOptions(server: string, user: string, token = `token-of-${user}`) {
   return {
     clusters: [{ name: 'fake', server, skipTLSVerify: true }],
-    users: [{ name: user, token: `token-of-${user}` }],
+    users: [{ name: user, token }],
     contexts: [{ name: 'fake', cluster: 'fake', user }],
     currentContext: 'fake',
   };
@@ -449,4 +449,9 @@ export async function freeLoopbackPort(): Promise<number> {
   const { port } = probe.address() as AddressInfo;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return port;
+}
+
+/** A token shaped like a service account's JWT (unsigned: only the API server would verify it). */
+export function serviceAccountToken(subject: string): string {
+  return `e30.${Buffer.from(JSON.stringify({ iss: 'kubernetes/serviceaccount', sub: subject })).toString('base64url')}.unsigned`;
 }

@@ -2,27 +2,19 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { KubeConfig } from '@kubernetes/client-node';
 import { actingIdentity, kubeConnection } from '../../src/kube/kubeconfig.js';
-import { kubeConfigOptions } from '../support/fake-apiserver.js';
+import { kubeConfigOptions, serviceAccountToken } from '../support/fake-apiserver.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-kubeconfig-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function kubeconfigFile(name: string, user: Record<string, unknown> = { token: 'plain' }): string {
-  const options = kubeConfigOptions('https://10.0.0.1:6443', 'alice');
+/** A kubeconfig file as kubectl writes it (client-node's exportConfig), for user `alice` with the given token. */
+function kubeconfigFile(name: string, token = 'plain'): string {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions(kubeConfigOptions('https://10.0.0.1:6443', 'alice', token));
   const path = join(dir, name);
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: options.clusters.map(({ name: clusterName, server }) => ({ name: clusterName, cluster: { server } })),
-      users: [{ name: 'alice', user }],
-      contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'alice' } }],
-      'current-context': 'fake',
-    }),
-  );
+  writeFileSync(path, kubeConfig.exportConfig());
   return path;
 }
 
@@ -51,15 +43,13 @@ describe('kubeConnection', () => {
 });
 
 describe('actingIdentity', () => {
-  const jwt = (claims: Record<string, unknown>) => `e30.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
-
   it('names the service account a token was issued to', () => {
-    const path = kubeconfigFile('sa.yaml', { token: jwt({ sub: 'system:serviceaccount:hookguard:hookguard-sweep' }) });
+    const path = kubeconfigFile('sa.yaml', serviceAccountToken('system:serviceaccount:hookguard:hookguard-sweep'));
     expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe('system:serviceaccount:hookguard:hookguard-sweep');
   });
 
   it('names the kubeconfig user and context otherwise', () => {
-    const path = kubeconfigFile('user.yaml', { token: 'not-a-jwt' });
+    const path = kubeconfigFile('user.yaml', 'not-a-jwt');
     expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe('kubeconfig user alice (context fake)');
   });
 });

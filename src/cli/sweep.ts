@@ -1,0 +1,93 @@
+import { Writable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
+import { loadConfig } from '../config.js';
+import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
+import { kubeSweepClient } from '../sweep/client.js';
+import { ApiCallError, sweep, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
+import { EXIT, UsageError, type CommandIO } from './io.js';
+
+export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--output text|json] [--min-age-seconds N] [--config FILE]
+Finds hook Jobs and Pods stuck on ${ARGOCD_HOOK_FINALIZER}: being deleted, and finished or deleted longer
+than --min-age-seconds ago (sweep.minAgeSeconds, default 600). A dry run unless --apply, which removes that one
+finalizer with a JSON patch guarded by a test op. Talks to the cluster of KUBECONFIG, the in-cluster service
+account, or ~/.kube/config. Exit status: 0 done, 1 a patch failed or the cluster could not be listed, 2 bad input.`;
+
+const HEADLINES: Readonly<Record<SweepAction, string>> = {
+  'would-remove': 'would remove the hook finalizer',
+  removed: 'removed the hook finalizer',
+  gone: 'already gone',
+  skipped: 'left alone',
+  failed: 'FAILED',
+};
+
+function line(result: SweepResult): string {
+  const where = `${result.kind} ${result.namespace}/${result.name}`;
+  const finalizers =
+    result.action === 'would-remove' || result.action === 'removed' ? `; finalizers [${result.finalizersBefore.join(', ')}] -> [${result.finalizersAfter.join(', ')}]` : '';
+  return `${where}: ${HEADLINES[result.action]} (${result.reasons.join('; ')})${finalizers}`;
+}
+
+function summary(report: SweepReport): string {
+  const count = (action: SweepAction) => report.results.filter((result) => result.action === action).length;
+  const scope = report.namespace === null ? 'all namespaces' : `namespace ${report.namespace}`;
+  if (report.dryRun) {
+    return `dry run over ${scope}: ${count('would-remove')} would be changed, ${count('skipped')} left alone${count('would-remove') > 0 ? '; run with --apply to remove the finalizers' : ''}`;
+  }
+  return `applied over ${scope} as ${report.actor}: ${count('removed')} removed, ${count('gone')} already gone, ${count('skipped')} left alone, ${count('failed')} failed`;
+}
+
+/** `hookguard sweep`: one pass, then exit; non-zero when a patch failed. */
+export async function runSweep(argv: readonly string[], io: CommandIO): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      namespace: { type: 'string', short: 'n' },
+      apply: { type: 'boolean', default: false },
+      output: { type: 'string', short: 'o', default: 'text' },
+      'min-age-seconds': { type: 'string' },
+      config: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    io.stdout(`${SWEEP_USAGE}\n`);
+    return EXIT.ok;
+  }
+  if (values.output !== 'text' && values.output !== 'json') throw new UsageError(`--output must be text or json, got "${values.output}"`);
+  if (values.namespace === '') throw new UsageError('--namespace must not be empty');
+  const config = loadConfig({ file: values.config ?? io.env.HOOKGUARD_CONFIG, env: io.env, overrides: { 'sweep.minAgeSeconds': values['min-age-seconds'] } });
+  const connection = kubeConnection(io.env);
+  if (!connection) throw new UsageError('no cluster to sweep: set KUBECONFIG, or run in a pod with a service account');
+  // Log lines (audit lines included) go to stderr, so stdout stays the report.
+  const logSink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      io.stderr(chunk.toString('utf8'));
+      callback();
+    },
+  });
+  const logger = pino({ level: config.log.level, base: { service: 'hookguard', command: 'sweep' }, timestamp: pino.stdTimeFunctions.isoTime }, logSink);
+  const actor = actingIdentity(connection.kubeConfig);
+  let report: SweepReport;
+  try {
+    report = await sweep(
+      kubeSweepClient(connection.kubeConfig),
+      {
+        namespace: values.namespace,
+        apply: values.apply,
+        minAgeSeconds: config.sweep.minAgeSeconds,
+        retry: { maxAttempts: config.sweep.maxAttempts, backoff: { initialMs: config.sweep.backoffInitialMs, maxMs: config.sweep.backoffMaxMs } },
+        actor,
+      },
+      logger,
+    );
+  } catch (error) {
+    if (!(error instanceof ApiCallError)) throw error;
+    io.stderr(`hookguard sweep: cannot list hook Jobs and Pods (${connection.source}): ${error.message}\n`);
+    return EXIT.failed;
+  }
+  if (values.output === 'json') io.stdout(`${JSON.stringify(report)}\n`);
+  else io.stdout(`${[...report.results.map(line), summary(report)].join('\n')}\n`);
+  return report.results.some((result) => result.action === 'failed') ? EXIT.failed : EXIT.ok;
+}
