@@ -1,16 +1,14 @@
 // `hookguard serve` in a real process, discovering Argo CD from a stand-in for kube-apiserver
 // (test/support/fake-apiserver.ts) through a kubeconfig file, as it would in a cluster.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { controller, readyWithController } from '../support/argocd-controllers.js';
-import { cliPath, jsonLinesOf } from '../support/cli.js';
-import { FakeApiServer, freeLoopbackPort } from '../support/fake-apiserver.js';
-import { repoRoot } from '../support/k8s-tools.js';
-import { eventually } from '../support/log-sink.js';
+import { cliPath } from '../support/cli.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
+import { ServeProcess } from '../support/serve-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-serve-discovery-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -25,7 +23,6 @@ function readyz(port: number): Promise<{ status: number | undefined; body: unkno
   });
 }
 
-
 describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built CLI)', () => {
   it('discovers the version, follows an upgrade, stays ready while the API server is down, and exits on SIGTERM', async () => {
     const server = await new FakeApiServer().start();
@@ -33,17 +30,12 @@ describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, server.kubeConfig('hookguard').exportConfig());
     const config = join(dir, 'config.yaml');
-    writeFileSync(config, 'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\n');
-    const port = await freeLoopbackPort();
-    const child = spawn(process.execPath, [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port), '--config', config], {
-      cwd: repoRoot,
-      env: { PATH: process.env.PATH ?? '', KUBECONFIG: kubeconfig },
-    });
-    const lines = jsonLinesOf(child.stdout);
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const logged = (msg: string) => eventually(() => lines.find((line) => line.msg === msg), `log "${msg}"`, 10_000);
+    // No drain delay on SIGTERM: no endpoints controller needs time to drop this process.
+    writeFileSync(config, 'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\n');
+    const serve = await ServeProcess.start(['--config', config], { KUBECONFIG: kubeconfig });
+    const { port } = serve;
+    const logged = (msg: string) => serve.waitForLog((line) => line.msg === msg);
     try {
-      await logged('hookguard ready');
       expect(await logged('Argo CD discovery on')).toMatchObject({ from: `kubeconfig ${kubeconfig}`, labelSelector: 'app.kubernetes.io/name=argocd-application-controller', namespaces: [] });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
       expect(await readyz(port)).toEqual({ status: 200, body: readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3') });
@@ -56,11 +48,11 @@ describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built
       const whileDown = await readyz(port);
       expect(whileDown).toMatchObject({ status: 200, body: { discovery: { synced: true, watching: false, instances: [{ version: '2.14.4' }] } } });
 
-      child.kill('SIGTERM');
-      const code = await Promise.race([exit, new Promise<string>((resolve) => setTimeout(() => resolve('still running after 5s'), 5000))]);
-      expect(code).toBe(0);
+      // Exits only once discovery has stopped: an open watch would keep the process alive.
+      serve.child.kill('SIGTERM');
+      expect(await serve.exitWithin(5000)).toBe(0);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      serve.stop();
       await server.stop();
     }
   });

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { cliPath, runCliAsync } from '../support/cli.js';
-import { FakeApiServer, freeLoopbackPort, serviceAccountToken } from '../support/fake-apiserver.js';
+import { freePort } from '../support/serve-process.js';
+import { FakeApiServer, serviceAccountToken } from '../support/fake-apiserver.js';
 import { existsSync } from 'node:fs';
 import { HOOK_FINALIZER, KEEP, seed } from '../support/stuck-hooks.js';
 
@@ -96,7 +97,7 @@ describe.skipIf(!haveCli)('hookguard sweep (the built CLI)', () => {
   });
 
   it('exits 1 when the cluster cannot be listed, and 2 with no cluster at all or a bad flag', async () => {
-    const port = await freeLoopbackPort();
+    const port = await freePort();
     const path = join(dir, 'kubeconfig-down');
     const down = new FakeApiServer();
     down.port = port;

@@ -6,7 +6,8 @@ import { loadConfig } from '../../src/config.js';
 import { ArgoDiscovery, type DiscoverySettings } from '../../src/discovery/discovery.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
-import { FakeApiServer, freeLoopbackPort, kubeConfigOptions } from '../support/fake-apiserver.js';
+import { freePort } from '../support/serve-process.js';
+import { FakeApiServer, kubeConfigOptions } from '../support/fake-apiserver.js';
 import { controller, CONTROLLER_SELECTOR, readyWithController } from '../support/argocd-controllers.js';
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
@@ -170,7 +171,7 @@ describe('Argo CD discovery', () => {
   });
 
   it('serves with an unknown version while the API server is down at start, then syncs when it comes up', async () => {
-    const port = await freeLoopbackPort();
+    const port = await freePort();
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromOptions(kubeConfigOptions(`http://127.0.0.1:${port}`, 'hookguard'));
     const { discovery, app, lines } = discover(kubeConfig);

@@ -38,15 +38,3 @@ export function runCliAsync(args: readonly string[], env: Record<string, string>
   });
 }
 
-/** The JSON log lines a process writes to `stream`, parsed as they arrive. */
-export function jsonLinesOf(stream: NodeJS.ReadableStream): Array<Record<string, unknown>> {
-  const lines: Array<Record<string, unknown>> = [];
-  let pending = '';
-  stream.on('data', (chunk: Buffer) => {
-    pending += chunk.toString('utf8');
-    const complete = pending.split('\n');
-    pending = complete.pop() ?? '';
-    for (const line of complete) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
-  });
-  return lines;
-}

@@ -441,15 +441,6 @@ export function kubeConfigOptions(server: string, user: string, token = `token-o
   };
 }
 
-/** A free loopback port, for a server that starts later than its clients. */
-export async function freeLoopbackPort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 /** A token shaped like a service account's JWT (unsigned: only the API server would verify it). */
 export function serviceAccountToken(subject: string): string {
