@@ -60,7 +60,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     throw new ConfigError('server.port', `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`);
   }
   logger.info(
-    { mode: config.mode, argocdVersion: config.argocd.version ?? 'unknown', advisories: config.advisories.map((advisory) => advisory.id) },
+    { mode: config.mode, argocdVersion: config.argocd.version ?? (discovery.source.status().enabled ? 'discovered per instance' : 'unknown'), advisories: config.advisories.map((advisory) => advisory.id) },
     'hookguard ready',
   );
   const { certFile, keyFile, reloadIntervalMs } = config.server.tls;

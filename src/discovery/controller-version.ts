@@ -38,6 +38,15 @@ function podSpecOfWorkload(workload: KubeObject) {
   return podSpecOf({ ...workload, kind: 'Job' });
 }
 
+/** The identity the controller's requests reach admission with. */
+export function controllerUsername(workload: KubeObject): string | undefined {
+  const namespace = metadataOf(workload)?.namespace;
+  if (typeof namespace !== 'string' || namespace === '') return undefined;
+  const serviceAccount = podSpecOfWorkload(workload)?.serviceAccountName;
+  // A pod without serviceAccountName runs as the namespace's "default" service account.
+  return `system:serviceaccount:${namespace}:${typeof serviceAccount === 'string' && serviceAccount !== '' ? serviceAccount : 'default'}`;
+}
+
 /**
  * The controller's version: the image tag when it is a version (any registry or mirror, `v2.14.3` or
  * `2.14.3`), else the `app.kubernetes.io/version` label when it is one, else unknown, saying why

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { NO_INSTANCES, type ArgoInstance, type ArgoInstances } from '../core/argocd-instances.js';
 import type { KubeObject } from '../core/types.js';
 import { Reflector, type ListResult, type ReflectorTarget } from '../kube/reflector.js';
-import { controllerVersion } from './controller-version.js';
+import { controllerUsername, controllerVersion } from './controller-version.js';
 
 export interface DiscoverySettings {
   labelSelector: string;
@@ -14,6 +14,8 @@ export interface DiscoverySettings {
   backoffInitialMs: number;
   backoffMaxMs: number;
   watchTimeoutSeconds: number;
+  /** How long past watchTimeoutSeconds a silent watch is given before it is restarted (default 30 s). */
+  stallGraceMs?: number;
 }
 
 export interface InstanceStatus {
@@ -42,9 +44,13 @@ export function discoveryOff(reason: string): ArgoVersionSource {
 function instanceOf(namespace: string, workloads: readonly KubeObject[]): ArgoInstance {
   const found = workloads.map((workload) => ({ workload, ...controllerVersion(workload) }));
   const versions = new Set(found.map((entry) => entry.version));
-  if (versions.size === 1) return { namespace, version: found[0]!.version, source: found.map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.source}`).join('; ') };
+  const controllerUsernames = [...new Set(workloads.map(controllerUsername).filter((username): username is string => username !== undefined))];
+  if (versions.size === 1) {
+    const source = found.map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.source}`).join('; ');
+    return { namespace, version: found[0]!.version, source, controllerUsernames };
+  }
   const listed = found.map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.version ?? 'unknown'}`).join(', ');
-  return { namespace, version: undefined, source: `unknown: controllers disagree (${listed})` };
+  return { namespace, version: undefined, source: `unknown: controllers disagree (${listed})`, controllerUsernames };
 }
 
 export function instancesFrom(workloads: readonly KubeObject[]): ArgoInstances {
@@ -100,6 +106,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
     const reflectorSettings = {
       backoff: { initialMs: settings.backoffInitialMs, maxMs: settings.backoffMaxMs },
       watchTimeoutSeconds: settings.watchTimeoutSeconds,
+      ...(settings.stallGraceMs !== undefined ? { stallGraceMs: settings.stallGraceMs } : {}),
     };
     this.reflectors = targetsFor(kubeConfig, settings).map((target) => {
       const reflector: Reflector = new Reflector(kubeConfig, target, reflectorSettings, logger, (objects) => this.update(reflector, objects));
@@ -108,7 +115,6 @@ export class ArgoDiscovery implements ArgoVersionSource {
   }
 
   start(): void {
-    this.logger.info({ targets: this.reflectors.length }, 'Argo CD discovery starting');
     for (const reflector of this.reflectors) reflector.start();
   }
 

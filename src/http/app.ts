@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { auditRecord } from '../audit.js';
 import { decisionContext, type Config } from '../config.js';
 import { decide, type Decision, type DecisionContext } from '../core/decide.js';
+import { withInstances } from '../core/argocd-instances.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
 import { secureContextOptions } from '../tls.js';
@@ -42,7 +43,13 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   app.server.maxConnections = config.server.maxConnections;
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
-  const contextNow = (): DecisionContext => (argocd ? { ...baseContext, argocdInstances: argocd.instances() } : baseContext);
+  // Rebuilt only when discovery publishes a new snapshot: a request pays one comparison.
+  let context = baseContext;
+  const contextNow = (): DecisionContext => {
+    const instances = argocd?.instances();
+    if (instances !== undefined && instances !== context.argocdInstances) context = withInstances(baseContext, instances);
+    return context;
+  };
 
   const review = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
     const received = performance.now();

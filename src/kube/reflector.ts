@@ -23,24 +23,29 @@ export interface ReflectorTarget {
 
 export interface ReflectorSettings {
   backoff: BackoffSettings;
-  /** Asked of the API server for each watch; a watch silent for longer than this plus a grace period is restarted. */
+  /** Asked of the API server for each watch; a watch silent for longer than this plus stallGraceMs is restarted. */
   watchTimeoutSeconds: number;
+  stallGraceMs?: number;
 }
 
 /** A watch that ended without an error: closed by the server (its timeout) or by us. */
-type WatchEnd = { kind: 'closed'; events: number } | { kind: 'gone' };
+type WatchEnd = { kind: 'closed'; events: number; durationMs: number } | { kind: 'gone' };
 
 class WatchError extends Error {
   override name = 'WatchError';
 }
 
 const STALL_GRACE_MS = 30_000;
+/** A list the API server has not answered by then is abandoned and retried with backoff. */
+const LIST_TIMEOUT_MS = 60_000;
 
 function keyOf(object: KubeObject): string {
   return `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
 }
 
 function statusCodeOf(error: unknown): number | undefined {
+  // The watch reports a normal end as done(null).
+  if (typeof error !== 'object' || error === null) return undefined;
   const candidate = error as { statusCode?: unknown; code?: unknown };
   if (typeof candidate.statusCode === 'number') return candidate.statusCode;
   return typeof candidate.code === 'number' ? candidate.code : undefined;
@@ -58,7 +63,8 @@ export class Reflector {
   private objects = new Map<string, KubeObject>();
   private resourceVersion = '';
   private readonly stopping = new AbortController();
-  private activeWatch: AbortController | undefined;
+  /** Ends the open watch (or the one still waiting for its answer), for stop(). */
+  private cancelWatch: (() => void) | undefined;
   private running: Promise<void> | undefined;
   /** True once the first list has completed; it stays true: the copy stays usable while the API server is away. */
   synced = false;
@@ -82,7 +88,7 @@ export class Reflector {
 
   async stop(): Promise<void> {
     this.stopping.abort();
-    this.activeWatch?.abort();
+    this.cancelWatch?.();
     await this.running;
   }
 
@@ -101,9 +107,9 @@ export class Reflector {
           this.resourceVersion = '';
           continue;
         }
-        // A watch that delivered events (bookmarks count) ended normally: the API server closes every watch
-        // after its timeout. A watch that ends at once, empty, is a failure to back off from.
-        if (end.events === 0) throw new WatchError('watch closed by the server before any event');
+        // The API server ends every watch at its timeout, so an end is normal; but one that comes early and
+        // empty (no event, not even a bookmark) is a failure to back off from, not to retry in a tight loop.
+        if (end.events === 0 && end.durationMs < this.settings.watchTimeoutSeconds * 500) throw new WatchError('watch closed by the server early, before any event');
         attempt = 0;
       } catch (error) {
         if (this.stopped) break;
@@ -132,7 +138,11 @@ export class Reflector {
   }
 
   private async relist(): Promise<void> {
-    const list = await this.target.list();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new WatchError(`list gave no answer within ${LIST_TIMEOUT_MS / 1000}s`)), LIST_TIMEOUT_MS);
+    });
+    const list = await Promise.race([this.target.list(), timeout]).finally(() => clearTimeout(timer));
     this.objects = new Map(list.items.map((item) => [keyOf(item), item]));
     this.resourceVersion = list.resourceVersion;
     this.regained();
@@ -141,24 +151,39 @@ export class Reflector {
     this.onChange([...this.objects.values()]);
   }
 
-  /** One watch from the current resourceVersion, until it ends. */
+  /**
+   * One watch from the current resourceVersion, until it ends. It settles exactly once; a watch it has given up
+   * on (silent, or stopped before the API server even answered) is aborted whenever it does answer, and its
+   * late events are ignored.
+   */
   private watchOnce(): Promise<WatchEnd> {
     return new Promise<WatchEnd>((resolve, reject) => {
+      const started = Date.now();
       let events = 0;
       let gone = false;
       let failure: Error | undefined;
-      let stalled = false;
+      let settled = false;
       let controller: AbortController | undefined;
       let watchdog: NodeJS.Timeout | undefined;
+      const settle = (outcome: { end: WatchEnd } | { error: Error }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(watchdog);
+        this.cancelWatch = undefined;
+        this.connected = false;
+        controller?.abort();
+        if ('end' in outcome) resolve(outcome.end);
+        else reject(outcome.error);
+      };
       const armWatchdog = () => {
         clearTimeout(watchdog);
-        watchdog = setTimeout(() => {
-          stalled = true;
-          controller?.abort();
-        }, this.settings.watchTimeoutSeconds * 1000 + STALL_GRACE_MS);
+        const silentMs = this.settings.watchTimeoutSeconds * 1000 + (this.settings.stallGraceMs ?? STALL_GRACE_MS);
+        watchdog = setTimeout(() => settle({ error: new WatchError(`watch silent for over ${silentMs} ms: restarting it`) }), silentMs);
         watchdog.unref();
       };
+      this.cancelWatch = () => settle({ end: { kind: 'closed', events, durationMs: Date.now() - started } });
       const onEvent = (type: string, object: unknown) => {
+        if (settled) return;
         armWatchdog();
         events += 1;
         const kube = object as KubeObject;
@@ -178,14 +203,10 @@ export class Reflector {
         this.onChange([...this.objects.values()]);
       };
       const onDone = (error: unknown) => {
-        clearTimeout(watchdog);
-        this.activeWatch = undefined;
-        this.connected = false;
-        if (gone || statusCodeOf(error) === 410) resolve({ kind: 'gone' });
-        else if (failure) reject(failure);
-        else if (stalled) reject(new WatchError(`watch silent for over ${this.settings.watchTimeoutSeconds}s: restarting it`));
-        else if (error && !this.stopped) reject(error as Error);
-        else resolve({ kind: 'closed', events });
+        if (gone || statusCodeOf(error) === 410) settle({ end: { kind: 'gone' } });
+        else if (failure) settle({ error: failure });
+        else if (error && !this.stopped) settle({ error: error as Error });
+        else settle({ end: { kind: 'closed', events, durationMs: Date.now() - started } });
       };
       armWatchdog();
       const query = {
@@ -195,22 +216,18 @@ export class Reflector {
         timeoutSeconds: this.settings.watchTimeoutSeconds,
       };
       new Watch(this.kubeConfig).watch(this.target.path, query, onEvent, onDone).then(
-        (started) => {
-          controller = started;
-          if (this.stopped || gone || failure || stalled) {
-            started.abort();
+        (opened) => {
+          controller = opened;
+          if (settled || this.stopped || gone || failure) {
+            opened.abort();
             return;
           }
-          this.activeWatch = started;
-          if (!started.signal.aborted) {
+          if (!opened.signal.aborted) {
             this.connected = true;
             this.regained();
           }
         },
-        (error: unknown) => {
-          clearTimeout(watchdog);
-          reject(error as Error);
-        },
+        (error: unknown) => settle({ error: error as Error }),
       );
     });
   }

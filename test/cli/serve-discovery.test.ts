@@ -36,6 +36,7 @@ describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built
     const { port } = serve;
     const logged = (msg: string) => serve.waitForLog((line) => line.msg === msg);
     try {
+      expect(await logged('hookguard ready')).toMatchObject({ argocdVersion: 'discovered per instance' });
       expect(await logged('Argo CD discovery on')).toMatchObject({ from: `kubeconfig ${kubeconfig}`, labelSelector: 'app.kubernetes.io/name=argocd-application-controller', namespaces: [] });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
       expect(await readyz(port)).toEqual({ status: 200, body: readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3') });

@@ -131,6 +131,22 @@ describe('Argo CD discovery', () => {
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
   });
 
+  it('counts a discovered controller in any namespace as Argo CD, so its plain Helm hooks get its version', async () => {
+    const server = await fakeServer();
+    server.put(controller('team-c', 'quay.io/argoproj/argocd:v2.14.3'));
+    const { discovery, app } = discover(server.kubeConfig());
+    await eventually(() => versionOf(discovery, 'team-c') === '2.14.3', 'team-c at 2.14.3');
+    const helmHook = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'migrate', namespace: 'apps', annotations: { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' } },
+      spec: { ttlSecondsAfterFinished: 600, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo migrated'] }] } } },
+    };
+    // Applied by team-c's controller: an Argo CD hook on 2.14.3, so the guard. Applied by a person: plain Helm.
+    expect(await mutatePatch(app, helmHook, controllerOf('team-c'))).toEqual([GUARD]);
+    expect(await mutatePatch(app, helmHook, 'kubernetes-admin')).toEqual([]);
+  });
+
   it('resumes a dropped watch from its resourceVersion, and re-lists after 410 Gone (event and HTTP status)', async () => {
     const server = await fakeServer();
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
@@ -201,6 +217,52 @@ describe('Argo CD discovery', () => {
     expect(stillReady.statusCode).toBe(200);
     expect(stillReady.json()).toMatchObject({ discovery: { synced: true, watching: false, instances: [{ namespace: 'argocd', version: '2.14.3' }] } });
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+  });
+
+  it('resumes a watch the API server ended at its timeout, quietly and without a new list', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    const { discovery, lines } = discover(server.kubeConfig(), { ...SETTINGS, watchTimeoutSeconds: 1 });
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'version 2.14.3');
+    const watchesOf = () => server.requests.filter((request) => request.query.watch === 'true' && request.path === '/apis/apps/v1/statefulsets');
+    await eventually(() => watchesOf().length >= 3, 'two watch renewals', 5000);
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.4'));
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4 on a renewed watch');
+    expect(watchesOf().every((request) => request.query.timeoutSeconds === '1')).toBe(true);
+    expect(server.requests.filter((request) => request.query.watch === undefined)).toHaveLength(2);
+    expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
+
+  it('backs off, rather than spinning, when every watch ends at once without an event', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    server.watchFault = 'end-at-once';
+    const { discovery, lines } = discover(server.kubeConfig());
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'the list still syncs');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const watches = server.requests.filter((request) => request.query.watch === 'true').length;
+    // Two watch paths, backing off 10-20 ms, doubling to at most 200 ms: a few dozen tries in half a second, not thousands.
+    expect(watches).toBeGreaterThanOrEqual(4);
+    expect(watches).toBeLessThan(40);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 40, msg: 'lost the watch on the API server; using the last known Argo CD versions', error: 'watch closed by the server early, before any event' }));
+  });
+
+  it.each([
+    ['stays open and silent past its timeout', 'never-end'],
+    ['never even answers', 'no-answer'],
+  ] as const)('restarts a watch that %s, and stops cleanly', async (_name, fault) => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    server.watchFault = fault;
+    const { discovery, lines } = discover(server.kubeConfig(), { ...SETTINGS, watchTimeoutSeconds: 1, stallGraceMs: 200 });
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'the list still syncs');
+    await eventually(() => server.requests.filter((request) => request.query.watch === 'true' && request.path === '/apis/apps/v1/statefulsets').length >= 2, 'a second watch', 5000);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 40, error: 'watch silent for over 1200 ms: restarting it' }));
+    // Back to a healthy API server: the next watch delivers.
+    server.watchFault = 'none';
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.4'));
+    await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4', 8000);
+    await discovery.stop();
   });
 
   it('watches only the configured namespaces, on their namespaced paths', async () => {

@@ -5,7 +5,7 @@ import { kubeSweepClient } from '../../src/sweep/client.js';
 import { removalPatch, sweep, type SweepOptions } from '../../src/sweep/sweep.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { capturedLogger } from '../support/log-sink.js';
-import { HOOK_FINALIZER, KEEP, seed } from '../support/stuck-hooks.js';
+import { HOOK_FINALIZER, hookJob, KEEP, seed } from '../support/stuck-hooks.js';
 
 let servers: FakeApiServer[] = [];
 afterEach(async () => {
@@ -208,6 +208,20 @@ describe('sweep', () => {
     expect(patches(server).filter((request) => request.path.endsWith('/running-old'))).toHaveLength(3);
     expect(outcome['keeps-other']).toBe('removed');
     expect(finalizersOf(server, 'Job', 'running-old')).toEqual([HOOK_FINALIZER]);
+  });
+
+  it('reads every page of a large cluster', async () => {
+    const server = await new FakeApiServer().start();
+    servers.push(server);
+    for (let index = 0; index < 501; index += 1) server.put(hookJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
+    const { report } = await run(server, { apply: false });
+    expect(report.results).toHaveLength(501);
+    expect(report.results.every((result) => result.action === 'would-remove')).toBe(true);
+    const jobLists = server.requests.filter((request) => request.path === '/apis/batch/v1/jobs');
+    expect(jobLists.map((request) => [request.query.limit, request.query.continue])).toEqual([
+      ['500', undefined],
+      ['500', Buffer.from('500').toString('base64')],
+    ]);
   });
 
   it('builds the guarded patch from the exact list it judged', () => {

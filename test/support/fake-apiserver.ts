@@ -111,6 +111,13 @@ export class FakeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** Answer a too-old watch with HTTP 410 instead of the usual 200 + ERROR event. */
   goneAsHttpStatus = false;
+  /**
+   * How watches misbehave, as they do behind broken proxies and half-open connections: `end-at-once` (no
+   * event), `never-end` (ignores timeoutSeconds and stays silent), `no-answer` (not even the headers).
+   */
+  watchFault: 'none' | 'end-at-once' | 'never-end' | 'no-answer' = 'none';
+  /** Requests left unanswered by `no-answer`, cut when the server stops. */
+  private readonly unanswered = new Set<ServerResponse>();
   /** Runs before a PATCH is applied: a test's chance to make a concurrent change. */
   beforePatch: ((object: KubeItem) => void) | undefined;
   port = 0;
@@ -128,6 +135,7 @@ export class FakeApiServer {
   /** Goes away like a crashed API server: open watches are cut, new connections refused. */
   async stop(): Promise<void> {
     this.dropWatches();
+    for (const response of this.unanswered) response.destroy();
     const server = this.server;
     this.server = undefined;
     if (!server) return;
@@ -353,11 +361,16 @@ export class FakeApiServer {
       return;
     }
     const items = [...this.objects.values()].filter((item) => this.resourceOf(item) === resource && matches(item, namespace, selector));
+    // Pages: `limit`, and an opaque `continue` token to pass back for the next page.
+    const offset = query.continue ? Number(Buffer.from(query.continue, 'base64').toString('utf8')) : 0;
+    const limit = query.limit ? Number(query.limit) : items.length;
+    const page = items.slice(offset, offset + limit);
+    const more = offset + limit < items.length;
     this.reply(response, recorded, 200, {
       kind: `${resource.kind}List`,
       apiVersion: resource.apiVersion,
-      metadata: { resourceVersion: String(this.resourceVersion) },
-      items,
+      metadata: { resourceVersion: String(this.resourceVersion), ...(more ? { continue: Buffer.from(String(offset + limit)).toString('base64') } : {}) },
+      items: page,
     });
   }
 
@@ -409,8 +422,17 @@ export class FakeApiServer {
       response.end(`${JSON.stringify({ type: 'ERROR', object: this.expiredStatus(from) })}\n`);
       return;
     }
+    if (this.watchFault === 'no-answer') {
+      this.unanswered.add(response);
+      response.on('close', () => this.unanswered.delete(response));
+      return;
+    }
     recorded.status = 200;
     response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    if (this.watchFault === 'end-at-once') {
+      response.end();
+      return;
+    }
     response.flushHeaders();
     const open: OpenWatch = { resource, namespace, selector, response };
     // resourceVersion 0 or absent: "any", the API server starts with synthetic ADDED events for what exists.
@@ -422,7 +444,7 @@ export class FakeApiServer {
       }
     }
     this.watches.add(open);
-    const timeoutSeconds = Number(query.timeoutSeconds ?? '0');
+    const timeoutSeconds = this.watchFault === 'never-end' ? 0 : Number(query.timeoutSeconds ?? '0');
     const timer = timeoutSeconds > 0 ? setTimeout(() => response.end(), timeoutSeconds * 1000) : undefined;
     response.on('close', () => {
       clearTimeout(timer);

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { chooseArgoVersion, type ArgoInstance, type VersionChoice } from '../../src/core/argocd-instances.js';
+import { chooseArgoVersion, withInstances, type ArgoInstance, type VersionChoice } from '../../src/core/argocd-instances.js';
+import { decisionContext, loadConfig } from '../../src/config.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { hookJob } from '../support/objects.js';
 
-const instance = (namespace: string, version: string | undefined): [string, ArgoInstance] => [namespace, { namespace, version, source: 'test' }];
+const instance = (namespace: string, version: string | undefined): [string, ArgoInstance] => [namespace, { namespace, version, source: 'test', controllerUsernames: [] }];
 const TWO = new Map([instance('argocd', '2.14.3'), instance('team-b', '3.4.1')]);
 const WITH_UNKNOWN = new Map([instance('argocd', '2.14.3'), instance('edge', undefined)]);
 const ONE = new Map([instance('argocd', '2.14.3')]);
@@ -34,5 +35,21 @@ describe('chooseArgoVersion', () => {
     ['a username that only looks like a service account', { username: 'system:serviceaccount:team-b', instances: TWO }, { version: undefined, by: 'none' }],
   ])('%s', (_name, question, expected) => {
     expect(chooseArgoVersion({ username: question.username, object: question.object ?? plain, pinned: question.pinned, instances: question.instances, trackingLabel: question.trackingLabel })).toEqual(expected);
+  });
+});
+
+describe('withInstances', () => {
+  it('adds the controllers of discovered instances to the configured controller identities, once each', () => {
+    const base = decisionContext(loadConfig());
+    const instances = new Map<string, ArgoInstance>([
+      ['argocd', { namespace: 'argocd', version: '2.14.3', source: 'test', controllerUsernames: [controller('argocd')] }],
+      ['team-c', { namespace: 'team-c', version: undefined, source: 'test', controllerUsernames: [controller('team-c'), 'system:serviceaccount:team-c:shard-2'] }],
+    ]);
+    const context = withInstances(base, instances);
+    expect(context.config.hookDetection.argocdControllerUsernames).toEqual([controller('argocd'), controller('team-c'), 'system:serviceaccount:team-c:shard-2']);
+    expect(context.argocdInstances).toBe(instances);
+    expect(context.pinnedArgocdVersion).toBeUndefined();
+    // The configured context is left as it was.
+    expect(base.config.hookDetection.argocdControllerUsernames).toEqual([controller('argocd')]);
   });
 });
