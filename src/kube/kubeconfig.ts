@@ -14,8 +14,11 @@ export interface KubeConnection {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** The API server connection the environment describes, or undefined when there is none. */
-export function kubeConnection(env: Env, serviceAccountToken = SERVICE_ACCOUNT_TOKEN): KubeConnection | undefined {
+/**
+ * The API server connection the environment describes, or undefined when there is none. `rootPrefix` moves
+ * the service account's files (`/var/run/secrets/kubernetes.io/serviceaccount/…`) under another root, for tests.
+ */
+export function kubeConnection(env: Env, rootPrefix = ''): KubeConnection | undefined {
   const kubeConfig = new KubeConfig();
   // Like kubectl, the first file of a KUBECONFIG list that exists.
   const fromEnv = (env.KUBECONFIG ?? '').split(':').find((path) => path !== '' && existsSync(path));
@@ -23,8 +26,8 @@ export function kubeConnection(env: Env, serviceAccountToken = SERVICE_ACCOUNT_T
     kubeConfig.loadFromFile(fromEnv);
     return { kubeConfig, source: `kubeconfig ${fromEnv}` };
   }
-  if (env.KUBERNETES_SERVICE_HOST && existsSync(serviceAccountToken)) {
-    kubeConfig.loadFromCluster();
+  if (env.KUBERNETES_SERVICE_HOST && existsSync(`${rootPrefix}${SERVICE_ACCOUNT_TOKEN}`)) {
+    kubeConfig.loadFromCluster(rootPrefix);
     return { kubeConfig, source: 'in-cluster service account' };
   }
   const home = env.HOME ? join(env.HOME, '.kube', 'config') : undefined;

@@ -49,6 +49,8 @@ export interface SweepReport {
   results: SweepResult[];
 }
 
+const MAX_RETRY_AFTER_MS = 60_000;
+
 class ApiCallError extends Error {
   constructor(readonly failure: ApiFailure) {
     super(failure.status === undefined ? failure.message : `HTTP ${failure.status}: ${failure.message}`);
@@ -64,7 +66,9 @@ async function withRetries<T>(what: string, call: () => Promise<T>, options: Swe
     } catch (error) {
       const failure = apiFailure(error);
       if (!isTransient(failure) || attempt + 1 >= options.retry.maxAttempts) throw new ApiCallError(failure);
-      const delayMs = failure.retryAfterSeconds !== undefined ? failure.retryAfterSeconds * 1000 : backoffDelayMs(attempt, options.retry.backoff);
+      // The server's Retry-After wins, within reason: a one-shot CronJob must not sleep for an hour.
+      const delayMs =
+        failure.retryAfterSeconds !== undefined ? Math.min(failure.retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS) : backoffDelayMs(attempt, options.retry.backoff);
       logger.warn({ call: what, status: failure.status ?? null, error: failure.message, retryInMs: delayMs, attempt: attempt + 1 }, 'API call failed; retrying');
       await sleep(delayMs);
     }
