@@ -11,8 +11,42 @@
  * semantic validation (name/generateName present, image set, DNS-1123 names,
  * non-negative counts...).
  */
+import { Certificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Certificate';
+import { Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Issuer';
+import { MutatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1/MutatingWebhookConfiguration';
+import { ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { CronJob } from 'kubernetes-models/batch/v1/CronJob';
 import { Job } from 'kubernetes-models/batch/v1/Job';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Pod } from 'kubernetes-models/v1/Pod';
+import { Service } from 'kubernetes-models/v1/Service';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+
+type Model = new (data: never) => { validate(): void };
+
+/** The kinds hook objects come as, and the kinds hookguard's manifests ship (cert-manager's from its own models). */
+const MODELS: Readonly<Record<string, Model>> = {
+  'batch/v1/Job': Job,
+  'v1/Pod': Pod,
+  'v1/Namespace': Namespace,
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Service': Service,
+  'apps/v1/Deployment': Deployment,
+  'batch/v1/CronJob': CronJob,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
+  'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration': MutatingWebhookConfiguration,
+  'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration': ValidatingWebhookConfiguration,
+  'cert-manager.io/v1/Issuer': Issuer,
+  'cert-manager.io/v1/Certificate': Certificate,
+};
 
 /** Shape of the ajv errors that kubernetes-models' ValidationError carries. */
 interface SchemaError {
@@ -23,7 +57,7 @@ interface SchemaError {
 }
 
 /**
- * Throws unless `obj` is a schema-valid `batch/v1` Job or `v1` Pod.
+ * Throws unless `obj` is a schema-valid object of one of the kinds in MODELS.
  * The error message lists every schema error as `<json-pointer>: <message>`.
  */
 export function assertValidKubeObject(obj: unknown): void {
@@ -44,16 +78,11 @@ export function assertValidKubeObject(obj: unknown): void {
   // not drop those.
   const data = stripNullFields(obj) as Record<string, unknown>;
 
-  let model: { validate(): void };
-  if (apiVersion === 'batch/v1' && kind === 'Job') {
-    model = new Job(data as ConstructorParameters<typeof Job>[0]);
-  } else if (apiVersion === 'v1' && kind === 'Pod') {
-    model = new Pod(data as ConstructorParameters<typeof Pod>[0]);
-  } else {
-    throw new Error(
-      `unsupported kind: ${String(apiVersion)}/${String(kind)} (only batch/v1 Job and v1 Pod are supported)`,
-    );
+  const Model = MODELS[`${String(apiVersion)}/${String(kind)}`];
+  if (!Model) {
+    throw new Error(`unsupported kind: ${String(apiVersion)}/${String(kind)} (supported: ${Object.keys(MODELS).join(', ')})`);
   }
+  const model = new Model(data as never);
 
   try {
     model.validate();

@@ -236,8 +236,8 @@ describe('assertValidKubeObject on hand-made objects', () => {
   });
 
   const unsupported: Array<[string, unknown]> = [
-    ['ConfigMap', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: {} }],
-    ['Deployment', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' } }],
+    ['Secret (no manifest of ours ships one)', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x' }, data: {} }],
+    ['Deployment with an old apiVersion', { apiVersion: 'extensions/v1beta1', kind: 'Deployment', metadata: { name: 'x' } }],
     ['Job with another apiVersion', { ...baseJob(), apiVersion: 'batch/v1beta1' }],
     ['object without kind', { apiVersion: 'v1', metadata: { name: 'x' } }],
     ['null', null],
