@@ -24,18 +24,20 @@ import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Pod } from 'kubernetes-models/v1/Pod';
+import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 
 type Model = new (data: never) => { validate(): void };
 
-/** The kinds hook objects come as, and the kinds hookguard's manifests ship (cert-manager's from its own models). */
+/** The kinds hook objects come as, and the kinds hookguard's manifests and certs script make (cert-manager's from its own models). */
 const MODELS: Readonly<Record<string, Model>> = {
   'batch/v1/Job': Job,
   'v1/Pod': Pod,
   'v1/Namespace': Namespace,
   'v1/ServiceAccount': ServiceAccount,
   'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
   'v1/Service': Service,
   'apps/v1/Deployment': Deployment,
   'batch/v1/CronJob': CronJob,

@@ -236,7 +236,7 @@ describe('assertValidKubeObject on hand-made objects', () => {
   });
 
   const unsupported: Array<[string, unknown]> = [
-    ['Secret (no manifest of ours ships one)', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'x' }, data: {} }],
+    ['Ingress (nothing of ours makes one)', { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' } }],
     ['Deployment with an old apiVersion', { apiVersion: 'extensions/v1beta1', kind: 'Deployment', metadata: { name: 'x' } }],
     ['Job with another apiVersion', { ...baseJob(), apiVersion: 'batch/v1beta1' }],
     ['object without kind', { apiVersion: 'v1', metadata: { name: 'x' } }],
