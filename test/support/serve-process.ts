@@ -2,8 +2,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
 import { cliPath } from './cli.js';
-import { repoRoot } from './k8s-tools.js';
 
 export type LogLine = Record<string, unknown>;
 
@@ -39,11 +39,14 @@ export class ServeProcess {
     this.exit = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  /** Starts `hookguard serve --host 127.0.0.1 --port <free port> ...args` and waits for its "hookguard ready" line. */
-  static async start(args: readonly string[] = [], env: Record<string, string> = {}): Promise<ServeProcess> {
+  /**
+   * Starts `hookguard serve --host 127.0.0.1 --port <free port> ...args` and waits for its "hookguard ready" line;
+   * `cli` is the built main.js to run (the checkout's by default).
+   */
+  static async start(args: readonly string[] = [], env: Record<string, string> = {}, cli = cliPath): Promise<ServeProcess> {
     const port = await freePort();
-    const child = spawn(process.execPath, [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port), ...args], {
-      cwd: repoRoot,
+    const child = spawn(process.execPath, [cli, 'serve', '--host', '127.0.0.1', '--port', String(port), ...args], {
+      cwd: dirname(dirname(dirname(cli))),
       env: { PATH: process.env.PATH ?? '', ...env },
     });
     const serve = new ServeProcess(child, port);

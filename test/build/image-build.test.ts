@@ -1,0 +1,124 @@
+// The image's build steps (scripts/build.sh, which the Dockerfile runs) in a clean copy of the repository, and the
+// result run with nothing but its production dependencies. No Docker engine runs here; the Dockerfile itself is
+// checked by a real linter (dockerfile-utils) and against the layout the script produces.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateDevCertificate } from '../../src/tls.js';
+import { hookJob } from '../support/objects.js';
+import { repoRoot } from '../support/k8s-tools.js';
+import { RawConnection } from '../support/raw-http.js';
+import { admissionReview, decodePatch } from '../support/reviews.js';
+import { ServeProcess } from '../support/serve-process.js';
+
+const root = mkdtempSync(join(tmpdir(), 'hookguard-build-'));
+const checkout = join(root, 'checkout');
+const out = join(root, 'out');
+let build: { status: number | null; stdout: string; stderr: string };
+
+beforeAll(() => {
+  // What a clone has: the files git tracks (and new ones it does not ignore), nothing built, no node_modules.
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: repoRoot, encoding: 'utf8' })
+    .split('\0')
+    .filter((file) => file !== '' && existsSync(join(repoRoot, file)));
+  for (const file of files) {
+    mkdirSync(dirname(join(checkout, file)), { recursive: true });
+    cpSync(join(repoRoot, file), join(checkout, file));
+  }
+  // Offline: the packages come from npm's cache, which the `npm ci` before `npm test` filled; tests make no
+  // network traffic. The Dockerfile's build runs the same script online.
+  const result = spawnSync('bash', [join(checkout, 'scripts', 'build.sh'), out], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, npm_config_offline: 'true' },
+    timeout: 240_000,
+  });
+  build = { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}, 300_000);
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('scripts/build.sh in a clean copy of the repository', () => {
+  it('builds a folder with the compiled code, the data and the production dependencies only', () => {
+    expect(build.status, build.stderr).toBe(0);
+    expect(build.stdout).toMatch(new RegExp(`build\\.sh: \\S+ in ${out}`));
+    expect(readdirSync(out).sort()).toEqual(['data', 'dist', 'node_modules', 'package-lock.json', 'package.json']);
+    const { dependencies } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+    for (const name of Object.keys(dependencies ?? {})) expect(existsSync(join(out, 'node_modules', name)), name).toBe(true);
+    // What the lock file marks dev-only (reached from no production dependency) is absent: typescript, vitest, ...
+    const { packages } = JSON.parse(readFileSync(join(out, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    const devOnly = Object.entries(packages).filter(([path, entry]) => path !== '' && entry.dev === true);
+    expect(devOnly.map(([path]) => path)).toContain('node_modules/typescript');
+    for (const [path] of devOnly) expect(existsSync(join(out, path)), path).toBe(false);
+    const neverRun = spawnSync('find', [out, '-name', '*.map', '-o', '-name', '*.d.ts'], { encoding: 'utf8' }).stdout.trim();
+    expect(neverRun).toBe('');
+  });
+
+  it('runs: --version from the built folder', () => {
+    const version = spawnSync(process.execPath, [join(out, 'dist', 'cli', 'main.js'), '--version'], { cwd: out, encoding: 'utf8', env: { PATH: '' } });
+    const expected = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+    expect([version.status, version.stdout]).toEqual([0, `${expected}\n`]);
+  });
+
+  it('serves from the built folder: a real AdmissionReview over TLS gets its patch, SIGTERM exits 0', async () => {
+    const { key, cert } = await generateDevCertificate();
+    writeFileSync(join(root, 'tls.key'), key);
+    writeFileSync(join(root, 'tls.crt'), cert);
+    const config = join(root, 'config.yaml');
+    writeFileSync(config, `server:\n  tls: { certFile: ${root}/tls.crt, keyFile: ${root}/tls.key }\n  shutdownDelayMs: 0\n`);
+    const serve = await ServeProcess.start(['--config', config], {}, join(out, 'dist', 'cli', 'main.js'));
+    try {
+      const connection = await RawConnection.open(serve.port, [cert]);
+      const object = hookJob({ 'helm.sh/hook': 'pre-upgrade' });
+      const reply = await connection.request('POST', '/mutate', JSON.stringify(admissionReview({ uid: 'uid-image', operation: 'CREATE', object })));
+      const { response } = JSON.parse(reply.body);
+      expect([reply.status, response.uid]).toEqual([200, 'uid-image']);
+      expect(decodePatch(response)).toEqual([{ op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' }]);
+      connection.destroy();
+      serve.child.kill('SIGTERM');
+      expect(await serve.exitWithin(10_000), serve.stderr).toBe(0);
+    } finally {
+      serve.stop();
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  const lint = (file: string) =>
+    spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'dockerfile-utils', 'bin', 'dockerfile-utils'), 'lint', file], { encoding: 'utf8' });
+
+  it('passes dockerfile-utils lint with no finding (control: a broken Dockerfile fails it)', () => {
+    const ours = lint(join(repoRoot, 'Dockerfile'));
+    expect([ours.status, ours.stdout, ours.stderr]).toEqual([0, '', '']);
+    const broken = join(root, 'Dockerfile.broken');
+    writeFileSync(broken, 'FROM node:20\nEXPOSE https\nCMD ["a"]\nCMD ["b"]\n');
+    const control = lint(broken);
+    expect(control.status).toBe(1);
+    expect(control.stdout).toContain('Invalid containerPort: https');
+  });
+
+  it('runs the build script, ships its output on a shell-less nonroot Node 20 image, and starts the CLI it built', () => {
+    const text = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+    const instructions = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
+    expect(instructions).toEqual([
+      'FROM node:20.19-bookworm-slim AS build',
+      'WORKDIR /src',
+      'COPY . .',
+      'RUN scripts/build.sh /out',
+      'FROM gcr.io/distroless/nodejs20-debian12:nonroot',
+      'WORKDIR /app',
+      'COPY --from=build /out/ /app/',
+      'USER 65532:65532',
+      'EXPOSE 8443',
+      'ENTRYPOINT ["/nodejs/bin/node", "/app/dist/cli/main.js"]',
+      'CMD ["serve"]',
+    ]);
+    // /out/ is copied to /app/, so the entrypoint's /app/dist/cli/main.js is the build's dist/cli/main.js.
+    expect(existsSync(join(out, 'dist', 'cli', 'main.js'))).toBe(true);
+    // The user the manifests run as is the image's.
+    const deployment = readFileSync(join(repoRoot, 'manifests', 'base', 'deployment.yaml'), 'utf8');
+    expect(deployment).toContain('runAsUser: 65532');
+  });
+});
