@@ -1,12 +1,13 @@
 // The shipped manifests, rendered by a real `kubectl kustomize` and checked against the Kubernetes schema, the
 // settings the issue requires, Pod Security "restricted", and hookguard itself (its config loader, its hook test).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { readHook } from '../../src/core/hook.js';
+import { cliPath, runCli } from '../support/cli.js';
 import { SKIP_MESSAGE, haveSharedFixtures, loadSharedFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -166,6 +167,17 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     expect(pod.serviceAccountName).toBe('hookguard-sweep');
     expect(pod.containers[0].args).toEqual(['sweep', '--apply']);
     expect(pod.containers[0].image).toBe(find(objects(overlay), 'Deployment', 'hookguard').spec.template.spec.containers[0].image);
+  });
+
+  it.skipIf(!existsSync(cliPath))('gives the sweep arguments and a config file the built CLI accepts (it stops only for want of a cluster)', () => {
+    const cronJob = find(objects(overlay), 'CronJob', 'hookguard-sweep');
+    const [container] = cronJob.spec.jobTemplate.spec.template.spec.containers;
+    const configMap = objects(overlay).find((object) => object.kind === 'ConfigMap') as Manifest;
+    const file = join(dir, `sweep-${overlay}.yaml`);
+    writeFileSync(file, configMap.data['config.yaml']);
+    expect(container.env).toEqual([{ name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' }]);
+    const run = runCli(container.args, undefined, { HOOKGUARD_CONFIG: file, HOME: dir });
+    expect([run.status, run.stderr]).toEqual([2, 'hookguard sweep: no cluster to sweep: set KUBECONFIG, or run in a pod with a service account\n']);
   });
 
   it('grants exactly what discovery and sweep need, each to its own service account', () => {
