@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
-import { Metrics } from '../http/metrics.js';
+import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls-reload.js';
 import { loadTls } from '../tls.js';
 import { EXIT, type CommandIO } from './io.js';
@@ -43,13 +43,9 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   }
   const discovery = startDiscovery(config, io.env, logger);
   const lifecycle = new Lifecycle();
-  const pinned = config.argocd.version;
   const metrics = new Metrics({
     processMetrics: true,
-    argocdInstances: () =>
-      pinned !== null
-        ? [{ namespace: '', version: pinned }]
-        : [...discovery.source.instances().values()].map((instance) => ({ namespace: instance.namespace, version: instance.version ?? 'unknown' })),
+    argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
   });
   metrics.certificate(tls.cert, false);
   const app = buildApp(config, { logger, tls, argocd: discovery.source, metrics, lifecycle });

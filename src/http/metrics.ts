@@ -2,6 +2,7 @@
 // tests, never share counters).
 import { X509Certificate } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ArgoInstances } from '../core/argocd-instances.js';
 import type { Endpoint, Finding } from '../core/types.js';
 
 /** How one admission request ended, as the requests counter labels it. */
@@ -25,6 +26,12 @@ export interface MetricsOptions {
   processMetrics?: boolean;
   /** The Argo CD versions hookguard knows, read at scrape time. */
   argocdInstances?: () => readonly ArgoCdInstance[];
+}
+
+/** What the instance gauge shows: the pinned version alone when `argocd.version` is set, else what discovery knows. */
+export function knownArgoCdInstances(pinned: string | null, discovered: () => ArgoInstances): ArgoCdInstance[] {
+  if (pinned !== null) return [{ namespace: '', version: pinned }];
+  return [...discovered().values()].map((instance) => ({ namespace: instance.namespace, version: instance.version ?? 'unknown' }));
 }
 
 type Child = { inc(): void };
@@ -87,7 +94,7 @@ export class Metrics {
     const instances = options.argocdInstances ?? (() => []);
     new Gauge({
       name: 'hookguard_argocd_instance_info',
-      help: 'Argo CD versions hookguard decides with: 1 per known instance (namespace is empty for a pinned argocd.version).',
+      help: 'Argo CD versions hookguard decides with: 1 per known instance (namespace empty for a pinned argocd.version, version "unknown" when a controller does not say).',
       labelNames: ['namespace', 'version'] as const,
       registers,
       collect() {

@@ -3,7 +3,8 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
-import { Metrics } from '../../src/http/metrics.js';
+import type { ArgoInstance, ArgoInstances } from '../../src/core/argocd-instances.js';
+import { knownArgoCdInstances, Metrics } from '../../src/http/metrics.js';
 import { deletePolicy } from '../../src/rules/delete-policy.js';
 import { generateDevCertificate } from '../../src/tls.js';
 import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
@@ -126,5 +127,24 @@ describe('GET /metrics', () => {
   it('has no process metrics unless asked (apps built in tests), and has them when asked (serve)', async () => {
     expect(await scrape(app(), 'process_cpu_user_seconds_total')).toEqual([]);
     expect(await scrape(app(new Metrics({ processMetrics: true })), 'process_cpu_user_seconds_total')).toHaveLength(1);
+  });
+});
+
+describe('the Argo CD versions the gauge shows', () => {
+  const discovered = (): ArgoInstances =>
+    new Map<string, ArgoInstance>([
+      ['argocd', { namespace: 'argocd', version: '2.14.3', source: 'Deployment argocd-application-controller: image tag', controllerUsernames: [] }],
+      ['team-a', { namespace: 'team-a', version: undefined, source: 'image tag latest', controllerUsernames: [] }],
+    ]);
+
+  it('are what discovery knows, an unknown version said as "unknown"', () => {
+    expect(knownArgoCdInstances(null, discovered)).toEqual([
+      { namespace: 'argocd', version: '2.14.3' },
+      { namespace: 'team-a', version: 'unknown' },
+    ]);
+  });
+
+  it('are the pinned version alone when argocd.version is set (it overrides discovery)', () => {
+    expect(knownArgoCdInstances('3.4.1', discovered)).toEqual([{ namespace: '', version: '3.4.1' }]);
   });
 });
