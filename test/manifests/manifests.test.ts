@@ -160,12 +160,12 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     if (usesCertManager(overlay)) expect(find(objects(overlay), 'Certificate', 'hookguard-serving').spec.secretName).toBe('hookguard-tls');
   });
 
-  it('runs the sweep every 5 minutes, one run at a time, as its own service account', () => {
+  it(`runs the sweep every 5 minutes, one run at a time, as its own service account, ${modeOf(overlay) === 'audit' ? 'as a dry run' : 'with --apply'}`, () => {
     const cronJob = find(objects(overlay), 'CronJob', 'hookguard-sweep');
     expect(cronJob.spec).toMatchObject({ schedule: '*/5 * * * *', concurrencyPolicy: 'Forbid' });
     const pod = cronJob.spec.jobTemplate.spec.template.spec;
     expect(pod.serviceAccountName).toBe('hookguard-sweep');
-    expect(pod.containers[0].args).toEqual(['sweep', '--apply']);
+    expect(pod.containers[0].args).toEqual(modeOf(overlay) === 'audit' ? ['sweep'] : ['sweep', '--apply']);
     expect(pod.containers[0].image).toBe(find(objects(overlay), 'Deployment', 'hookguard').spec.template.spec.containers[0].image);
   });
 
