@@ -3,7 +3,7 @@ import { HOOKGUARD_SKIP } from './annotations.js';
 import { chooseArgoVersion, type ArgoInstances, type VersionChoice } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
 import { readHook, type HookDetection, type HookInfo } from './hook.js';
-import { isRecord, metadataOf } from './objects.js';
+import { cloneJson, isRecord, metadataOf } from './objects.js';
 import { gateOpen, type RuleContext, type RuleSettings } from './rule.js';
 import type { AdmissionRequest, Advisory, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { immutableUpdate, mutationRules, skippableRuleIds, versionRace } from '../rules/index.js';
@@ -55,15 +55,42 @@ function passThrough(reason: string, mode: Mode): Decision {
   return { allowed: true, mode, patch: [], withheldPatch: [], warnings: [], findings: [], reason, rules: [] };
 }
 
+/** The advisories affecting one Argo CD version, per mitigating rule id, and the version normalised. */
+interface VersionAdvisories {
+  argocdVersion: string | undefined;
+  byRule: Map<string, readonly Advisory[]>;
+}
+
+// Semver matching is the costliest part of a decision and its answer only changes with the advisory list or the
+// version: remember it per list (the config's, or a test's) and per version spelling (one or a few per cluster).
+const versionAdvisories = new WeakMap<readonly Advisory[], Map<string, VersionAdvisories>>();
+const MAX_VERSIONS_REMEMBERED = 64;
+
+function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: string): VersionAdvisories {
+  let byVersion = versionAdvisories.get(advisories);
+  if (!byVersion) versionAdvisories.set(advisories, (byVersion = new Map()));
+  let known = byVersion.get(rawVersion);
+  if (!known) {
+    const argocdVersion = normalizeArgoVersion(rawVersion);
+    const affecting = argocdVersion ? advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
+    const ruleIds = new Set(affecting.flatMap((advisory) => advisory.mitigatedBy));
+    const byRule = new Map([...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId))]));
+    if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
+    byVersion.set(rawVersion, (known = { argocdVersion, byRule }));
+  }
+  return known;
+}
+
+const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
+
 /** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
 export function ruleContextFor(hook: HookInfo, context: Pick<DecisionContext, 'config' | 'advisories'>, chosenVersion: string | undefined): RuleContext {
-  const argocdVersion = hook.appliedByArgo ? normalizeArgoVersion(chosenVersion) : undefined;
-  const affecting = argocdVersion ? context.advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
+  const known = hook.appliedByArgo && chosenVersion !== undefined ? advisoriesForVersion(context.advisories, chosenVersion) : undefined;
   return {
     hook,
     settings: context.config.rules,
-    argocdVersion,
-    advisoriesFor: (ruleId) => affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId)),
+    argocdVersion: known?.argocdVersion,
+    advisoriesFor: (ruleId) => known?.byRule.get(ruleId) ?? NO_ADVISORIES,
   };
 }
 
@@ -74,7 +101,7 @@ interface Mutation {
 }
 
 function applyMutations(object: KubeObject, context: RuleContext): Mutation {
-  const mutated = structuredClone(object);
+  const mutated = cloneJson(object);
   const findings: Finding[] = [];
   const rules: string[] = [];
   for (const rule of mutationRules) {

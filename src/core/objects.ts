@@ -46,3 +46,33 @@ export function describeObject(object: KubeObject): string {
   const name = metadata?.name ?? (metadata?.generateName ? `${metadata.generateName}*` : '<unnamed>');
   return metadata?.namespace ? `${object.kind ?? 'object'} ${metadata.namespace}/${name}` : `${object.kind ?? 'object'} ${name}`;
 }
+
+/**
+ * A deep copy of a JSON value (what JSON.parse or a YAML parser produces): the same result as structuredClone for
+ * such values, several times faster. An own `__proto__` key is copied as a plain key, never as a prototype.
+ */
+export function cloneJson<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(cloneJson) as T;
+  const copy: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (key === '__proto__') Object.defineProperty(copy, key, { value: cloneJson(item), enumerable: true, writable: true, configurable: true });
+    else copy[key] = cloneJson(item);
+  }
+  return copy as T;
+}
+
+/** Deep equality of two JSON values: same keys (order aside), same items in the same order, same primitives. */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, index) => jsonEqual(item, b[index]));
+  }
+  const keys = Object.keys(a);
+  if (keys.length !== Object.keys(b).length) return false;
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  return keys.every((key) => Object.hasOwn(right, key) && jsonEqual(left[key], right[key]));
+}

@@ -1,6 +1,5 @@
-import { isDeepStrictEqual } from 'node:util';
 import { ARGOCD_DELETE_POLICY, ARGOCD_HOOK_FINALIZER, HELM_DELETE_POLICY } from '../core/annotations.js';
-import { annotation, describeObject, jobSpecOf, metadataOf } from '../core/objects.js';
+import { annotation, describeObject, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
 import type { RuleContext } from '../core/rule.js';
 import type { Finding, KubeObject } from '../core/types.js';
 
@@ -54,7 +53,7 @@ export const immutableUpdate = {
     if (context.hook.kind !== 'Job') return undefined;
     const oldSpec = jobSpecOf(oldObject);
     const newSpec = jobSpecOf(newObject);
-    if (!oldSpec || !newSpec || isDeepStrictEqual(oldSpec.template, newSpec.template)) return undefined;
+    if (!oldSpec || !newSpec || jsonEqual(oldSpec.template, newSpec.template)) return undefined;
     // Suspended Jobs may change some template fields (KEP-2926); let the API server judge those.
     if (oldSpec.suspend === true) return undefined;
     const metadata = metadataOf(oldObject);

@@ -16,16 +16,23 @@
  * and uses the winner's.
  */
 import { execFile } from 'node:child_process';
-import { constants as fsConstants } from 'node:fs';
+import { existsSync, constants as fsConstants } from 'node:fs';
 import { access, chmod, mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
-/** Repository root (this file lives in `<repo>/test/support/`). */
-export const repoRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Repository root: the nearest folder above this file with a package.json (`<repo>/test/support/`, or the bench's compiled copy). */
+export const repoRoot: string = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
+
+function findPackageRoot(start: string): string {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${start}`);
+  }
+}
 
 export const layerZip: string = join(
   repoRoot,

@@ -1,0 +1,43 @@
+// The baseline: what any fastify HTTPS webhook pays before doing real work. Same TLS settings, body limit,
+// JSON body parsing, envelope check and logger setup as hookguard; it answers `allowed: true` with the uid and
+// writes one short info line per request (hookguard writes one audit line per decision at its default level).
+// Run by `npm run bench`: node dist-bench/bench/baseline-server.js PORT CERT_FILE KEY_FILE
+import { readFileSync } from 'node:fs';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { fromDist } from './built.js';
+
+type ConfigModule = typeof import('../src/config.js');
+type ReviewModule = typeof import('../src/http/review.js');
+
+const [port, certFile, keyFile] = process.argv.slice(2);
+if (port === undefined || certFile === undefined || keyFile === undefined) {
+  process.stderr.write('usage: baseline-server PORT CERT_FILE KEY_FILE\n');
+  process.exit(2);
+}
+const { DEFAULTS } = await fromDist<ConfigModule>('config.js');
+const { parseAdmissionReview } = await fromDist<ReviewModule>('http/review.js');
+
+const logger = pino({ level: DEFAULTS.log.level, base: { service: 'baseline' }, timestamp: pino.stdTimeFunctions.isoTime });
+const app = Fastify({
+  loggerInstance: logger,
+  logController: new LogController({ disableRequestLogging: true }),
+  bodyLimit: DEFAULTS.server.bodyLimitBytes,
+  https: { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(certFile, 'utf8'), minVersion: 'TLSv1.2' as const },
+}) as unknown as FastifyInstance;
+
+for (const endpoint of ['mutate', 'validate'] as const) {
+  app.post(`/${endpoint}`, async (request, reply) => {
+    const parsed = parseAdmissionReview(request.body);
+    if (!parsed.ok) {
+      reply.code(400);
+      return { error: parsed.message };
+    }
+    const { uid } = parsed.request;
+    app.log.info({ uid, endpoint }, 'admission request');
+    return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid, allowed: true } };
+  });
+}
+app.get('/healthz', async () => ({ status: 'ok' }));
+await app.listen({ host: '127.0.0.1', port: Number(port) });
+process.once('SIGTERM', () => void app.close());

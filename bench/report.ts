@@ -1,0 +1,65 @@
+// The short markdown table of one bench run (bench/results/latest.md, and the figures in the README).
+import type { BenchResults } from './run.js';
+import type { MicroResult } from './micro.js';
+
+const VARIANTS = [
+  ['mutate', 'helm'],
+  ['validate', 'helm'],
+  ['mutate', 'argocd'],
+  ['validate', 'argocd'],
+] as const;
+
+export function renderMarkdown(results: BenchResults): string {
+  const { machine, settings, workload } = results;
+  const lines = [
+    `Run ${results.date} on ${machine.nproc} CPUs (${machine.cpu}), Node ${machine.node}, ${machine.os}. ` +
+      `${workload.requests} distinct AdmissionReviews (${workload.fixtures} shared fixtures and 2 non-hook objects, to /mutate and /validate, ` +
+      `as a Helm user and as the Argo CD controller; Argo CD ${settings.argocdVersion}); hookguard ${describeAnswers(workload.answers)}. ` +
+      `autocannon, keep-alive, no pipelining, ${settings.rounds} rounds of ${settings.durationSeconds} s per server and connection count, alternating.` +
+      (workload.note ? ` Note: ${workload.note}.` : ''),
+    '',
+    '| connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | RSS MiB |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const level of results.levels) {
+    for (const name of ['hookguard', 'baseline'] as const) {
+      const s = level[name];
+      lines.push(`| ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.rssMiB} |`);
+    }
+  }
+  lines.push(
+    '',
+    `| connections | throughput hookguard/baseline (target >= ${results.targets.throughputRatioMin}) | p50 ratio | p99 ratio (target <= ${results.targets.p99RatioMax}) | RSS ratio |`,
+    '|---:|---:|---:|---:|---:|',
+  );
+  for (const level of results.levels) {
+    const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    lines.push(
+      `| ${level.connections} | ${level.ratios.rps} (${mark(level.meetsTargets.throughput)}) | ${level.ratios.p50} | ${level.ratios.p99} (${mark(level.meetsTargets.p99)}) | ${level.ratios.rss} |`,
+    );
+  }
+  lines.push(
+    '',
+    '`decide()` in process, µs per call, and the worst ratio to `JSON.parse` + `JSON.stringify` of the same review:',
+    '',
+    '| object | mutate, Helm | validate, Helm | mutate, Argo CD | validate, Argo CD | JSON µs | worst ratio |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  );
+  const sources = [...new Set(results.micro.map((entry) => entry.source))];
+  for (const source of sources) {
+    const rows = results.micro.filter((entry) => entry.source === source);
+    const cell = ([endpoint, requester]: (typeof VARIANTS)[number]) => find(rows, endpoint, requester)?.decideMicros ?? '-';
+    const json = Math.max(...rows.map((row) => row.jsonMicros));
+    const worst = Math.max(...rows.map((row) => row.ratio));
+    lines.push(`| ${source.replace(/\.yaml$/, '')} | ${VARIANTS.map(cell).join(' | ')} | ${json} | ${worst} |`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function find(rows: readonly MicroResult[], endpoint: string, requester: string): MicroResult | undefined {
+  return rows.find((row) => row.endpoint === endpoint && row.requester === requester);
+}
+
+function describeAnswers(answers: Record<string, number>): string {
+  return `patched ${answers.patched}, denied ${answers.denied} and allowed ${answers.allowedUnchanged} of them unchanged`;
+}

@@ -1,0 +1,283 @@
+// `npm run bench`: hookguard against a bare fastify HTTPS baseline, on this machine, in one run.
+// Both run as child processes over real TLS; autocannon loads them with keep-alive and no pipelining,
+// alternating A B A B at each connection count so drift hits both; then the core decision is timed in-process.
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { availableParallelism, cpus, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon, { type Result } from 'autocannon';
+import { repoRoot } from '../test/support/k8s-tools.js';
+import { freePort, hookguardArgs, startServerProcess, tlsEnv, writeCertificate, type ServerProcess } from '../test/support/server-process.js';
+import { fromDist } from './built.js';
+import { round, runMicro, type MicroResult } from './micro.js';
+import { renderMarkdown } from './report.js';
+import { buildWorkload, type BenchRequest } from './workload.js';
+
+type ConfigModule = typeof import('../src/config.js');
+type DecideModule = typeof import('../src/core/decide.js');
+type TlsModule = typeof import('../src/tls.js');
+
+export type ServerName = 'hookguard' | 'baseline';
+
+export interface LoadRun {
+  server: ServerName;
+  connections: number;
+  round: number;
+  durationSeconds: number;
+  requests: number;
+  rps: number;
+  latencyMs: { p50: number; p97_5: number; p99: number; max: number; mean: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  rssMiB: number;
+}
+
+export interface ServerSummary {
+  rps: number;
+  p50: number;
+  p97_5: number;
+  p99: number;
+  errors: number;
+  rssMiB: number;
+  peakRssMiB: number;
+}
+
+export interface LevelSummary {
+  connections: number;
+  hookguard: ServerSummary;
+  baseline: ServerSummary;
+  /** hookguard / baseline */
+  ratios: { rps: number; p50: number; p99: number; rss: number };
+  meetsTargets: { throughput: boolean; p99: boolean };
+}
+
+export interface BenchResults {
+  date: string;
+  machine: { nproc: number; cpu: string; node: string; os: string; memoryGiB: number };
+  settings: { durationSeconds: number; warmupSeconds: number; rounds: number; connections: number[]; argocdVersion: string; pipelining: 1; logSink: string };
+  workload: { requests: number; fixtures: number; hookRequests: number; note?: string; answers: Record<string, number> };
+  levels: LevelSummary[];
+  runs: LoadRun[];
+  micro: MicroResult[];
+  targets: { throughputRatioMin: number; p99RatioMax: number };
+}
+
+const TARGETS = { throughputRatioMin: 0.9, p99RatioMax: 1.25 };
+// Every rule in play: 2.14.3 is affected by all three advisories, so Argo CD hooks get the full set of mutations.
+const ARGOCD_VERSION = '2.14.3';
+const MiB = 1024 * 1024;
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '32,128' },
+    'micro-ms': { type: 'string', default: '40' },
+    'no-write': { type: 'boolean', default: false },
+  },
+});
+const durationSeconds = Number(flags.duration);
+const warmupSeconds = Number(flags.warmup);
+const rounds = Number(flags.rounds);
+const connectionLevels = flags.connections.split(',').map(Number);
+
+const { DEFAULTS, decisionContext, loadConfig } = await fromDist<ConfigModule>('config.js');
+const { decide } = await fromDist<DecideModule>('core/decide.js');
+const { generateDevCertificate } = await fromDist<TlsModule>('tls.js');
+const argocdController = DEFAULTS.argocd.controllerUsernames[0] as string;
+
+const context = decisionContext(loadConfig(), ARGOCD_VERSION);
+const workload = buildWorkload(argocdController, (request) => decide(request, 'mutate', context).patch);
+if (workload.note) console.warn(`bench: ${workload.note}`);
+const hookRequests = workload.requests.filter((entry) => entry.hook).length;
+console.log(
+  `bench: ${workload.requests.length} distinct AdmissionReviews (${workload.fixtures} fixtures and 2 non-hook objects, ` +
+    `x /mutate,/validate x Helm user,Argo CD controller); Argo CD ${ARGOCD_VERSION}; ${durationSeconds}s per run, ${rounds} rounds, connections ${connectionLevels.join(',')}`,
+);
+
+const certificate = writeCertificate(await generateDevCertificate());
+const logDir = mkdtempSync(join(tmpdir(), 'hookguard-bench-logs-'));
+const logFiles = { hookguard: join(logDir, 'hookguard.log'), baseline: join(logDir, 'baseline.log') };
+const servers = {} as Record<ServerName, ServerProcess>;
+
+try {
+  const [hookguardPort, baselinePort] = [await freePort(), await freePort()];
+  // Each server's log goes to a file of its own: a real sink with the cost of a real write per line.
+  const hookguardLog = openSync(logFiles.hookguard, 'w');
+  const baselineLog = openSync(logFiles.baseline, 'w');
+  servers.hookguard = await startServerProcess({
+    args: hookguardArgs(hookguardPort, ['--argocd-version', ARGOCD_VERSION]),
+    port: hookguardPort,
+    ca: certificate.cert,
+    env: tlsEnv(certificate),
+    stdout: hookguardLog,
+  });
+  servers.baseline = await startServerProcess({
+    args: [fileURLToPath(new URL('./baseline-server.js', import.meta.url)), String(baselinePort), certificate.certFile, certificate.keyFile],
+    port: baselinePort,
+    ca: certificate.cert,
+    stdout: baselineLog,
+  });
+  closeSync(hookguardLog);
+  closeSync(baselineLog);
+
+  const answers = await checkAnswers(servers, workload.requests, certificate.cert);
+  console.log(`bench: every request answered 200 with its uid by both servers; hookguard: ${JSON.stringify(answers)}`);
+
+  const runs: LoadRun[] = [];
+  for (const connections of connectionLevels) {
+    for (const name of ['hookguard', 'baseline'] as const) await load(servers[name], workload.requests, connections, warmupSeconds);
+    for (let round = 1; round <= rounds; round++) {
+      for (const name of ['hookguard', 'baseline'] as const) {
+        const run = toRun(name, connections, round, await load(servers[name], workload.requests, connections, durationSeconds), servers[name]);
+        runs.push(run);
+        console.log(
+          `  c=${connections} round ${round} ${name.padEnd(9)} ${run.rps.toFixed(0).padStart(6)} req/s  p50 ${run.latencyMs.p50} ms  ` +
+            `p97.5 ${run.latencyMs.p97_5} ms  p99 ${run.latencyMs.p99} ms  errors ${run.errors + run.timeouts + run.non2xx}  RSS ${run.rssMiB} MiB`,
+        );
+      }
+    }
+  }
+  const peaks = { hookguard: servers.hookguard.memory().peakRssBytes, baseline: servers.baseline.memory().peakRssBytes };
+  for (const name of ['hookguard', 'baseline'] as const) await servers[name].stop();
+  const levels = connectionLevels.map((connections) => summarise(connections, runs, peaks));
+  const logBytes = { hookguard: statSync(logFiles.hookguard).size, baseline: statSync(logFiles.baseline).size };
+
+  console.log('bench: micro-benchmark of decide() per request of the mix');
+  const micro = runMicro(workload.requests, decide, context, Number(flags['micro-ms']));
+
+  const results: BenchResults = {
+    date: new Date().toISOString(),
+    machine: {
+      nproc: availableParallelism(),
+      cpu: cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      os: `${process.platform} ${release()}`,
+      memoryGiB: round(totalmem() / 1024 ** 3, 1),
+    },
+    settings: {
+      durationSeconds,
+      warmupSeconds,
+      rounds,
+      connections: connectionLevels,
+      argocdVersion: ARGOCD_VERSION,
+      pipelining: 1,
+      logSink: `stdout to a file, level ${DEFAULTS.log.level}; bytes per request: hookguard ${perRequest(logBytes.hookguard, runs, 'hookguard')}, baseline ${perRequest(logBytes.baseline, runs, 'baseline')}`,
+    },
+    workload: { requests: workload.requests.length, fixtures: workload.fixtures, hookRequests, ...(workload.note ? { note: workload.note } : {}), answers },
+    levels,
+    runs,
+    micro,
+    targets: TARGETS,
+  };
+  const markdown = renderMarkdown(results);
+  console.log(`\n${markdown}`);
+  if (!flags['no-write']) {
+    const dir = join(repoRoot, 'bench', 'results');
+    writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(join(dir, 'latest.md'), markdown);
+    console.log(`bench: wrote ${join(dir, 'latest.json')} and latest.md`);
+  }
+} finally {
+  for (const server of Object.values(servers)) await server.stop('SIGKILL', 1000);
+  certificate.remove();
+  rmSync(logDir, { recursive: true, force: true });
+}
+
+function load(server: ServerProcess, requests: readonly BenchRequest[], connections: number, seconds: number): Promise<Result> {
+  return autocannon({
+    url: server.url,
+    connections,
+    pipelining: 1,
+    duration: seconds,
+    // Each connection walks the mix in order, starting where the previous request left off.
+    requests: requests.map((entry) => ({ method: 'POST', path: `/${entry.endpoint}`, headers: { 'content-type': 'application/json' }, body: entry.body })),
+  });
+}
+
+function toRun(server: ServerName, connections: number, roundNumber: number, result: Result, process: ServerProcess): LoadRun {
+  return {
+    server,
+    connections,
+    round: roundNumber,
+    durationSeconds: result.duration,
+    requests: result.requests.total,
+    rps: round(result.requests.total / result.duration, 1),
+    latencyMs: { p50: result.latency.p50, p97_5: result.latency.p97_5, p99: result.latency.p99, max: result.latency.max, mean: round(result.latency.mean, 2) },
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    rssMiB: round(process.memory().rssBytes / MiB, 1),
+  };
+}
+
+/** Per server: requests/s over all rounds; latency percentiles and RSS as the mean and maximum of the rounds. */
+function summarise(connections: number, runs: readonly LoadRun[], peaks: Record<ServerName, number>): LevelSummary {
+  const of = (server: ServerName): ServerSummary => {
+    const mine = runs.filter((run) => run.server === server && run.connections === connections);
+    const mean = (pick: (run: LoadRun) => number) => round(mine.reduce((sum, run) => sum + pick(run), 0) / mine.length, 2);
+    return {
+      rps: round(mine.reduce((sum, run) => sum + run.requests, 0) / mine.reduce((sum, run) => sum + run.durationSeconds, 0), 1),
+      p50: mean((run) => run.latencyMs.p50),
+      p97_5: mean((run) => run.latencyMs.p97_5),
+      p99: mean((run) => run.latencyMs.p99),
+      errors: mine.reduce((sum, run) => sum + run.errors + run.timeouts + run.non2xx, 0),
+      rssMiB: Math.max(...mine.map((run) => run.rssMiB)),
+      peakRssMiB: round(peaks[server] / MiB, 1),
+    };
+  };
+  const hookguard = of('hookguard');
+  const baseline = of('baseline');
+  const ratio = (a: number, b: number) => round(a / b, 3);
+  const ratios = { rps: ratio(hookguard.rps, baseline.rps), p50: ratio(hookguard.p50, baseline.p50), p99: ratio(hookguard.p99, baseline.p99), rss: ratio(hookguard.rssMiB, baseline.rssMiB) };
+  return {
+    connections,
+    hookguard,
+    baseline,
+    ratios,
+    meetsTargets: { throughput: ratios.rps >= TARGETS.throughputRatioMin, p99: ratios.p99 <= TARGETS.p99RatioMax },
+  };
+}
+
+function perRequest(bytes: number, runs: readonly LoadRun[], server: ServerName): number {
+  // Warm-up requests are logged too, so this slightly overstates; it is a size indication, not a measurement.
+  const requests = runs.filter((run) => run.server === server).reduce((sum, run) => sum + run.requests, 0);
+  return Math.round(bytes / requests);
+}
+
+/** Sends every request of the mix once to each server: both must answer 200 and echo the uid. Counts hookguard's outcomes. */
+async function checkAnswers(targets: Record<ServerName, ServerProcess>, requests: readonly BenchRequest[], ca: string): Promise<Record<string, number>> {
+  const answers: Record<string, number> = { patched: 0, denied: 0, allowedUnchanged: 0 };
+  for (const entry of requests) {
+    for (const name of ['hookguard', 'baseline'] as const) {
+      const { status, body } = await post(targets[name].port, `/${entry.endpoint}`, entry.body, ca);
+      const response = (JSON.parse(body) as { response?: { uid?: string; allowed?: boolean; patch?: string } }).response;
+      if (status !== 200 || response?.uid !== entry.uid) throw new Error(`${name} answered ${entry.source} ${entry.endpoint} with ${status}: ${body}`);
+      if (name === 'hookguard') {
+        if (response.allowed === false) answers.denied! += 1;
+        else if (response.patch !== undefined) answers.patched! += 1;
+        else answers.allowedUnchanged! += 1;
+      }
+    }
+  }
+  return answers;
+}
+
+function post(port: number, path: string, body: string, ca: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = https.request(
+      { host: '127.0.0.1', port, path, method: 'POST', ca, servername: 'localhost', headers: { 'content-type': 'application/json' } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}

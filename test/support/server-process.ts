@@ -1,0 +1,123 @@
+// A server in a child process of its own, over real TLS on 127.0.0.1: the built hookguard (or the bench's
+// baseline), started, probed until it answers, measured and stopped. Used by the bench and the reliability tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cliPath } from './cli.js';
+import { repoRoot } from './k8s-tools.js';
+import { freePort } from './serve-process.js';
+
+export { freePort };
+
+export interface CertificateFiles {
+  dir: string;
+  certFile: string;
+  keyFile: string;
+  cert: string;
+  remove(): void;
+}
+
+/** Writes a PEM certificate and key to a fresh temporary folder. */
+export function writeCertificate(material: { cert: string; key: string }): CertificateFiles {
+  const dir = mkdtempSync(join(tmpdir(), 'hookguard-cert-'));
+  const certFile = join(dir, 'tls.crt');
+  const keyFile = join(dir, 'tls.key');
+  writeFileSync(certFile, material.cert);
+  writeFileSync(keyFile, material.key, { mode: 0o600 });
+  return { dir, certFile, keyFile, cert: material.cert, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  /** https://127.0.0.1:PORT */
+  url: string;
+  /** Resident set size now (VmRSS), and its peak so far (VmHWM), in bytes; Linux /proc. */
+  memory(): { rssBytes: number; peakRssBytes: number };
+  /** What the process wrote to stderr so far. */
+  stderr(): string;
+  /** Sends the signal and resolves with the exit code (null if killed), SIGKILL after timeoutMs. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
+}
+
+export interface StartOptions {
+  /** Script and arguments after `node`. */
+  args: readonly string[];
+  port: number;
+  /** CA to trust when probing: the server's own self-signed certificate. */
+  ca: string;
+  env?: Record<string, string>;
+  nodeOptions?: readonly string[];
+  /** Where stdout goes: a file descriptor (a log file), 'ignore', or 'pipe' to read it from child.stdout. */
+  stdout?: number | 'ignore' | 'pipe';
+  /** Path to probe until it answers 200 (default /healthz). */
+  readyPath?: string;
+  readyTimeoutMs?: number;
+}
+
+/** Starts `node [nodeOptions] args…` and resolves once GET readyPath answers 200 over TLS. */
+export async function startServerProcess(options: StartOptions): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...options.args], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', ...options.env },
+    stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `https://127.0.0.1:${options.port}`;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 15_000);
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before it was ready: ${stderr}`);
+    const status = await probe(options.port, options.readyPath ?? '/healthz', options.ca).catch(() => 0);
+    if (status === 200) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server on port ${options.port} not ready within ${options.readyTimeoutMs ?? 15_000} ms: ${stderr}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    child,
+    port: options.port,
+    url,
+    memory: () => processMemory(child.pid as number),
+    stderr: () => stderr,
+    async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** hookguard's own command line: `node dist/cli/main.js serve …` on 127.0.0.1, with the given certificate files. */
+export function hookguardArgs(port: number, extra: readonly string[] = []): string[] {
+  return [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port), ...extra];
+}
+
+export function tlsEnv(files: Pick<CertificateFiles, 'certFile' | 'keyFile'>): Record<string, string> {
+  return { HOOKGUARD_TLS_CERT_FILE: files.certFile, HOOKGUARD_TLS_KEY_FILE: files.keyFile };
+}
+
+function probe(port: number, path: string, ca: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = https.get({ host: '127.0.0.1', port, path, ca, servername: 'localhost', agent: false, timeout: 2000 }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('timeout', () => request.destroy(new Error('probe timed out')));
+    request.on('error', reject);
+  });
+}
+
+function processMemory(pid: number): { rssBytes: number; peakRssBytes: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rssBytes: kib('VmRSS'), peakRssBytes: kib('VmHWM') };
+}
