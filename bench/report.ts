@@ -15,27 +15,27 @@ export function renderMarkdown(results: BenchResults): string {
     `Run ${results.date} on ${machine.nproc} CPUs (${machine.cpu}), Node ${machine.node}, ${machine.os}. ` +
       `${workload.requests} distinct AdmissionReviews (${workload.fixtures} shared fixtures and 2 non-hook objects, to /mutate and /validate, ` +
       `as a Helm user and as the Argo CD controller; Argo CD ${settings.argocdVersion}); hookguard ${describeAnswers(workload.answers)}. ` +
-      `autocannon, keep-alive, no pipelining, ${settings.rounds} rounds of ${settings.durationSeconds} s per server and connection count, alternating.` +
+      `autocannon, keep-alive, no pipelining, ${settings.rounds} rounds of ${settings.durationSeconds} s per server and connection count, alternating; figures are the median round.` +
       (workload.note ? ` Note: ${workload.note}.` : ''),
     '',
-    '| connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | RSS MiB |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|',
+    '| connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | RSS MiB |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const level of results.levels) {
     for (const name of ['hookguard', 'baseline'] as const) {
       const s = level[name];
-      lines.push(`| ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.rssMiB} |`);
+      lines.push(`| ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.cpuMicrosPerRequest} | ${s.rssMiB} |`);
     }
   }
   lines.push(
     '',
-    `| connections | throughput hookguard/baseline (target >= ${results.targets.throughputRatioMin}) | p50 ratio | p99 ratio (target <= ${results.targets.p99RatioMax}) | RSS ratio |`,
-    '|---:|---:|---:|---:|---:|',
+    `| connections | throughput hookguard/baseline (target >= ${results.targets.throughputRatioMin}) | p50 ratio | p99 ratio (target <= ${results.targets.p99RatioMax}) | CPU/req ratio | RSS ratio |`,
+    '|---:|---:|---:|---:|---:|---:|',
   );
   for (const level of results.levels) {
     const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
     lines.push(
-      `| ${level.connections} | ${level.ratios.rps} (${mark(level.meetsTargets.throughput)}) | ${level.ratios.p50} | ${level.ratios.p99} (${mark(level.meetsTargets.p99)}) | ${level.ratios.rss} |`,
+      `| ${level.connections} | ${level.ratios.rps} (${mark(level.meetsTargets.throughput)}) | ${level.ratios.p50} | ${level.ratios.p99} (${mark(level.meetsTargets.p99)}) | ${level.ratios.cpu} | ${level.ratios.rss} |`,
     );
   }
   lines.push(

@@ -32,6 +32,8 @@ export interface LoadRun {
   errors: number;
   timeouts: number;
   non2xx: number;
+  /** Server CPU time (user + system) per request answered: less sensitive than req/s to other load on the machine. */
+  cpuMicrosPerRequest: number;
   rssMiB: number;
 }
 
@@ -41,6 +43,7 @@ export interface ServerSummary {
   p97_5: number;
   p99: number;
   errors: number;
+  cpuMicrosPerRequest: number;
   rssMiB: number;
   peakRssMiB: number;
 }
@@ -50,7 +53,7 @@ export interface LevelSummary {
   hookguard: ServerSummary;
   baseline: ServerSummary;
   /** hookguard / baseline */
-  ratios: { rps: number; p50: number; p99: number; rss: number };
+  ratios: { rps: number; p50: number; p99: number; cpu: number; rss: number };
   meetsTargets: { throughput: boolean; p99: boolean };
 }
 
@@ -72,9 +75,9 @@ const MiB = 1024 * 1024;
 
 const { values: flags } = parseArgs({
   options: {
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '5' },
     warmup: { type: 'string', default: '3' },
-    rounds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '32,128' },
     'micro-ms': { type: 'string', default: '40' },
     'no-write': { type: 'boolean', default: false },
@@ -133,11 +136,13 @@ try {
     for (const name of ['hookguard', 'baseline'] as const) await load(servers[name], workload.requests, connections, warmupSeconds);
     for (let round = 1; round <= rounds; round++) {
       for (const name of ['hookguard', 'baseline'] as const) {
-        const run = toRun(name, connections, round, await load(servers[name], workload.requests, connections, durationSeconds), servers[name]);
+        const cpuBefore = servers[name].cpuMs();
+        const result = await load(servers[name], workload.requests, connections, durationSeconds);
+        const run = toRun(name, connections, round, result, servers[name], servers[name].cpuMs() - cpuBefore);
         runs.push(run);
         console.log(
           `  c=${connections} round ${round} ${name.padEnd(9)} ${run.rps.toFixed(0).padStart(6)} req/s  p50 ${run.latencyMs.p50} ms  ` +
-            `p97.5 ${run.latencyMs.p97_5} ms  p99 ${run.latencyMs.p99} ms  errors ${run.errors + run.timeouts + run.non2xx}  RSS ${run.rssMiB} MiB`,
+            `p97.5 ${run.latencyMs.p97_5} ms  p99 ${run.latencyMs.p99} ms  errors ${run.errors + run.timeouts + run.non2xx}  CPU ${run.cpuMicrosPerRequest} µs/req  RSS ${run.rssMiB} MiB`,
         );
       }
     }
@@ -199,7 +204,7 @@ function load(server: ServerProcess, requests: readonly BenchRequest[], connecti
   });
 }
 
-function toRun(server: ServerName, connections: number, roundNumber: number, result: Result, process: ServerProcess): LoadRun {
+function toRun(server: ServerName, connections: number, roundNumber: number, result: Result, process: ServerProcess, cpuMs: number): LoadRun {
   return {
     server,
     connections,
@@ -211,21 +216,30 @@ function toRun(server: ServerName, connections: number, roundNumber: number, res
     errors: result.errors,
     timeouts: result.timeouts,
     non2xx: result.non2xx,
+    cpuMicrosPerRequest: Math.round((cpuMs * 1000) / result.requests.total),
     rssMiB: round(process.memory().rssBytes / MiB, 1),
   };
 }
 
-/** Per server: requests/s over all rounds; latency percentiles and RSS as the mean and maximum of the rounds. */
+/**
+ * Per server, the median of its rounds for each figure: the machine may be shared, and the median of alternating
+ * rounds keeps one disturbed round from deciding the ratio. Errors are summed; RSS is the largest seen.
+ */
 function summarise(connections: number, runs: readonly LoadRun[], peaks: Record<ServerName, number>): LevelSummary {
   const of = (server: ServerName): ServerSummary => {
     const mine = runs.filter((run) => run.server === server && run.connections === connections);
-    const mean = (pick: (run: LoadRun) => number) => round(mine.reduce((sum, run) => sum + pick(run), 0) / mine.length, 2);
+    const median = (pick: (run: LoadRun) => number) => {
+      const sorted = mine.map(pick).sort((a, b) => a - b);
+      const middle = Math.floor(sorted.length / 2);
+      return round(sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2, 2);
+    };
     return {
-      rps: round(mine.reduce((sum, run) => sum + run.requests, 0) / mine.reduce((sum, run) => sum + run.durationSeconds, 0), 1),
-      p50: mean((run) => run.latencyMs.p50),
-      p97_5: mean((run) => run.latencyMs.p97_5),
-      p99: mean((run) => run.latencyMs.p99),
+      rps: median((run) => run.rps),
+      p50: median((run) => run.latencyMs.p50),
+      p97_5: median((run) => run.latencyMs.p97_5),
+      p99: median((run) => run.latencyMs.p99),
       errors: mine.reduce((sum, run) => sum + run.errors + run.timeouts + run.non2xx, 0),
+      cpuMicrosPerRequest: median((run) => run.cpuMicrosPerRequest),
       rssMiB: Math.max(...mine.map((run) => run.rssMiB)),
       peakRssMiB: round(peaks[server] / MiB, 1),
     };
@@ -233,7 +247,7 @@ function summarise(connections: number, runs: readonly LoadRun[], peaks: Record<
   const hookguard = of('hookguard');
   const baseline = of('baseline');
   const ratio = (a: number, b: number) => round(a / b, 3);
-  const ratios = { rps: ratio(hookguard.rps, baseline.rps), p50: ratio(hookguard.p50, baseline.p50), p99: ratio(hookguard.p99, baseline.p99), rss: ratio(hookguard.rssMiB, baseline.rssMiB) };
+  const ratios = { rps: ratio(hookguard.rps, baseline.rps), p50: ratio(hookguard.p50, baseline.p50), p99: ratio(hookguard.p99, baseline.p99), cpu: ratio(hookguard.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest), rss: ratio(hookguard.rssMiB, baseline.rssMiB) };
   return {
     connections,
     hookguard,

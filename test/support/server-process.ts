@@ -36,6 +36,8 @@ export interface ServerProcess {
   url: string;
   /** Resident set size now (VmRSS), and its peak so far (VmHWM), in bytes; Linux /proc. */
   memory(): { rssBytes: number; peakRssBytes: number };
+  /** CPU time the process used so far (user + system), in milliseconds; Linux /proc. */
+  cpuMs(): number;
   /** What the process wrote to stderr so far. */
   stderr(): string;
   /** Sends the signal and resolves with the exit code (null if killed), SIGKILL after timeoutMs. */
@@ -84,6 +86,7 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
     port: options.port,
     url,
     memory: () => processMemory(child.pid as number),
+    cpuMs: () => processCpuMs(child.pid as number),
     stderr: () => stderr,
     async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
@@ -120,4 +123,14 @@ function processMemory(pid: number): { rssBytes: number; peakRssBytes: number } 
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
   return { rssBytes: kib('VmRSS'), peakRssBytes: kib('VmHWM') };
+}
+
+// /proc/PID/stat counts in clock ticks: USER_HZ, 100 on every Linux architecture Node runs on.
+const TICKS_PER_SECOND = 100;
+
+function processCpuMs(pid: number): number {
+  // Fields after the parenthesised command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
 }
