@@ -10,6 +10,7 @@ import { secureContextOptions } from '../tls.js';
 import type { Lifecycle } from './lifecycle.js';
 import { fastifyLimits, serverLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';
+import { parseJsonBody } from './json-body.js';
 import { errored, fromDecision } from './responses.js';
 import { parseAdmissionReview } from './review.js';
 
@@ -50,6 +51,8 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     if (instances !== undefined && instances !== context.argocdInstances) context = withInstances(baseContext, instances);
     return context;
   };
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
 
   const review = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
     const received = performance.now();

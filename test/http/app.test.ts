@@ -293,7 +293,7 @@ describe('bad input', () => {
   };
 
   it.each([
-    ['a body that is not JSON', '{not json', "Body is not valid JSON but content-type is set to 'application/json'"],
+    ['a body that is not JSON', '{not json', "the body is not valid JSON: Expected property name or '}' in JSON at position 1"],
     ['a JSON array', '[]', 'expected an AdmissionReview JSON object'],
     ['JSON null', 'null', 'expected an AdmissionReview JSON object'],
     ['apiVersion admission.k8s.io/v1beta1', JSON.stringify({ ...valid(), apiVersion: 'admission.k8s.io/v1beta1' }), 'expected apiVersion admission.k8s.io/v1, got "admission.k8s.io/v1beta1"'],
@@ -304,8 +304,13 @@ describe('bad input', () => {
     ['no uid', withRequest((request) => delete request.uid), 'AdmissionReview request.uid must be a non-empty string'],
     ['an empty uid', withRequest((request) => (request.uid = '')), 'AdmissionReview request.uid must be a non-empty string'],
     ['a numeric uid', withRequest((request) => (request.uid = 7)), 'AdmissionReview request.uid must be a non-empty string'],
-    // Fastify refuses prototype poisoning, with its generic invalid-JSON message.
-    ['a __proto__ key', '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","__proto__":{"x":1}}', "Body is not valid JSON but content-type is set to 'application/json'"],
+    // Prototype poisoning is refused as Fastify refuses it, and said so rather than called invalid JSON.
+    [
+      'a __proto__ key',
+      '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","__proto__":{"x":1}}',
+      'the body is refused: it holds a "__proto__" key or a "constructor" key with a "prototype" (Object contains forbidden prototype property); no Kubernetes object has one',
+    ],
+    ['an empty body', '', 'the body is empty; expected an AdmissionReview JSON object'],
   ])('answers 400 with the problem for %s', async (_name, payload, error) => {
     const { app, lines } = harness();
     for (const path of ['/mutate', '/validate']) {
