@@ -1,0 +1,125 @@
+// Shell safety, as a property: hook Jobs whose container commands and args hold quotes, $(…), backticks, newlines,
+// globs and non-ASCII go through every mutation hookguard makes (as Helm and as Argo CD on an affected version),
+// and each container runs in a real /bin/sh, before and after, against a fake kubectl that records its argv. The
+// meaning must be unchanged: same exit status, same stdout, same kubectl calls, apart from --ignore-not-found added
+// to kubectl delete. (test/unit/kubectl-delete.shell.test.ts runs hand-picked scripts through the rewrite alone.)
+import fc from 'fast-check';
+import { applyPatch } from 'fast-json-patch/index.mjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decisionContext, loadConfig } from '../../src/config.js';
+import { decide } from '../../src/core/decide.js';
+import type { AdmissionRequest, Container, KubeObject } from '../../src/core/types.js';
+import { argvOf, createSandbox, type Sandbox } from '../support/fake-kubectl.js';
+import { ARGOCD_CONTROLLER } from '../support/objects.js';
+import { admissionReview } from '../support/reviews.js';
+
+const FLAG = '--ignore-not-found';
+
+// Pieces of scripts: shell syntax that must keep its meaning, and kubectl calls (deletes among them).
+const SCRIPT_PIECES = [
+  `echo "it's \\"quoted\\" and 'single'"`,
+  `echo '$(not expanded) \`nor this\`'`,
+  `echo "$(printf '%s|' a 'b c')"`,
+  'echo `echo back tick`',
+  'echo *.txt [ab].txt ?.md',
+  "printf 'héllo ✓ 日本語 ümlaut\\n'",
+  'echo "multi\nline string"',
+  'echo $((6 * 7)) ${UNSET_VARIABLE:-default}',
+  'kubectl delete pod x',
+  "kubectl -n 'my ns' delete configmap \"a b\"",
+  "kubectl delete cm 'it'\"'\"'s'",
+  'kubectl delete pod "$(echo from-substitution)"',
+  'kubectl get pods -o name | xargs kubectl delete',
+  'x=$(kubectl delete pod y); echo "got [$x]"',
+  'for p in $(kubectl get po -o name); do kubectl delete "$p" --wait=false; done',
+  'true && kubectl delete job j || echo failed',
+  'kubectl scale deploy d --replicas=0',
+  '# kubectl delete pod commented-out',
+  "echo 'kubectl delete just-text'",
+  'kubectl delete `echo pod` z',
+];
+const SEPARATORS = ['\n', '; ', ' && ', '\n\n'];
+
+const script = fc
+  .tuple(fc.array(fc.constantFrom(...SCRIPT_PIECES), { minLength: 1, maxLength: 6 }), fc.constantFrom(...SEPARATORS))
+  .map(([pieces, separator]) => pieces.join(separator));
+
+// Exec-form words: no shell reads them, so anything is literal, including what would be syntax in a shell.
+const word = fc.oneof(
+  fc.constantFrom('delete', 'get', 'pod', 'cm', '-n', 'my ns', '$(rm -rf /)', '`id`', '*', "it's", '"q"', 'a\nb', 'ümlaut ✓', '--', '-l', 'a=b'),
+  fc.string({ unit: 'grapheme', maxLength: 12 }).filter((text) => !text.includes('\0')),
+);
+const execArgs = fc.array(word, { maxLength: 6 }).map((words) => ['delete', ...words]);
+
+const container: fc.Arbitrary<Container> = fc.oneof(
+  script.map((text) => ({ command: ['/bin/sh', '-c', text] })),
+  script.map((text) => ({ command: ['/bin/sh', '-c'], args: [text] })),
+  script.map((text) => ({ command: ['sh', '-ec', `${text}\ntrue`] })),
+  execArgs.map((args) => ({ command: ['kubectl'], args })),
+  execArgs.map((args) => ({ image: 'bitnami/kubectl:1.31', args })),
+  fc.array(word, { minLength: 1, maxLength: 4 }).map((words) => ({ command: ['echo', ...words] })),
+);
+
+const job = fc
+  .record({
+    containers: fc.array(container, { minLength: 1, maxLength: 2 }),
+    hook: fc.constantFrom('post-delete', 'pre-delete', 'pre-install'),
+    argocd: fc.boolean(),
+  })
+  .map(({ containers, hook, argocd }): KubeObject => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'hook', namespace: 'apps', annotations: argocd ? { 'argocd.argoproj.io/hook': 'PreSync' } : { 'helm.sh/hook': hook } },
+    spec: {
+      backoffLimit: 0,
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: containers.map((entry, index) => ({ name: `c${index}`, image: 'alpine:3.20', ...entry })),
+        },
+      },
+    },
+  }));
+
+let sandbox: Sandbox;
+beforeAll(() => {
+  sandbox = createSandbox();
+});
+afterAll(() => sandbox.remove());
+
+const context = decisionContext(loadConfig(), '2.14.3');
+const withoutFlag = (calls: string[][]) => calls.map((call) => call.filter((arg) => arg !== FLAG));
+const containersOf = (object: KubeObject) => ((object.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers);
+
+describe('container commands keep their meaning through every mutation', () => {
+  it('same exit status, stdout and kubectl calls in a real shell, deletes only gaining --ignore-not-found', () => {
+    let deletesSeen = 0;
+    fc.assert(
+      fc.property(job, fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER), (object, username) => {
+        const request = (admissionReview({ uid: 'uid', operation: 'CREATE', object, username }) as { request: AdmissionRequest }).request;
+        const decision = decide(request, 'mutate', context);
+        expect(decision.allowed).toBe(true);
+        const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
+        const after = containersOf(stored);
+        for (const [index, before] of containersOf(object).entries()) {
+          const mutated = after[index] as Container;
+          // Only command and args may change, and only by the one flag.
+          expect({ ...mutated, command: undefined, args: undefined }).toEqual({ ...before, command: undefined, args: undefined });
+          const original = sandbox.run(argvOf(before), sandbox.present);
+          const rewritten = sandbox.run(argvOf(mutated), sandbox.present);
+          expect(rewritten.status, rewritten.stderr).toBe(original.status);
+          expect(rewritten.stdout.toString('utf8')).toBe(original.stdout.toString('utf8'));
+          expect(withoutFlag(rewritten.calls)).toEqual(withoutFlag(original.calls));
+          const flagged = rewritten.calls.filter((call) => call.includes(FLAG)).length;
+          const deletes = rewritten.calls.filter((call) => call.includes('delete')).length;
+          // A flag is only ever added to a kubectl delete (the fake logs kubectl calls only).
+          expect(flagged).toBeLessThanOrEqual(deletes);
+          deletesSeen += deletes;
+        }
+      }),
+      { numRuns: 60 },
+    );
+    // The generators do reach kubectl delete: the property is not vacuous.
+    expect(deletesSeen).toBeGreaterThan(20);
+  });
+});
