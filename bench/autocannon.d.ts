@@ -16,6 +16,8 @@ declare module 'autocannon' {
     method?: string;
     headers?: Record<string, string>;
     requests?: Request[];
+    /** Replaces each [<id>] in a body with a fresh id per request. */
+    idReplacement?: boolean;
     tlsOptions?: Record<string, unknown>;
     servername?: string;
   }

@@ -40,6 +40,8 @@ export interface ServerProcess {
   cpuMs(): number;
   /** What the process wrote to stderr so far. */
   stderr(): string;
+  /** The heap in use after a full collection; needs nodeOptions from gcProbeOptions. */
+  heapAfterGc(): Promise<number>;
   /** Sends the signal and resolves with the exit code (null if killed), SIGKILL after timeoutMs. */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
 }
@@ -88,6 +90,17 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
     memory: () => processMemory(child.pid as number),
     cpuMs: () => processCpuMs(child.pid as number),
     stderr: () => stderr,
+    async heapAfterGc() {
+      const seen = stderr.length;
+      child.kill('SIGUSR2');
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const found = /gc-probe heapUsed=(\d+)\n/.exec(stderr.slice(seen));
+        if (found) return Number(found[1]);
+        if (Date.now() > deadline) throw new Error(`no gc-probe answer within 10 s (was the server started with gcProbeOptions?): ${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill(signal);
@@ -98,6 +111,9 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
     },
   };
 }
+
+/** Node options that let heapAfterGc() ask the server for its live heap. */
+export const gcProbeOptions = ['--expose-gc', '--require', join(repoRoot, 'test', 'support', 'gc-probe.cjs')];
 
 /** hookguard's own command line: `node dist/cli/main.js serve …` on 127.0.0.1, with the given certificate files. */
 export function hookguardArgs(port: number, extra: readonly string[] = []): string[] {
