@@ -1,0 +1,220 @@
+// Faults under load: the built server in a real process, discovering Argo CD from a stand-in for kube-apiserver
+// (test/support/fake-apiserver.ts: list + watch as the API server answers them), its certificate in a Secret-like
+// volume. While 16 keep-alive clients send the bench's mix without pause, the certificate is rotated, the API
+// server goes away, and SIGTERM arrives. Every request that reached hookguard (sent on a TLS connection it had
+// accepted) must get a 200 AdmissionReview with its uid, and the same answer as before any fault; after SIGTERM,
+// new connections are refused (they never reached it) and the process exits 0. The figures are printed.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkload, type BenchRequest } from '../../bench/workload.js';
+import { decisionContext, loadConfig } from '../../src/config.js';
+import { decide } from '../../src/core/decide.js';
+import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
+import { controller } from '../support/argocd-controllers.js';
+import { cliPath } from '../support/cli.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
+import { ARGOCD_CONTROLLER } from '../support/objects.js';
+import { fingerprintOf } from '../support/raw-http.js';
+import { SecretVolume } from '../support/secret-volume.js';
+import { ServeProcess } from '../support/serve-process.js';
+
+const CLIENTS = 16;
+const ARGOCD_VERSION = '2.14.3';
+const SHUTDOWN_DELAY_MS = 500;
+// Every so often a client asks for its connection to be closed, so new TLS connections keep being made.
+const REQUESTS_PER_CONNECTION = 25;
+
+type Phase = 'steady' | 'after certificate rotation' | 'API server down' | 'after SIGTERM';
+
+interface Outcome {
+  phase: Phase;
+  request: BenchRequest;
+  ms: number;
+  /** Set when an answer came back. */
+  status?: number;
+  body?: string;
+  /** Set when none did. */
+  error?: string;
+  /** Whether the request went out on a TLS connection the server had completed: then it reached hookguard. */
+  reached: boolean;
+  /** The certificate the connection was served with. */
+  certificate?: string;
+  /** Sent on a connection opened for it (not a reused keep-alive one). */
+  newConnection: boolean;
+  startedAt: number;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'hookguard-faults-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, real TLS, stand-in API server)', () => {
+  let first: TlsMaterial;
+  let second: TlsMaterial;
+  let api: FakeApiServer;
+  let serve: ServeProcess;
+  let volume: SecretVolume;
+
+  beforeAll(async () => {
+    [first, second] = await Promise.all([generateDevCertificate(), generateDevCertificate()]);
+    mkdirSync(join(dir, 'tls'));
+    volume = new SecretVolume(join(dir, 'tls'));
+    volume.update({ 'tls.crt': first.cert, 'tls.key': first.key });
+    api = await new FakeApiServer().start();
+    api.put(controller('argocd', `quay.io/argoproj/argocd:v${ARGOCD_VERSION}`));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, api.kubeConfig('hookguard').exportConfig());
+    const config = join(dir, 'config.yaml');
+    writeFileSync(
+      config,
+      [
+        'discovery: { backoffInitialMs: 20, backoffMaxMs: 200 }',
+        `server: { shutdownDelayMs: ${SHUTDOWN_DELAY_MS}, shutdownTimeoutMs: 10000, tls: { certFile: ${volume.certFile}, keyFile: ${volume.keyFile} } }`,
+        '',
+      ].join('\n'),
+    );
+    serve = await ServeProcess.start(['--config', config], { KUBECONFIG: kubeconfig });
+    await serve.waitForLog((line) => line.msg === 'Argo CD instance discovered' && line.version === ARGOCD_VERSION);
+  });
+
+  afterAll(async () => {
+    serve?.stop();
+    await api?.stop();
+  });
+
+  it('answers every request that reached it through certificate rotation, API server loss and SIGTERM', async () => {
+    // The mix as the bench sends it; /validate gets what /mutate stored, computed with the discovered version.
+    const context = decisionContext(loadConfig(), ARGOCD_VERSION);
+    const { requests } = buildWorkload(ARGOCD_CONTROLLER, (request) => decide(request, 'mutate', context).patch);
+    // Each answer records the certificate its connection was served with, which must be one of the two. (Both are
+    // self-signed with the same subject, so OpenSSL cannot hold both as trust anchors: the check is by fingerprint.)
+    // No TLS session resumption, so that every new connection shows the certificate being served now.
+    const agent = new https.Agent({ keepAlive: true, maxSockets: CLIENTS, rejectUnauthorized: false, maxCachedSessions: 0 });
+    const certificateOf = new WeakMap<TLSSocket, string>();
+    const servedCertificates = new Set([fingerprintOf(first.cert), fingerprintOf(second.cert)]);
+    const outcomes: Outcome[] = [];
+    let phase: Phase = 'steady';
+    let next = 0;
+
+    const send = (request: BenchRequest, closeAfter: boolean): Promise<Outcome> =>
+      new Promise((resolve) => {
+        const started = performance.now();
+        let servedWith: string | undefined;
+        let newConnection = false;
+        const settle = (fields: Partial<Outcome>) => {
+          // It reached hookguard if an answer came, or if the TLS handshake with it had completed.
+          const reached = fields.status !== undefined || servedWith !== undefined;
+          resolve({ phase, request, startedAt: started, ms: performance.now() - started, reached, newConnection, ...(servedWith ? { certificate: servedWith } : {}), ...fields });
+        };
+        const req = https.request(
+          {
+            host: '127.0.0.1',
+            port: serve.port,
+            path: `/${request.endpoint}`,
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', ...(closeAfter ? { connection: 'close' } : {}) },
+          },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (chunk: Buffer) => chunks.push(chunk));
+            response.on('end', () => settle({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+            response.on('error', (error) => settle({ error: error.message }));
+          },
+        );
+        // The handshake is done on a reused connection, and about to be on a new one: either way it tells the
+        // certificate, and that the request goes to a connection hookguard accepted.
+        req.on('socket', (assigned) => {
+          const socket = assigned as TLSSocket;
+          const known = certificateOf.get(socket);
+          if (known) servedWith = known;
+          else {
+            newConnection = true;
+            socket.once('secureConnect', () => {
+              servedWith = socket.getPeerX509Certificate()?.fingerprint256;
+              if (servedWith) certificateOf.set(socket, servedWith);
+            });
+          }
+        });
+        req.on('error', (error: NodeJS.ErrnoException) => settle({ error: error.code ?? error.message }));
+        req.end(request.body);
+      });
+
+    // Each client sends one request after another until the server refuses its connection after SIGTERM.
+    const clients = Array.from({ length: CLIENTS }, async () => {
+      for (let sent = 1; ; sent++) {
+        const outcome = await send(requests[next++ % requests.length] as BenchRequest, sent % REQUESTS_PER_CONNECTION === 0);
+        outcomes.push(outcome);
+        if (outcome.phase === 'after SIGTERM' && !outcome.reached) return;
+        if (outcome.phase !== 'after SIGTERM' && outcome.error) return; // a failure before shutdown: reported below
+      }
+    });
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+    await pause(1_500);
+    phase = 'after certificate rotation';
+    volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
+    await serve.waitForLog((line) => line.msg === 'serving certificate reloaded');
+    const reloadedAt = performance.now();
+    await pause(1_500);
+    phase = 'API server down';
+    await api.stop();
+    await serve.waitForLog((line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions');
+    await pause(1_500);
+    phase = 'after SIGTERM';
+    const signalled = performance.now();
+    serve.child.kill('SIGTERM');
+    const exitCode = await serve.exitWithin(15_000);
+    const exitMs = Math.round(performance.now() - signalled);
+    await Promise.all(clients);
+    agent.destroy();
+
+    // The answer each request got in the steady phase, to compare every later answer with.
+    const steadyAnswers = new Map<string, string>();
+    for (const outcome of outcomes) if (outcome.phase === 'steady' && outcome.body) steadyAnswers.set(outcome.request.uid, outcome.body);
+    const phases: Phase[] = ['steady', 'after certificate rotation', 'API server down', 'after SIGTERM'];
+    const figures = phases.map((name) => {
+      const mine = outcomes.filter((outcome) => outcome.phase === name);
+      const answered = mine.filter((outcome) => outcome.status !== undefined);
+      const latencies = answered.map((outcome) => outcome.ms).sort((a, b) => a - b);
+      const at = (quantile: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? NaN);
+      return {
+        phase: name,
+        answered: answered.length,
+        failedAfterReaching: mine.filter((outcome) => outcome.reached && outcome.status !== 200).length,
+        refusedBeforeReaching: mine.filter((outcome) => !outcome.reached).length,
+        newConnections: answered.filter((outcome) => outcome.newConnection).length,
+        newConnectionsOnNewCertificate: answered.filter((outcome) => outcome.newConnection && outcome.certificate === fingerprintOf(second.cert)).length,
+        p50Ms: at(0.5),
+        p99Ms: at(0.99),
+        maxMs: Math.round(latencies[latencies.length - 1] ?? NaN),
+      };
+    });
+    console.log(`faults under load: ${JSON.stringify({ clients: CLIENTS, exitCode, sigtermToExitMs: exitMs, phases: figures })}`);
+
+    const failures = outcomes.filter((outcome) => outcome.reached && (outcome.status !== 200 || !outcome.body));
+    expect(failures.map((outcome) => `${outcome.phase} ${outcome.request.source} ${outcome.status ?? outcome.error}`)).toEqual([]);
+    expect(outcomes.filter((outcome) => outcome.error && outcome.phase !== 'after SIGTERM').map((outcome) => `${outcome.phase}: ${outcome.error}`)).toEqual([]);
+    for (const outcome of outcomes.filter((entry) => entry.reached)) expect(servedCertificates.has(outcome.certificate ?? 'none')).toBe(true);
+    // Nothing was refused before SIGTERM; after it, only connections the server never accepted.
+    expect(outcomes.filter((outcome) => !outcome.reached && outcome.phase !== 'after SIGTERM')).toEqual([]);
+    for (const outcome of outcomes.filter((entry) => !entry.reached)) expect(['ECONNREFUSED', 'ECONNRESET']).toContain(outcome.error);
+    // Same answer as in the steady phase: the rotation and the lost API server change no decision.
+    for (const outcome of outcomes) {
+      const steady = steadyAnswers.get(outcome.request.uid);
+      if (outcome.body && steady) expect(outcome.body, `${outcome.phase} ${outcome.request.source}`).toBe(steady);
+    }
+    expect(steadyAnswers.size).toBe(requests.length);
+    for (const figure of figures.slice(0, 3)) expect(figure.answered, figure.phase).toBeGreaterThan(100);
+    // Connections made after the rotation were served the new certificate; during the drain, answers kept coming.
+    const laterConnections = outcomes.filter((outcome) => outcome.startedAt > reloadedAt && outcome.newConnection && outcome.certificate);
+    expect(laterConnections.length).toBeGreaterThan(10);
+    expect(laterConnections.filter((outcome) => outcome.certificate !== fingerprintOf(second.cert))).toEqual([]);
+    expect(figures[3]?.answered).toBeGreaterThan(0);
+    expect(exitCode, serve.stderr).toBe(0);
+    expect(serve.lines).toContainEqual(expect.objectContaining({ msg: 'shut down', result: 'drained' }));
+  }, 60_000);
+});
