@@ -1,6 +1,8 @@
 // The short markdown table of one bench run (bench/results/latest.md, and the figures in the README).
-import type { BenchResults } from './run.js';
+import type { BenchResults, Scenario } from './run.js';
 import type { MicroResult } from './micro.js';
+
+const SCENARIOS: Record<Scenario, string> = { mix: 'the mix', 'non-hooks': 'non-hooks only' };
 
 const VARIANTS = [
   ['mutate', 'helm'],
@@ -18,24 +20,24 @@ export function renderMarkdown(results: BenchResults): string {
       `autocannon, keep-alive, no pipelining, ${settings.rounds} rounds of ${settings.durationSeconds} s per server and connection count, alternating; figures are the median round.` +
       (workload.note ? ` Note: ${workload.note}.` : ''),
     '',
-    '| connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | RSS MiB |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| requests | connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | RSS MiB |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const level of results.levels) {
     for (const name of ['hookguard', 'baseline'] as const) {
       const s = level[name];
-      lines.push(`| ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.cpuMicrosPerRequest} | ${s.rssMiB} |`);
+      lines.push(`| ${SCENARIOS[level.scenario]} | ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.cpuMicrosPerRequest} | ${s.rssMiB} |`);
     }
   }
   lines.push(
     '',
-    `| connections | throughput hookguard/baseline (target >= ${results.targets.throughputRatioMin}) | p50 ratio | p99 ratio (target <= ${results.targets.p99RatioMax}) | CPU/req ratio | RSS ratio |`,
-    '|---:|---:|---:|---:|---:|---:|',
+    `| requests | connections | throughput hookguard/baseline (target >= ${results.targets.throughputRatioMin}) | p50 ratio | p99 ratio (target <= ${results.targets.p99RatioMax}) | CPU/req ratio | RSS ratio |`,
+    '|---|---:|---:|---:|---:|---:|---:|',
   );
   for (const level of results.levels) {
     const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
     lines.push(
-      `| ${level.connections} | ${level.ratios.rps} (${mark(level.meetsTargets.throughput)}) | ${level.ratios.p50} | ${level.ratios.p99} (${mark(level.meetsTargets.p99)}) | ${level.ratios.cpu} | ${level.ratios.rss} |`,
+      `| ${SCENARIOS[level.scenario]} | ${level.connections} | ${level.ratios.rps} (${mark(level.meetsTargets.throughput)}) | ${level.ratios.p50} | ${level.ratios.p99} (${mark(level.meetsTargets.p99)}) | ${level.ratios.cpu} | ${level.ratios.rss} |`,
     );
   }
   lines.push(

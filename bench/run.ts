@@ -21,7 +21,14 @@ type TlsModule = typeof import('../src/tls.js');
 
 export type ServerName = 'hookguard' | 'baseline';
 
+/**
+ * What is sent: the whole mix (the issue's workload, 92% hook objects, every rule at work), and the non-hook Jobs and
+ * Pods alone, the fast path that most Pods and Jobs of a cluster take through the webhook.
+ */
+export type Scenario = 'mix' | 'non-hooks';
+
 export interface LoadRun {
+  scenario: Scenario;
   server: ServerName;
   connections: number;
   round: number;
@@ -49,6 +56,7 @@ export interface ServerSummary {
 }
 
 export interface LevelSummary {
+  scenario: Scenario;
   connections: number;
   hookguard: ServerSummary;
   baseline: ServerSummary;
@@ -60,7 +68,7 @@ export interface LevelSummary {
 export interface BenchResults {
   date: string;
   machine: { nproc: number; cpu: string; node: string; os: string; memoryGiB: number };
-  settings: { durationSeconds: number; warmupSeconds: number; rounds: number; connections: number[]; argocdVersion: string; pipelining: 1; logSink: string };
+  settings: { durationSeconds: number; warmupSeconds: number; rounds: number; connections: number[]; nonHookConnections: number[]; argocdVersion: string; pipelining: 1; logSink: string };
   workload: { requests: number; fixtures: number; hookRequests: number; note?: string; answers: Record<string, number> };
   levels: LevelSummary[];
   runs: LoadRun[];
@@ -79,6 +87,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '32,128' },
+    'non-hook-connections': { type: 'string', default: '32' },
     'micro-ms': { type: 'string', default: '40' },
     'no-write': { type: 'boolean', default: false },
   },
@@ -87,6 +96,7 @@ const durationSeconds = Number(flags.duration);
 const warmupSeconds = Number(flags.warmup);
 const rounds = Number(flags.rounds);
 const connectionLevels = flags.connections.split(',').map(Number);
+const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).map(Number);
 
 const { DEFAULTS, decisionContext, loadConfig } = await fromDist<ConfigModule>('config.js');
 const { decide } = await fromDist<DecideModule>('core/decide.js');
@@ -132,16 +142,22 @@ try {
   console.log(`bench: every request answered 200 with its uid by both servers; hookguard: ${JSON.stringify(answers)}`);
 
   const runs: LoadRun[] = [];
-  for (const connections of connectionLevels) {
-    for (const name of ['hookguard', 'baseline'] as const) await load(servers[name], workload.requests, connections, warmupSeconds);
+  const mixes: Record<Scenario, BenchRequest[]> = { mix: workload.requests, 'non-hooks': workload.requests.filter((entry) => !entry.hook) };
+  const plan = [
+    ...connectionLevels.map((connections) => ({ scenario: 'mix' as const, connections })),
+    ...nonHookLevels.map((connections) => ({ scenario: 'non-hooks' as const, connections })),
+  ];
+  for (const { scenario, connections } of plan) {
+    const mix = mixes[scenario];
+    for (const name of ['hookguard', 'baseline'] as const) await load(servers[name], mix, connections, warmupSeconds);
     for (let round = 1; round <= rounds; round++) {
       for (const name of ['hookguard', 'baseline'] as const) {
         const cpuBefore = servers[name].cpuMs();
-        const result = await load(servers[name], workload.requests, connections, durationSeconds);
-        const run = toRun(name, connections, round, result, servers[name], servers[name].cpuMs() - cpuBefore);
+        const result = await load(servers[name], mix, connections, durationSeconds);
+        const run = toRun(scenario, name, connections, round, result, servers[name], servers[name].cpuMs() - cpuBefore);
         runs.push(run);
         console.log(
-          `  c=${connections} round ${round} ${name.padEnd(9)} ${run.rps.toFixed(0).padStart(6)} req/s  p50 ${run.latencyMs.p50} ms  ` +
+          `  ${scenario} c=${connections} round ${round} ${name.padEnd(9)} ${run.rps.toFixed(0).padStart(6)} req/s  p50 ${run.latencyMs.p50} ms  ` +
             `p97.5 ${run.latencyMs.p97_5} ms  p99 ${run.latencyMs.p99} ms  errors ${run.errors + run.timeouts + run.non2xx}  CPU ${run.cpuMicrosPerRequest} µs/req  RSS ${run.rssMiB} MiB`,
         );
       }
@@ -149,7 +165,7 @@ try {
   }
   const peaks = { hookguard: servers.hookguard.memory().peakRssBytes, baseline: servers.baseline.memory().peakRssBytes };
   for (const name of ['hookguard', 'baseline'] as const) await servers[name].stop();
-  const levels = connectionLevels.map((connections) => summarise(connections, runs, peaks));
+  const levels = plan.map(({ scenario, connections }) => summarise(scenario, connections, runs, peaks));
   const logBytes = { hookguard: statSync(logFiles.hookguard).size, baseline: statSync(logFiles.baseline).size };
 
   console.log('bench: micro-benchmark of decide() per request of the mix');
@@ -169,6 +185,7 @@ try {
       warmupSeconds,
       rounds,
       connections: connectionLevels,
+      nonHookConnections: nonHookLevels,
       argocdVersion: ARGOCD_VERSION,
       pipelining: 1,
       logSink: `stdout to a file, level ${DEFAULTS.log.level}; bytes per request: hookguard ${perRequest(logBytes.hookguard, runs, 'hookguard')}, baseline ${perRequest(logBytes.baseline, runs, 'baseline')}`,
@@ -204,8 +221,9 @@ function load(server: ServerProcess, requests: readonly BenchRequest[], connecti
   });
 }
 
-function toRun(server: ServerName, connections: number, roundNumber: number, result: Result, process: ServerProcess, cpuMs: number): LoadRun {
+function toRun(scenario: Scenario, server: ServerName, connections: number, roundNumber: number, result: Result, process: ServerProcess, cpuMs: number): LoadRun {
   return {
+    scenario,
     server,
     connections,
     round: roundNumber,
@@ -225,9 +243,9 @@ function toRun(server: ServerName, connections: number, roundNumber: number, res
  * Per server, the median of its rounds for each figure: the machine may be shared, and the median of alternating
  * rounds keeps one disturbed round from deciding the ratio. Errors are summed; RSS is the largest seen.
  */
-function summarise(connections: number, runs: readonly LoadRun[], peaks: Record<ServerName, number>): LevelSummary {
+function summarise(scenario: Scenario, connections: number, runs: readonly LoadRun[], peaks: Record<ServerName, number>): LevelSummary {
   const of = (server: ServerName): ServerSummary => {
-    const mine = runs.filter((run) => run.server === server && run.connections === connections);
+    const mine = runs.filter((run) => run.scenario === scenario && run.server === server && run.connections === connections);
     const median = (pick: (run: LoadRun) => number) => {
       const sorted = mine.map(pick).sort((a, b) => a - b);
       const middle = Math.floor(sorted.length / 2);
@@ -249,6 +267,7 @@ function summarise(connections: number, runs: readonly LoadRun[], peaks: Record<
   const ratio = (a: number, b: number) => round(a / b, 3);
   const ratios = { rps: ratio(hookguard.rps, baseline.rps), p50: ratio(hookguard.p50, baseline.p50), p99: ratio(hookguard.p99, baseline.p99), cpu: ratio(hookguard.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest), rss: ratio(hookguard.rssMiB, baseline.rssMiB) };
   return {
+    scenario,
     connections,
     hookguard,
     baseline,
