@@ -2,7 +2,7 @@
 // Config is loaded once, validated against the shape of the defaults, and frozen.
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { NO_INSTANCES, type ArgoInstances } from './core/argocd-instances.js';
+import { NO_INSTANCES } from './core/argocd-instances.js';
 import { isValidRange, normalizeArgoVersion } from './core/argocd-version.js';
 import type { DecisionContext } from './core/decide.js';
 import { isRecord } from './core/objects.js';
@@ -381,13 +381,9 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
 
 /**
  * What the pure core needs from the config. `argocdVersion` pins the version (it defaults to `argocd.version`);
- * `argocdInstances` is what discovery knows, used when nothing is pinned.
+ * discovered instances are added per snapshot with `withInstances`.
  */
-export function decisionContext(
-  config: Readonly<Config>,
-  argocdVersion = config.argocd.version ?? undefined,
-  argocdInstances: ArgoInstances = NO_INSTANCES,
-): DecisionContext {
+export function decisionContext(config: Readonly<Config>, argocdVersion = config.argocd.version ?? undefined): DecisionContext {
   return {
     config: {
       mode: config.mode,
@@ -400,6 +396,6 @@ export function decisionContext(
     },
     advisories: config.advisories,
     pinnedArgocdVersion: argocdVersion,
-    argocdInstances,
+    argocdInstances: NO_INSTANCES,
   };
 }
