@@ -4,6 +4,7 @@ import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { NO_INSTANCES, type ArgoInstance, type ArgoInstances } from '../core/argocd-instances.js';
 import type { KubeObject } from '../core/types.js';
+import { plainObject } from '../kube/plain.js';
 import { Reflector, type ListResult, type ReflectorTarget } from '../kube/reflector.js';
 import { controllerUsername, controllerVersion } from './controller-version.js';
 
@@ -62,9 +63,8 @@ export function instancesFrom(workloads: readonly KubeObject[]): ArgoInstances {
   return new Map([...byNamespace].sort(([a], [b]) => a.localeCompare(b)).map(([namespace, list]) => [namespace, instanceOf(namespace, list)]));
 }
 
-/** Items of a typed list as plain JSON objects (the typed client turns timestamps into Dates). */
 function plainList(list: { items: unknown[]; metadata?: { resourceVersion?: string } }): ListResult {
-  return { items: JSON.parse(JSON.stringify(list.items)) as KubeObject[], resourceVersion: list.metadata?.resourceVersion ?? '' };
+  return { items: list.items.map(plainObject), resourceVersion: list.metadata?.resourceVersion ?? '' };
 }
 
 function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): ReflectorTarget[] {

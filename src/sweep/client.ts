@@ -1,6 +1,7 @@
 // The API calls sweep makes, through @kubernetes/client-node's typed clients, as plain JSON objects.
 import { BatchV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject, Operation } from '../core/types.js';
+import { plainObject } from '../kube/plain.js';
 import type { SweptKind } from './qualify.js';
 
 export interface SweepClient {
@@ -12,11 +13,6 @@ export interface SweepClient {
 
 const PAGE_SIZE = 500;
 const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
-
-/** Typed client objects turn timestamps into Dates; the rest of hookguard reads the API's JSON. */
-function plain<T>(value: T): KubeObject {
-  return JSON.parse(JSON.stringify(value)) as KubeObject;
-}
 
 export function kubeSweepClient(kubeConfig: KubeConfig): SweepClient {
   const batch = kubeConfig.makeApiClient(BatchV1Api);
@@ -32,14 +28,14 @@ export function kubeSweepClient(kubeConfig: KubeConfig): SweepClient {
           : namespace === undefined
             ? await core.listPodForAllNamespaces(page)
             : await core.listNamespacedPod({ namespace, ...page });
-      return { items: list.items.map(plain), continueToken: list.metadata?._continue || undefined };
+      return { items: list.items.map(plainObject), continueToken: list.metadata?._continue || undefined };
     },
     async get(kind, namespace, name) {
-      return plain(kind === 'Job' ? await batch.readNamespacedJob({ name, namespace }) : await core.readNamespacedPod({ name, namespace }));
+      return plainObject(kind === 'Job' ? await batch.readNamespacedJob({ name, namespace }) : await core.readNamespacedPod({ name, namespace }));
     },
     async patch(kind, namespace, name, operations) {
       const request = { name, namespace, body: operations };
-      return plain(kind === 'Job' ? await batch.patchNamespacedJob(request, JSON_PATCH) : await core.patchNamespacedPod(request, JSON_PATCH));
+      return plainObject(kind === 'Job' ? await batch.patchNamespacedJob(request, JSON_PATCH) : await core.patchNamespacedPod(request, JSON_PATCH));
     },
   };
 }
