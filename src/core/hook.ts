@@ -41,11 +41,16 @@ function hookKindOf(object: KubeObject): HookKind | undefined {
 }
 
 function splitList(value: string | undefined): string[] {
-  return (value ?? '')
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item !== '');
+  if (value === undefined) return [];
+  const items: string[] = [];
+  for (const item of value.split(',')) {
+    const trimmed = item.trim();
+    if (trimmed !== '') items.push(trimmed);
+  }
+  return items;
 }
+
+const NO_SKIPS: ReadonlySet<string> = new Set();
 
 /** Reads what makes an object a hook; undefined for anything hookguard leaves alone. */
 export function readHook(object: unknown, username: string | undefined, detection: HookDetection): HookInfo | undefined {
@@ -75,7 +80,13 @@ export function readHook(object: unknown, username: string | undefined, detectio
     cleanup: phases.some((phase) => CLEANUP_PHASES.has(phase)),
     testOnly: system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
     appliedByArgo,
-    skip: new Set(splitList(annotation(kube, HOOKGUARD_SKIP))),
+    skip: skipsOf(annotation(kube, HOOKGUARD_SKIP)),
     auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',
   };
+}
+
+// Almost no object opts out of a rule: those share one empty set.
+function skipsOf(value: string | undefined): ReadonlySet<string> {
+  const ids = splitList(value);
+  return ids.length === 0 ? NO_SKIPS : new Set(ids);
 }

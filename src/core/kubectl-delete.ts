@@ -76,8 +76,16 @@ export function makeKubectlDeletesIdempotent(
 /** Compares repositories, ignoring tag, digest and Docker Hub's implicit "docker.io/library/". */
 export function isKubectlImage(image: string | undefined, kubectlImages: readonly string[]): boolean {
   if (typeof image !== 'string' || image === '') return false;
-  const repository = imageRepository(image);
-  return kubectlImages.some((entry) => imageRepository(entry) === repository);
+  return kubectlRepositories(kubectlImages).has(imageRepository(image));
+}
+
+// The configured list is fixed for the life of the config: its repositories are worked out once, not per container.
+const repositoriesOfList = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+function kubectlRepositories(kubectlImages: readonly string[]): ReadonlySet<string> {
+  let repositories = repositoriesOfList.get(kubectlImages);
+  if (!repositories) repositoriesOfList.set(kubectlImages, (repositories = new Set(kubectlImages.map(imageRepository))));
+  return repositories;
 }
 
 /** "docker.io/library/alpine:3@sha256:…" → "alpine", "registry.k8s.io/kubectl:v1" → "registry.k8s.io/kubectl" */
