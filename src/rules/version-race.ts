@@ -5,18 +5,25 @@ import type { Finding, KubeObject } from '../core/types.js';
 
 export const VERSION_RACE_ID = 'version-race';
 
-/**
- * Why a mitigation is not in place, or undefined when the object already carries it: the rule is run on a probe
- * copy. `probe` is a clone of `object` to reuse; the answer says whether the rule left it equal to `object`, so a
- * compliant object (the usual case) costs one clone for all rules instead of one per rule.
- */
-function missingMitigation(rule: MutationRule, object: KubeObject, probe: KubeObject, context: RuleContext): { missing?: string; probeClean: boolean } {
+/** Why a mitigation is not in place, judged on a copy of its own; undefined when the object already carries it. */
+function missingMitigation(rule: MutationRule, object: KubeObject, context: RuleContext): string | undefined {
+  const probe = cloneJson(object);
   const outcome = rule.mutate(probe, context);
-  const probeClean = jsonEqual(probe, object);
-  if (outcome.unmet) return { missing: outcome.unmet, probeClean };
-  if (probeClean) return { probeClean };
-  const missing = context.hook.skip.has(rule.id) ? `opted out with ${HOOKGUARD_SKIP}` : 'not applied (was the mutating webhook bypassed?)';
-  return { missing, probeClean };
+  if (outcome.unmet) return outcome.unmet;
+  if (jsonEqual(probe, object)) return undefined;
+  return context.hook.skip.has(rule.id) ? `opted out with ${HOOKGUARD_SKIP}` : 'not applied (was the mutating webhook bypassed?)';
+}
+
+/**
+ * What each mitigating rule lacks. The usual object was mutated by hookguard already and is compliant: every rule
+ * runs on one copy and one comparison shows none changed it. Only when one would change it is each rule judged
+ * alone, to name the ones that would (none of them undoes another's change).
+ */
+function missingMitigations(rules: readonly MutationRule[], object: KubeObject, context: RuleContext): (string | undefined)[] {
+  const probe = cloneJson(object);
+  const unmet = rules.map((rule) => rule.mutate(probe, context).unmet);
+  if (jsonEqual(probe, object)) return unmet;
+  return rules.map((rule) => missingMitigation(rule, object, context));
 }
 
 /**
@@ -28,24 +35,21 @@ export const versionRace = {
   doc: 'Denies a hook CREATE that, after mutation, still races with the known Argo CD version (an opted-out or impossible mitigation), naming the advisory.',
   validate(object: KubeObject, context: RuleContext, mutationRules: readonly MutationRule[]): Finding[] {
     if (!context.hook.appliedByArgo || context.argocdVersion === undefined) return [];
+    const mitigating = mutationRules.filter((rule) => rule.kinds.includes(context.hook.kind) && context.advisoriesFor(rule.id).length > 0);
+    if (mitigating.length === 0) return [];
+    const missing = missingMitigations(mitigating, object, context);
     const findings: Finding[] = [];
-    let probe: KubeObject | undefined;
-    for (const rule of mutationRules) {
-      const advisories = rule.kinds.includes(context.hook.kind) ? context.advisoriesFor(rule.id) : [];
-      if (advisories.length === 0) continue;
-      probe ??= cloneJson(object);
-      const { missing, probeClean } = missingMitigation(rule, object, probe, context);
-      if (!probeClean) probe = undefined;
-      if (missing === undefined) continue;
-      for (const advisory of advisories) {
+    mitigating.forEach((rule, index) => {
+      if (missing[index] === undefined) return;
+      for (const advisory of context.advisoriesFor(rule.id)) {
         findings.push({
           rule: VERSION_RACE_ID,
           action: 'deny',
           advisory: advisory.id,
-          message: `${describeObject(object)} races with Argo CD ${context.argocdVersion} (${advisory.id}: ${advisory.summary}): ${rule.id} ${missing}.${advisory.fixed ? ` Fixed in Argo CD ${advisory.fixed}.` : ''}`,
+          message: `${describeObject(object)} races with Argo CD ${context.argocdVersion} (${advisory.id}: ${advisory.summary}): ${rule.id} ${missing[index]}.${advisory.fixed ? ` Fixed in Argo CD ${advisory.fixed}.` : ''}`,
         });
       }
-    }
+    });
     return findings;
   },
 };
