@@ -19,21 +19,23 @@ export interface AdmissionReviewResponse {
 }
 
 function review(response: AdmissionResponse): AdmissionReviewResponse {
-  if (response.warnings?.length === 0) delete response.warnings;
   return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response };
 }
 
+// No warnings means no key at all (JSON drops an undefined one), not an empty list.
+const someOrNone = (warnings: string[]) => (warnings.length > 0 ? warnings : undefined);
+
 export function allowed(uid: string, warnings: string[] = []): AdmissionReviewResponse {
-  return review({ uid, allowed: true, warnings });
+  return review({ uid, allowed: true, warnings: someOrNone(warnings) });
 }
 
 export function denied(uid: string, message: string, warnings: string[] = []): AdmissionReviewResponse {
-  return review({ uid, allowed: false, warnings, status: { code: 403, reason: 'Forbidden', message } });
+  return review({ uid, allowed: false, warnings: someOrNone(warnings), status: { code: 403, reason: 'Forbidden', message } });
 }
 
 export function patched(uid: string, patch: readonly Operation[], warnings: string[] = []): AdmissionReviewResponse {
   const encoded = Buffer.from(JSON.stringify(patch)).toString('base64');
-  return review({ uid, allowed: true, patchType: 'JSONPatch', patch: encoded, warnings });
+  return review({ uid, allowed: true, patchType: 'JSONPatch', patch: encoded, warnings: someOrNone(warnings) });
 }
 
 /** A failure inside hookguard never blocks the cluster: the request goes through unchanged, and says so. */
