@@ -34,26 +34,37 @@ export function knownArgoCdInstances(pinned: string | null, discovered: () => Ar
   return [...discovered().values()].map((instance) => ({ namespace: instance.namespace, version: instance.version ?? 'unknown' }));
 }
 
-type Child = { inc(): void };
 type Timer = { observe(value: number): void };
+type Tally<K extends string> = Record<K, number>;
+
+const zeroTally = <K extends string>(keys: readonly K[]): Tally<K> => Object.fromEntries(keys.map((key) => [key, 0])) as Tally<K>;
 
 export class Metrics {
   readonly registry = new Registry();
-  // Children bound once per label set, so the hot path does no label hashing.
-  private readonly requestChildren = new Map<string, Child>();
+  // The per-request counts are plain numbers handed to prom-client at scrape time: its inc() hashes the labels on
+  // every call, several times per admission request.
+  private readonly requestCounts: Record<Endpoint, Tally<Outcome>> = { mutate: zeroTally(OUTCOMES), validate: zeroTally(OUTCOMES) };
+  /** By rule, then action, in the order first seen. */
+  private readonly ruleActionCounts = new Map<string, Map<string, number>>();
   private readonly latencyChildren = new Map<Endpoint, Timer>();
-  private readonly ruleActions: Counter<'rule' | 'action'>;
   private readonly errors: Counter<'source'>;
   private readonly tlsReloads: Counter;
   private readonly certificateNotAfter: Gauge;
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
-    const requests = new Counter({
+    const requestCounts = this.requestCounts;
+    const ruleActionCounts = this.ruleActionCounts;
+    // Every series exists from the start at 0, so rate() and absent() work before the first request.
+    new Counter({
       name: 'hookguard_admission_requests_total',
       help: 'Admission requests by endpoint and decision.',
       labelNames: ['endpoint', 'decision'] as const,
       registers,
+      collect() {
+        this.reset();
+        for (const endpoint of ENDPOINTS) for (const outcome of OUTCOMES) this.labels(endpoint, outcome).inc(requestCounts[endpoint][outcome]);
+      },
     });
     const latency = new Histogram({
       name: 'hookguard_admission_duration_seconds',
@@ -62,21 +73,19 @@ export class Metrics {
       buckets: LATENCY_BUCKETS_SECONDS,
       registers,
     });
-    // Every series exists from the start at 0, so rate() and absent() work before the first request.
     for (const endpoint of ENDPOINTS) {
       latency.zero({ endpoint });
       this.latencyChildren.set(endpoint, latency.labels(endpoint));
-      for (const outcome of OUTCOMES) {
-        const child = requests.labels(endpoint, outcome);
-        child.inc(0);
-        this.requestChildren.set(`${endpoint} ${outcome}`, child);
-      }
     }
-    this.ruleActions = new Counter({
+    new Counter({
       name: 'hookguard_rule_actions_total',
       help: 'Rule findings by rule and action (mutate, warn, deny); in audit mode what would have been done.',
       labelNames: ['rule', 'action'] as const,
       registers,
+      collect() {
+        this.reset();
+        for (const [rule, actions] of ruleActionCounts) for (const [action, count] of actions) this.labels(rule, action).inc(count);
+      },
     });
     this.errors = new Counter({
       name: 'hookguard_errors_total',
@@ -107,9 +116,13 @@ export class Metrics {
 
   /** One finished admission request; `seconds` is undefined when it was refused before reaching the handler. */
   request(endpoint: Endpoint, outcome: Outcome, seconds: number | undefined, findings: readonly Finding[] = []): void {
-    this.requestChildren.get(`${endpoint} ${outcome}`)?.inc();
+    this.requestCounts[endpoint][outcome] += 1;
     if (seconds !== undefined) this.latencyChildren.get(endpoint)?.observe(seconds);
-    for (const finding of findings) this.ruleActions.labels(finding.rule, finding.action).inc();
+    for (const finding of findings) {
+      let actions = this.ruleActionCounts.get(finding.rule);
+      if (!actions) this.ruleActionCounts.set(finding.rule, (actions = new Map()));
+      actions.set(finding.action, (actions.get(finding.action) ?? 0) + 1);
+    }
   }
 
   error(source: ErrorSource): void {
