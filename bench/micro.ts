@@ -1,8 +1,9 @@
 // In-process cost of the core decision for each request of the mix, against the JSON work every webhook does
 // anyway: parsing the review and serialising a value of the same size.
 import { performance } from 'node:perf_hooks';
-import type { DecisionContext } from '../src/core/decide.js';
-import type { AdmissionRequest } from '../src/core/types.js';
+import type { Decision, DecisionContext } from '../src/core/decide.js';
+import type { AdmissionRequest, Endpoint } from '../src/core/types.js';
+import type { AdmissionReviewResponse } from '../src/http/responses.js';
 import type { BenchRequest } from './workload.js';
 
 type Decide = typeof import('../src/core/decide.js').decide;
@@ -50,6 +51,43 @@ export function runMicro(requests: readonly BenchRequest[], decide: Decide, cont
       ratio: round(decideMicros / jsonMicros, 2),
     };
   });
+}
+
+/** What hookguard adds to each request, in process, as the mean over the whole mix in turn (the server's order). */
+export interface AddedWork {
+  /** JSON.parse of the review: work the baseline does too, for scale. */
+  parseMicros: number;
+  decideMicros: number;
+  /** The audit record built and serialised, as pino does for its line. */
+  auditLineMicros: number;
+  /** The AdmissionReview answer built (the patch as base64 JSON) and serialised, as fastify does. */
+  answerMicros: number;
+  /** Counting the request, its latency and its findings. */
+  metricsMicros: number;
+}
+
+export interface AddedWorkParts {
+  decide: (request: AdmissionRequest, endpoint: Endpoint) => Decision;
+  auditLine: (request: AdmissionRequest, endpoint: Endpoint, decision: Decision) => string;
+  answer: (uid: string, decision: Decision) => AdmissionReviewResponse;
+  count: (endpoint: Endpoint, decision: Decision, answer: AdmissionReviewResponse) => void;
+}
+
+export function measureAddedWork(requests: readonly BenchRequest[], parts: AddedWorkParts, budgetMs: number): AddedWork {
+  const reviews = requests.map((entry) => ({ entry, request: (JSON.parse(entry.body) as { request: AdmissionRequest }).request }));
+  const decided = reviews.map((review) => {
+    const decision = parts.decide(review.request, review.entry.endpoint);
+    return { ...review, decision, answer: parts.answer(review.request.uid, decision) };
+  });
+  // One call of the measured function per review of the mix, in turn; microsPerCall's count is of whole passes.
+  const perReview = (pass: () => void) => microsPerCall(pass, budgetMs) / requests.length;
+  return {
+    parseMicros: round(perReview(() => reviews.forEach(({ entry }) => JSON.parse(entry.body))), 2),
+    decideMicros: round(perReview(() => reviews.forEach(({ entry, request }) => parts.decide(request, entry.endpoint))), 2),
+    auditLineMicros: round(perReview(() => decided.forEach(({ entry, request, decision }) => parts.auditLine(request, entry.endpoint, decision))), 2),
+    answerMicros: round(perReview(() => decided.forEach(({ request, decision }) => JSON.stringify(parts.answer(request.uid, decision)))), 2),
+    metricsMicros: round(perReview(() => decided.forEach(({ entry, decision, answer }) => parts.count(entry.endpoint, decision, answer))), 2),
+  };
 }
 
 export function round(value: number, digits: number): number {

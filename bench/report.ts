@@ -1,6 +1,6 @@
 // The short markdown table of one bench run (bench/results/latest.md, and the figures in the README).
 import type { BenchResults, Scenario } from './run.js';
-import type { MicroResult } from './micro.js';
+import { round, type MicroResult } from './micro.js';
 
 const SCENARIOS: Record<Scenario, string> = { mix: 'the mix', 'non-hooks': 'non-hooks only' };
 
@@ -55,7 +55,30 @@ export function renderMarkdown(results: BenchResults): string {
     const worst = Math.max(...rows.map((row) => row.ratio));
     lines.push(`| ${source.replace(/\.yaml$/, '')} | ${VARIANTS.map(cell).join(' | ')} | ${json} | ${worst} |`);
   }
+  lines.push('', ...describeAddedWork(results));
   return `${lines.join('\n')}\n`;
+}
+
+/** hookguard's own work per request against what the throughput target leaves for it. */
+function describeAddedWork(results: BenchResults): string[] {
+  const { parseMicros, decideMicros, auditLineMicros, answerMicros, metricsMicros } = results.addedWork;
+  const total = round(decideMicros + auditLineMicros + answerMicros + metricsMicros, 1);
+  const lines = [
+    `What hookguard adds per request, in process, as the mean over the mix: \`decide()\` ${decideMicros} µs, the audit line ` +
+      `${auditLineMicros} µs, the answer ${answerMicros} µs, metrics ${metricsMicros} µs; ${total} µs in all (\`JSON.parse\` of the review, which ` +
+      `the baseline does too: ${parseMicros} µs).`,
+  ];
+  const mix = results.levels.find((level) => level.scenario === 'mix');
+  if (mix) {
+    // Throughput >= r x the baseline's, on one saturated core, means CPU per request <= baseline / r.
+    const allowance = round(mix.baseline.cpuMicrosPerRequest * (1 / results.targets.throughputRatioMin - 1), 1);
+    lines.push(
+      `At the server (the mix, ${mix.connections} connections) hookguard used ${round(mix.hookguard.cpuMicrosPerRequest - mix.baseline.cpuMicrosPerRequest, 1)} µs of CPU ` +
+        `per request more than the baseline's ${mix.baseline.cpuMicrosPerRequest} µs; a throughput of ${results.targets.throughputRatioMin}x the baseline ` +
+        `leaves hookguard about ${allowance} µs for all of its own work.`,
+    );
+  }
+  return lines;
 }
 
 function find(rows: readonly MicroResult[], endpoint: string, requester: string): MicroResult | undefined {

@@ -11,13 +11,17 @@ import autocannon, { type Result } from 'autocannon';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { freePort, hookguardArgs, startServerProcess, tlsEnv, writeCertificate, type ServerProcess } from '../test/support/server-process.js';
 import { fromDist } from './built.js';
-import { round, runMicro, type MicroResult } from './micro.js';
+import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
 import { renderMarkdown } from './report.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
 
 type ConfigModule = typeof import('../src/config.js');
 type DecideModule = typeof import('../src/core/decide.js');
 type TlsModule = typeof import('../src/tls.js');
+type AuditModule = typeof import('../src/audit.js');
+type ResponsesModule = typeof import('../src/http/responses.js');
+type MetricsModule = typeof import('../src/http/metrics.js');
+type AppModule = typeof import('../src/http/app.js');
 
 export type ServerName = 'hookguard' | 'baseline';
 
@@ -73,6 +77,7 @@ export interface BenchResults {
   levels: LevelSummary[];
   runs: LoadRun[];
   micro: MicroResult[];
+  addedWork: AddedWork;
   targets: { throughputRatioMin: number; p99RatioMax: number };
 }
 
@@ -101,6 +106,10 @@ const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).m
 const { DEFAULTS, decisionContext, loadConfig } = await fromDist<ConfigModule>('config.js');
 const { decide } = await fromDist<DecideModule>('core/decide.js');
 const { generateDevCertificate } = await fromDist<TlsModule>('tls.js');
+const { auditRecord } = await fromDist<AuditModule>('audit.js');
+const { fromDecision } = await fromDist<ResponsesModule>('http/responses.js');
+const { Metrics } = await fromDist<MetricsModule>('http/metrics.js');
+const { outcomeOf } = await fromDist<AppModule>('http/app.js');
 const argocdController = DEFAULTS.argocd.controllerUsernames[0] as string;
 
 const context = decisionContext(loadConfig(), ARGOCD_VERSION);
@@ -170,6 +179,17 @@ try {
 
   console.log('bench: micro-benchmark of decide() per request of the mix');
   const micro = runMicro(workload.requests, decide, context, Number(flags['micro-ms']));
+  const metrics = new Metrics();
+  const addedWork = measureAddedWork(
+    workload.requests,
+    {
+      decide: (request, endpoint) => decide(request, endpoint, context),
+      auditLine: (request, endpoint, decision) => JSON.stringify(auditRecord(request, endpoint, decision, 0.1)),
+      answer: fromDecision,
+      count: (endpoint, decision, answer) => metrics.request(endpoint, outcomeOf(answer.response), 0.0001, decision.findings),
+    },
+    Number(flags['micro-ms']) * 10,
+  );
 
   const results: BenchResults = {
     date: new Date().toISOString(),
@@ -194,6 +214,7 @@ try {
     levels,
     runs,
     micro,
+    addedWork,
     targets: TARGETS,
   };
   const markdown = renderMarkdown(results);

@@ -121,7 +121,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   return app;
 }
 
-function outcomeOf(response: { allowed: boolean; patch?: string }): Outcome {
+export function outcomeOf(response: { allowed: boolean; patch?: string }): Outcome {
   if (!response.allowed) return 'denied';
   return response.patch === undefined ? 'allowed' : 'patched';
 }
