@@ -87,6 +87,20 @@ describe('GET /metrics', () => {
     expect(buckets).toEqual(['hookguard_admission_duration_seconds_bucket{le="+Inf",endpoint="mutate"} 3']);
   });
 
+  it('reports the totals so far at every scrape, and later requests add to them', async () => {
+    const target = app();
+    const patchedLine = 'hookguard_admission_requests_total{endpoint="mutate",decision="patched"}';
+    const ruleLine = 'hookguard_rule_actions_total{rule="delete-policy",action="mutate"}';
+    await post(target, '/mutate', review('first', cleanupJob()));
+    for (let scrapes = 0; scrapes < 2; scrapes++) {
+      expect(await scrape(target, patchedLine)).toEqual([`${patchedLine} 1`]);
+      expect(await scrape(target, ruleLine)).toEqual([`${ruleLine} 1`]);
+    }
+    await post(target, '/mutate', review('second', cleanupJob()));
+    expect(await scrape(target, patchedLine)).toEqual([`${patchedLine} 2`]);
+    expect(await scrape(target, ruleLine)).toEqual([`${ruleLine} 2`]);
+  });
+
   it('counts an oversized body as a bad request of its endpoint', async () => {
     const target = app();
     expect(await post(target, '/validate', `{"pad":"${'x'.repeat(7 * 1024 * 1024)}"}`)).toBe(413);
