@@ -9,7 +9,7 @@ import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { freePort } from '../support/serve-process.js';
 import { FakeApiServer, kubeConfigOptions } from '../support/fake-apiserver.js';
 import { controller, CONTROLLER_SELECTOR, readyWithController } from '../support/argocd-controllers.js';
-import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
+import { DEFAULT_GUARD_CONTAINER, hookJob } from '../support/objects.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -20,20 +20,9 @@ const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:
 
 /** An Argo CD PreSync hook Job as Argo CD 2.14 creates it: with its hook finalizer. */
 function argoHookJob(annotations: Record<string, string> = {}) {
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: {
-      name: 'migrate',
-      namespace: 'apps',
-      finalizers: ['argocd.argoproj.io/hook-finalizer'],
-      annotations: { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation', ...annotations },
-    },
-    spec: {
-      ttlSecondsAfterFinished: 600,
-      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo migrated'] }] } },
-    },
-  };
+  const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation', ...annotations }, { ttlSecondsAfterFinished: 600 });
+  job.metadata!.finalizers = ['argocd.argoproj.io/hook-finalizer'];
+  return job;
 }
 
 /** The exact ops hookguard sends: the min-runtime guard, and (on 2.14.0-2.14.3 only) the finalizer removal. */
