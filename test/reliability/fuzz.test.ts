@@ -88,7 +88,10 @@ interface Edit {
 }
 const edit = fc.record({ path: fc.constantFrom(...PATHS), value: weirdValue, remove: fc.boolean() });
 
-function applyEdit(review: Json, { path, value, remove }: Edit): unknown {
+// fc.constantFrom hands out the same instance every time, so a value is copied before it is placed: placing one
+// instance twice in a case could make a cycle, and editing it in place would change later cases.
+function applyEdit(review: Json, { path, value: shared, remove }: Edit): unknown {
+  const value = structuredClone(shared);
   if (path.length === 0) return value;
   let node: unknown = review;
   for (const key of path.slice(0, -1)) {
