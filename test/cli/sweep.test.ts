@@ -1,14 +1,14 @@
 // `hookguard sweep` as a user runs it: the built CLI in a real process, a kubeconfig file, and a stand-in for
 // kube-apiserver (test/support/fake-apiserver.ts) on 127.0.0.1.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { cliPath, runCliAsync } from '../support/cli.js';
 import { freePort } from '../support/serve-process.js';
 import { FakeApiServer, serviceAccountToken } from '../support/fake-apiserver.js';
-import { existsSync } from 'node:fs';
-import { HOOK_FINALIZER, KEEP, seed } from '../support/stuck-hooks.js';
+import { HOOK_FINALIZER } from '../support/objects.js';
+import { KEEP, seed } from '../support/stuck-hooks.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-sweep-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,10 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hookJob } from '../support/objects.js';
+import { HOOK_FINALIZER, hookJob } from '../support/objects.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 
-const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-finalizer-fix-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

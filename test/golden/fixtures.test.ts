@@ -11,8 +11,8 @@ import { decide } from '../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../support/fixtures.js';
 import { assertValidKubeObject, stripNullFields } from '../support/k8s-schema.js';
+import { ARGOCD_CONTROLLER } from '../support/objects.js';
 
-const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-application-controller';
 const HELM_USER = 'kubernetes-admin';
 
 interface Scenario {

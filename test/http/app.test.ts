@@ -7,10 +7,9 @@ import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionResponse, AdmissionReviewResponse } from '../../src/http/responses.js';
 import { deletePolicy } from '../../src/rules/delete-policy.js';
+import { ARGOCD_CONTROLLER, HOOK_FINALIZER, hookJob } from '../support/objects.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 
-const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-application-controller';
-const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 const BODY_LIMIT = 7 * 1024 * 1024;
 
 type Json = Record<string, unknown>;
@@ -91,24 +90,12 @@ const CLEANUP_AUDIT_WARNINGS = [
 ];
 
 /** A Helm install hook that opted out of min-runtime, as Argo CD applies Helm charts. */
-function migrateJobSkippingMinRuntime(): Json {
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: {
-      name: 'migrate',
-      namespace: 'apps',
-      annotations: {
-        'helm.sh/hook': 'pre-install,pre-upgrade',
-        'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
-        'hookguard.io/skip': 'min-runtime',
-      },
-    },
-    spec: {
-      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo migrate'] }] } },
-    },
-  };
-}
+const migrateJobSkippingMinRuntime = () =>
+  hookJob({
+    'helm.sh/hook': 'pre-install,pre-upgrade',
+    'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    'hookguard.io/skip': 'min-runtime',
+  });
 
 async function send(app: FastifyInstance, path: '/mutate' | '/validate', body: Json): Promise<{ status: number; review: AdmissionReviewResponse }> {
   const reply = await app.inject({ method: 'POST', url: path, payload: body });

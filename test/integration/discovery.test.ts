@@ -9,7 +9,7 @@ import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { freePort } from '../support/serve-process.js';
 import { FakeApiServer, kubeConfigOptions } from '../support/fake-apiserver.js';
 import { controller, CONTROLLER_SELECTOR, readyWithController } from '../support/argocd-controllers.js';
-import { DEFAULT_GUARD_CONTAINER, hookJob } from '../support/objects.js';
+import { DEFAULT_GUARD_CONTAINER, HOOK_FINALIZER, hookJob } from '../support/objects.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -21,7 +21,7 @@ const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:
 /** An Argo CD PreSync hook Job as Argo CD 2.14 creates it: with its hook finalizer. */
 function argoHookJob(annotations: Record<string, string> = {}) {
   const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation', ...annotations }, { ttlSecondsAfterFinished: 600 });
-  job.metadata!.finalizers = ['argocd.argoproj.io/hook-finalizer'];
+  job.metadata!.finalizers = [HOOK_FINALIZER];
   return job;
 }
 

@@ -5,7 +5,8 @@ import { kubeSweepClient } from '../../src/sweep/client.js';
 import { removalPatch, sweep, type SweepOptions } from '../../src/sweep/sweep.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { capturedLogger } from '../support/log-sink.js';
-import { HOOK_FINALIZER, hookJob, KEEP, seed } from '../support/stuck-hooks.js';
+import { HOOK_FINALIZER } from '../support/objects.js';
+import { KEEP, seed, stuckJob } from '../support/stuck-hooks.js';
 
 let servers: FakeApiServer[] = [];
 afterEach(async () => {
@@ -213,7 +214,7 @@ describe('sweep', () => {
   it('reads every page of a large cluster', async () => {
     const server = await new FakeApiServer().start();
     servers.push(server);
-    for (let index = 0; index < 501; index += 1) server.put(hookJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
+    for (let index = 0; index < 501; index += 1) server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
     const { report } = await run(server, { apply: false });
     expect(report.results).toHaveLength(501);
     expect(report.results.every((result) => result.action === 'would-remove')).toBe(true);

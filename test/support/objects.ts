@@ -6,6 +6,7 @@ import type { KubeObject } from '../../src/core/types.js';
 import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 
 export const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-application-controller';
+export const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 
 /** A small hook Job of our own: override any part with `patch`. */
 export function hookJob(annotations: Record<string, string> = { 'helm.sh/hook': 'pre-upgrade' }, spec: Record<string, unknown> = {}): KubeObject {

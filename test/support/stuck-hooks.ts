@@ -1,7 +1,7 @@
 // Hook Jobs and Pods in the states sweep has to tell apart, for the stand-in API server.
 import type { FakeApiServer } from './fake-apiserver.js';
+import { HOOK_FINALIZER } from './objects.js';
 
-export const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 export const KEEP = 'example.com/keep';
 const secondsAgo = (seconds: number) => new Date(Date.now() - seconds * 1000).toISOString();
 
@@ -16,7 +16,7 @@ interface Stuck {
 
 const COMPLETE = { conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: '2026-11-22T10:00:00Z' }], succeeded: 1 };
 
-export function hookJob(shape: Stuck): Record<string, unknown> {
+export function stuckJob(shape: Stuck): Record<string, unknown> {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -32,19 +32,19 @@ export function hookJob(shape: Stuck): Record<string, unknown> {
   };
 }
 
-export function hookPod(shape: Stuck): Record<string, unknown> {
-  return { ...hookJob(shape), apiVersion: 'v1', kind: 'Pod', spec: { containers: [{ name: 'main', image: 'alpine:3.20' }] }, status: shape.status ?? { phase: 'Succeeded' } };
+export function stuckPod(shape: Stuck): Record<string, unknown> {
+  return { ...stuckJob(shape), apiVersion: 'v1', kind: 'Pod', spec: { containers: [{ name: 'main', image: 'alpine:3.20' }] }, status: shape.status ?? { phase: 'Succeeded' } };
 }
 
 /** The cluster of the mission: stuck hooks, and look-alikes that must not be touched. */
 export function seed(server: FakeApiServer): void {
-  server.put(hookJob({ name: 'keeps-other', deletedSecondsAgo: 30, finalizers: [KEEP, HOOK_FINALIZER] }));
-  server.put(hookJob({ name: 'failed-only-hook', deletedSecondsAgo: 45, status: { conditions: [{ type: 'Failed', status: 'True' }], failed: 1 } }));
-  server.put(hookPod({ name: 'pod-done', namespace: 'team-b', deletedSecondsAgo: 90 }));
-  server.put(hookJob({ name: 'running-old', deletedSecondsAgo: 1200, status: { active: 1 } }));
-  server.put(hookJob({ name: 'running-new', deletedSecondsAgo: 30, status: { active: 1 } }));
-  server.put(hookJob({ name: 'not-deleting' }));
-  server.put(hookJob({ name: 'not-a-hook', deletedSecondsAgo: 3000, annotations: {} }));
-  server.put(hookJob({ name: 'other-finalizer-only', deletedSecondsAgo: 3000, finalizers: [KEEP] }));
+  server.put(stuckJob({ name: 'keeps-other', deletedSecondsAgo: 30, finalizers: [KEEP, HOOK_FINALIZER] }));
+  server.put(stuckJob({ name: 'failed-only-hook', deletedSecondsAgo: 45, status: { conditions: [{ type: 'Failed', status: 'True' }], failed: 1 } }));
+  server.put(stuckPod({ name: 'pod-done', namespace: 'team-b', deletedSecondsAgo: 90 }));
+  server.put(stuckJob({ name: 'running-old', deletedSecondsAgo: 1200, status: { active: 1 } }));
+  server.put(stuckJob({ name: 'running-new', deletedSecondsAgo: 30, status: { active: 1 } }));
+  server.put(stuckJob({ name: 'not-deleting' }));
+  server.put(stuckJob({ name: 'not-a-hook', deletedSecondsAgo: 3000, annotations: {} }));
+  server.put(stuckJob({ name: 'other-finalizer-only', deletedSecondsAgo: 3000, finalizers: [KEEP] }));
 }
 

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hookFinalizer } from '../../../src/rules/hook-finalizer.js';
-import { contextFor, hookJob } from '../../support/objects.js';
-
-const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
+import { contextFor, HOOK_FINALIZER, hookJob } from '../../support/objects.js';
 
 describe('hook-finalizer', () => {
   it.each([

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { immutableUpdate } from '../../../src/rules/immutable-update.js';
 import type { JobSpec, KubeObject } from '../../../src/core/types.js';
-import { ARGOCD_CONTROLLER, contextFor, hookJob } from '../../support/objects.js';
-
-const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
+import { ARGOCD_CONTROLLER, contextFor, HOOK_FINALIZER, hookJob } from '../../support/objects.js';
 
 function withNewImage(job: KubeObject): KubeObject {
   const changed = structuredClone(job);

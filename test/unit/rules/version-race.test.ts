@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { mutationRules } from '../../../src/rules/index.js';
 import { versionRace } from '../../../src/rules/version-race.js';
 import type { KubeObject } from '../../../src/core/types.js';
-import { ARGOCD_CONTROLLER, contextFor, hookJob } from '../../support/objects.js';
+import { ARGOCD_CONTROLLER, contextFor, HOOK_FINALIZER, hookJob } from '../../support/objects.js';
 
 /** The object as the mutating webhook would have stored it. */
 function mutated(object: KubeObject, argocdVersion: string | undefined): KubeObject {
@@ -54,7 +54,7 @@ describe('version-race', () => {
 
   it('denies the 2.14.0-2.14.3 hook finalizer when its removal was opted out', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'hook-finalizer' });
-    job.metadata!.finalizers = ['argocd.argoproj.io/hook-finalizer'];
+    job.metadata!.finalizers = [HOOK_FINALIZER];
     const findings = judge(mutated(job, '2.14.3'), '2.14.3');
     expect(findings.map((finding) => finding.advisory)).toEqual(['argocd-hook-finalizer-partial']);
   });

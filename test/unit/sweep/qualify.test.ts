@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/core/types.js';
 import { formatAge, qualify, withoutHookFinalizer, type Qualification, type SweptKind } from '../../../src/sweep/qualify.js';
+import { HOOK_FINALIZER } from '../../support/objects.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
-const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 const secondsAgo = (seconds: number) => new Date(NOW.getTime() - seconds * 1000).toISOString();
 
 interface Shape {
