@@ -2,13 +2,13 @@
 // Both run as child processes over real TLS; autocannon loads them with keep-alive and no pipelining,
 // alternating A B A B at each connection count so drift hits both; then the core decision is timed in-process.
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import https from 'node:https';
 import { availableParallelism, cpus, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 import { repoRoot } from '../test/support/k8s-tools.js';
+import { requestOnce, type Reply } from '../test/support/request-once.js';
 import { freePort, hookguardArgs, startServerProcess, tlsEnv, writeCertificate, type ServerProcess } from '../test/support/server-process.js';
 import { fromDist } from './built.js';
 import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
@@ -321,17 +321,6 @@ async function checkAnswers(targets: Record<ServerName, ServerProcess>, requests
   return answers;
 }
 
-function post(port: number, path: string, body: string, ca: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const request = https.request(
-      { host: '127.0.0.1', port, path, method: 'POST', ca, servername: 'localhost', headers: { 'content-type': 'application/json' } },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
+function post(port: number, path: string, body: string, ca: string): Promise<Reply> {
+  return requestOnce({ host: '127.0.0.1', port, path, method: 'POST', ca, servername: 'localhost', headers: { 'content-type': 'application/json' } }, body);
 }

@@ -12,14 +12,9 @@ import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
 import { cliPath } from '../support/cli.js';
+import { requestOnce, type Reply } from '../support/request-once.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { ServeProcess } from '../support/serve-process.js';
-
-interface Reply {
-  status: number;
-  body: string;
-  protocol: string | undefined;
-}
 
 interface RequestOptions {
   port: number;
@@ -29,32 +24,10 @@ interface RequestOptions {
   tls?: https.RequestOptions;
 }
 
-/** One request over a fresh connection (agent: false), resolving with the status and body. */
+/** One request over a fresh connection (agent: false), resolving with the status, body and TLS protocol. */
 function request(client: typeof http | typeof https, options: RequestOptions): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = client.request(
-      {
-        host: '127.0.0.1',
-        port: options.port,
-        method: options.method,
-        path: options.path,
-        agent: false,
-        headers: options.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(options.body) },
-        ...options.tls,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const socket = res.socket as { getProtocol?: () => string | null };
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), protocol: socket.getProtocol?.() ?? undefined });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
+  const headers = options.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(options.body) };
+  return requestOnce({ host: '127.0.0.1', port: options.port, method: options.method, path: options.path, agent: false, headers, ...options.tls }, options.body, client);
 }
 
 const CLEANUP_JOB = {

@@ -13,6 +13,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { generateDevCertificate } from '../../src/tls.js';
 import { cliPath } from '../support/cli.js';
 import { hookJob } from '../support/objects.js';
+import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
 import { freePort, hookguardArgs, startServerProcess, tlsEnv, writeCertificate, type CertificateFiles, type ServerProcess } from '../support/server-process.js';
 
@@ -41,23 +42,14 @@ describe.skipIf(!haveCli)('slow and abusive clients (built server, child process
   const validBody = JSON.stringify(admissionReview({ uid: 'uid-probe', operation: 'CREATE', object: hookJob({ 'helm.sh/hook': 'post-delete' }) }));
 
   /** One well-behaved request; resolves with its status and how long it took. */
-  function probe(): Promise<{ status: number; uid: string | undefined; ms: number }> {
+  async function probe(): Promise<{ status: number; uid: string | undefined; ms: number }> {
     const started = performance.now();
-    return new Promise((resolve, reject) => {
-      const request = https.request(
-        { host: '127.0.0.1', port: server.port, path: '/mutate', method: 'POST', agent, ca: certificate.cert, servername: 'localhost', headers: { 'content-type': 'application/json' } },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => {
-            const uid = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response?: { uid?: string } }).response?.uid;
-            resolve({ status: response.statusCode ?? 0, uid, ms: performance.now() - started });
-          });
-        },
-      );
-      request.on('error', reject);
-      request.end(validBody);
-    });
+    const { status, body } = await requestOnce(
+      { host: '127.0.0.1', port: server.port, path: '/mutate', method: 'POST', agent, ca: certificate.cert, servername: 'localhost', headers: { 'content-type': 'application/json' } },
+      validBody,
+    );
+    const uid = (JSON.parse(body) as { response?: { uid?: string } }).response?.uid;
+    return { status, uid, ms: performance.now() - started };
   }
 
   /** Probes every 100 ms while `abuse` runs: every answer must be a 200 with the uid, none slower than 1 s. */

@@ -15,6 +15,7 @@ import { buildApp } from '../../src/http/app.js';
 import { generateDevCertificate } from '../../src/tls.js';
 import { loadSharedFixtures } from '../support/fixtures.js';
 import { ARGOCD_CONTROLLER, hookJob, hookPod } from '../support/objects.js';
+import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
 
 type Json = Record<string, unknown>;
@@ -331,29 +332,10 @@ describe('fuzzed AdmissionReviews over a real TLS socket (keep-alive, 127.0.0.1)
     await reference.close();
   });
 
-  function send(url: string, testCase: Case): Promise<Answer> {
-    return new Promise((resolve, reject) => {
-      const request = https.request(
-        {
-          host: '127.0.0.1',
-          port,
-          path: url,
-          method: 'POST',
-          agent,
-          ca,
-          servername: 'localhost',
-          headers: { 'content-length': testCase.body.length, ...(testCase.contentType === undefined ? {} : { 'content-type': testCase.contentType }) },
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-          response.on('error', reject);
-        },
-      );
-      request.on('error', reject);
-      request.end(testCase.body);
-    });
+  async function send(url: string, testCase: Case): Promise<Answer> {
+    const headers = { 'content-length': testCase.body.length, ...(testCase.contentType === undefined ? {} : { 'content-type': testCase.contentType }) };
+    const { status, body } = await requestOnce({ host: '127.0.0.1', port, path: url, method: 'POST', agent, ca, servername: 'localhost', headers }, testCase.body);
+    return { status, body };
   }
 
   it('answers each case exactly as inject() does, over reused connections, and stays up', async () => {
