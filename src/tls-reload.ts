@@ -6,12 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
-import { assertUsablePair, secureContextOptions } from './tls.js';
-
-export interface KeyPair {
-  key: string;
-  cert: string;
-}
+import { assertUsablePair, secureContextOptions, type KeyPair } from './tls.js';
 
 export interface CertificateWatchOptions {
   /** The server whose secure context is switched; open connections keep the context they started with. */
@@ -94,12 +89,13 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
   };
   const watchers: FSWatcher[] = [];
   for (const directory of new Set([dirname(options.certFile), dirname(options.keyFile)])) {
+    const cannotWatch = (error: unknown) => options.logger.warn({ directory, err: error }, 'cannot watch the certificate directory; relying on the periodic re-read');
     try {
       const watcher = watch(directory, { persistent: false }, schedule);
-      watcher.on('error', (error) => options.logger.warn({ directory, err: error }, 'cannot watch the certificate directory; relying on the periodic re-read'));
+      watcher.on('error', cannotWatch);
       watchers.push(watcher);
     } catch (error) {
-      options.logger.warn({ directory, err: error }, 'cannot watch the certificate directory; relying on the periodic re-read');
+      cannotWatch(error);
     }
   }
   const interval = setInterval(() => void check(), options.intervalMs);

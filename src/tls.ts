@@ -4,9 +4,13 @@ import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import selfsigned from 'selfsigned';
 import { ConfigError, type Config } from './config.js';
 
-export interface TlsMaterial {
+/** A PEM certificate and its private key. */
+export interface KeyPair {
   key: string;
   cert: string;
+}
+
+export interface TlsMaterial extends KeyPair {
   /** True when no files were configured and a development certificate was made at start. */
   generated: boolean;
 }
@@ -52,13 +56,13 @@ async function readPem(file: string, key: string): Promise<string> {
 }
 
 /** Throws unless `cert` and `key` are a certificate and its private key (empty files included: OpenSSL lets those pass). */
-export function assertUsablePair(pair: { key: string; cert: string }): void {
+export function assertUsablePair(pair: KeyPair): void {
   new X509Certificate(pair.cert);
   createPrivateKey(pair.key);
   createSecureContext(pair);
 }
 
 /** What the HTTPS server is given, at start and at every certificate reload. */
-export function secureContextOptions(pair: { key: string; cert: string }): SecureContextOptions {
+export function secureContextOptions(pair: KeyPair): SecureContextOptions {
   return { key: pair.key, cert: pair.cert, minVersion: 'TLSv1.2' };
 }

@@ -6,7 +6,7 @@ import { decide, type Decision, type DecisionContext } from '../core/decide.js';
 import { withInstances } from '../core/argocd-instances.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
-import { secureContextOptions } from '../tls.js';
+import { secureContextOptions, type KeyPair } from '../tls.js';
 import type { Lifecycle } from './lifecycle.js';
 import { fastifyLimits, serverLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';
@@ -17,7 +17,7 @@ import { parseAdmissionReview } from './review.js';
 export interface AppOptions {
   logger: Logger;
   /** PEM key and certificate; without them the app only answers inject() (tests). */
-  tls?: { key: string; cert: string };
+  tls?: KeyPair;
   /** Discovered Argo CD instances, read as a snapshot per request; without it only `argocd.version` counts. */
   argocd?: ArgoVersionSource;
   /** Served at GET /metrics; without it the app keeps metrics of its own (no process metrics). */

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { KeyPair } from '../../src/tls.js';
 import { cliPath } from './cli.js';
 import { repoRoot } from './k8s-tools.js';
 import { freePort } from './serve-process.js';
@@ -20,7 +21,7 @@ export interface CertificateFiles {
 }
 
 /** Writes a PEM certificate and key to a fresh temporary folder. */
-export function writeCertificate(material: { cert: string; key: string }): CertificateFiles {
+export function writeCertificate(material: KeyPair): CertificateFiles {
   const dir = mkdtempSync(join(tmpdir(), 'hookguard-cert-'));
   const certFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
