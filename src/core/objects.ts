@@ -47,6 +47,12 @@ export function describeObject(object: KubeObject): string {
   return metadata?.namespace ? `${object.kind ?? 'object'} ${metadata.namespace}/${name}` : `${object.kind ?? 'object'} ${name}`;
 }
 
+/** The object's finalizers that are strings; none when metadata.finalizers is missing or not a list. */
+export function finalizersOf(object: KubeObject): string[] {
+  const finalizers = metadataOf(object)?.finalizers;
+  return Array.isArray(finalizers) ? finalizers.filter((finalizer): finalizer is string => typeof finalizer === 'string') : [];
+}
+
 /**
  * A deep copy of a JSON value (what JSON.parse or a YAML parser produces): the same result as structuredClone for
  * such values, several times faster. An own `__proto__` key is copied as a plain key, never as a prototype.

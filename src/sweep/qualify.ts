@@ -1,6 +1,6 @@
 // Pure: does a hook Job or Pod hold Argo CD's hook finalizer that nothing will remove?
 import { ARGOCD_HOOK, ARGOCD_HOOK_FINALIZER, HELM_HOOK } from '../core/annotations.js';
-import { annotation, isRecord, metadataOf } from '../core/objects.js';
+import { annotation, finalizersOf, isRecord, metadataOf } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 
 export type SweptKind = 'Job' | 'Pod';
@@ -37,8 +37,7 @@ export function qualify(kind: SweptKind, object: KubeObject, now: Date, minAgeSe
   const deletion = typeof metadata?.deletionTimestamp === 'string' ? Date.parse(metadata.deletionTimestamp) : Number.NaN;
   if (Number.isNaN(deletion)) return { qualifies: false, reason: 'not being deleted' };
   const ageSeconds = Math.max(0, Math.floor((now.getTime() - deletion) / 1000));
-  const finalizers = Array.isArray(metadata?.finalizers) ? metadata.finalizers : [];
-  if (!finalizers.includes(ARGOCD_HOOK_FINALIZER)) return { qualifies: false, reason: `no ${ARGOCD_HOOK_FINALIZER}`, ageSeconds };
+  if (!finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER)) return { qualifies: false, reason: `no ${ARGOCD_HOOK_FINALIZER}`, ageSeconds };
   const argocdPhases = annotation(object, ARGOCD_HOOK);
   const helmPhases = annotation(object, HELM_HOOK);
   if (argocdPhases === undefined && helmPhases === undefined) return { qualifies: false, reason: 'not a hook: no Argo CD or Helm hook annotation', ageSeconds };

@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
-import { metadataOf } from '../core/objects.js';
+import { finalizersOf, metadataOf } from '../core/objects.js';
 import type { KubeObject, Operation } from '../core/types.js';
 import { backoffDelayMs, type BackoffSettings } from '../kube/backoff.js';
 import { apiFailure, isTransient, type ApiFailure } from '../kube/errors.js';
@@ -51,11 +51,16 @@ export interface SweepReport {
 
 const MAX_RETRY_AFTER_MS = 60_000;
 
-class ApiCallError extends Error {
+export class ApiCallError extends Error {
   constructor(readonly failure: ApiFailure) {
     super(failure.status === undefined ? failure.message : `HTTP ${failure.status}: ${failure.message}`);
     this.name = 'ApiCallError';
   }
+}
+
+/** The failure behind an error from withRetries (already read), or from anything else (read now). */
+function failureOf(error: unknown): ApiFailure {
+  return error instanceof ApiCallError ? error.failure : apiFailure(error);
 }
 
 /** Retries throttling (429, honouring Retry-After), 5xx and lost connections with backoff; anything else at once. */
@@ -73,11 +78,6 @@ async function withRetries<T>(what: string, call: () => Promise<T>, options: Swe
       await sleep(delayMs);
     }
   }
-}
-
-function finalizersOf(object: KubeObject): string[] {
-  const finalizers = metadataOf(object)?.finalizers;
-  return Array.isArray(finalizers) ? finalizers.filter((finalizer): finalizer is string => typeof finalizer === 'string') : [];
 }
 
 /** Removes only the hook finalizer, and only if the list is still exactly what was judged. */
@@ -114,7 +114,7 @@ async function removeFinalizer(client: SweepClient, kind: SweptKind, object: Kub
   try {
     await withRetries(`patch ${kind} ${namespace}/${name}`, () => client.patch(kind, namespace, name, removalPatch(before)), options, logger);
   } catch (error) {
-    const failure = error instanceof ApiCallError ? error.failure : apiFailure(error);
+    const failure = failureOf(error);
     if (failure.status === 404) return { ...base, action: 'gone', reasons: [...judged.reasons, 'deleted before the patch reached it'], finalizersAfter: [] };
     // 422: the test op failed (the finalizers changed); 409: a conflicting write. Judge the object again, once.
     if ((failure.status === 409 || failure.status === 422) && !secondLook) {
@@ -123,7 +123,7 @@ async function removeFinalizer(client: SweepClient, kind: SweptKind, object: Kub
         const fresh = await withRetries(`get ${kind} ${namespace}/${name}`, () => client.get(kind, namespace, name), options, logger);
         return await removeFinalizer(client, kind, fresh, options, logger, true);
       } catch (getError) {
-        const getFailure = getError instanceof ApiCallError ? getError.failure : apiFailure(getError);
+        const getFailure = failureOf(getError);
         if (getFailure.status === 404) return { ...base, action: 'gone', reasons: [...judged.reasons, 'deleted meanwhile'], finalizersAfter: [] };
         return failed(base, judged.reasons, `re-reading it failed: ${describe(getFailure)}`, logger);
       }
@@ -171,5 +171,3 @@ export async function sweep(client: SweepClient, options: SweepOptions, logger: 
   }
   return { dryRun: !options.apply, actor: options.actor, namespace: options.namespace ?? null, results };
 }
-
-export { ApiCallError };
