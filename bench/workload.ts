@@ -4,12 +4,10 @@
 import { applyPatch } from 'fast-json-patch/index.mjs';
 import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../test/support/fixtures.js';
 import { admissionReview } from '../test/support/reviews.js';
-import type { AdmissionRequest, KubeObject, Operation } from '../src/core/types.js';
+import type { AdmissionRequest, Endpoint, KubeObject, Operation } from '../src/core/types.js';
 
 /** hookguard's mutating decision: the patch it answers /mutate with. */
 export type MutatePatch = (request: AdmissionRequest) => readonly Operation[];
-
-export type Endpoint = 'mutate' | 'validate';
 
 export interface BenchRequest {
   /** fixture file or object name */
