@@ -93,6 +93,11 @@ function parseSelector(raw: string | undefined): Record<string, string> {
   return selector;
 }
 
+/** One event of a watch stream: a JSON line. */
+function writeEvent(response: ServerResponse, type: string, object: Json): void {
+  response.write(`${JSON.stringify({ type, object })}\n`);
+}
+
 function matches(object: KubeItem, namespace: string | undefined, selector: Record<string, string>): boolean {
   if (namespace !== undefined && object.metadata.namespace !== namespace) return false;
   const labels = (object.metadata.labels ?? {}) as Record<string, string>;
@@ -167,7 +172,7 @@ export class FakeApiServer {
   private record(resource: Resource, type: EventType, object: KubeItem): void {
     this.history.push({ resourceVersion: this.resourceVersion, resource, type, object: structuredClone(object) });
     for (const watch of this.watches) {
-      if (watch.resource === resource && matches(object, watch.namespace, watch.selector)) this.send(watch, type, object);
+      if (watch.resource === resource && matches(object, watch.namespace, watch.selector)) writeEvent(watch.response, type, object);
     }
   }
 
@@ -191,27 +196,36 @@ export class FakeApiServer {
 
   /** Changes a stored object in place (a concurrent writer), with MODIFIED to watchers. */
   modify(kind: string, namespace: string, name: string, change: (object: KubeItem) => void): KubeItem {
-    const resource = RESOURCES.find((candidate) => candidate.kind === kind);
-    const item = resource ? this.objects.get(this.key(resource, namespace, name)) : undefined;
-    if (!resource || !item) throw new Error(`no ${kind} ${namespace}/${name}`);
+    const { resource, item } = this.existing(kind, namespace, name);
     change(item);
     return this.commit(resource, item);
   }
 
   remove(kind: string, namespace: string, name: string): void {
-    const resource = RESOURCES.find((candidate) => candidate.kind === kind);
-    const key = resource ? this.key(resource, namespace, name) : '';
-    const item = this.objects.get(key);
-    if (!resource || !item) throw new Error(`no ${kind} ${namespace}/${name}`);
+    const { resource, key, item } = this.existing(kind, namespace, name);
     this.objects.delete(key);
     this.bump(item);
     this.record(resource, 'DELETED', item);
   }
 
   get(kind: string, namespace: string, name: string): KubeItem | undefined {
+    const found = this.lookup(kind, namespace, name);
+    return found ? structuredClone(found.item) : undefined;
+  }
+
+  /** The stored object itself (not a copy), with its resource and key. */
+  private lookup(kind: string, namespace: string, name: string): { resource: Resource; key: string; item: KubeItem } | undefined {
     const resource = RESOURCES.find((candidate) => candidate.kind === kind);
-    const item = resource ? this.objects.get(this.key(resource, namespace, name)) : undefined;
-    return item ? structuredClone(item) : undefined;
+    if (!resource) return undefined;
+    const key = this.key(resource, namespace, name);
+    const item = this.objects.get(key);
+    return item ? { resource, key, item } : undefined;
+  }
+
+  private existing(kind: string, namespace: string, name: string): { resource: Resource; key: string; item: KubeItem } {
+    const found = this.lookup(kind, namespace, name);
+    if (!found) throw new Error(`no ${kind} ${namespace}/${name}`);
+    return found;
   }
 
   /** Stores a changed object; one with a deletionTimestamp and no finalizers left is deleted, as the API server does. */
@@ -244,7 +258,7 @@ export class FakeApiServer {
   expireWatches(): void {
     this.compact();
     for (const watch of this.watches) {
-      watch.response.write(`${JSON.stringify({ type: 'ERROR', object: this.expiredStatus(0) })}\n`);
+      writeEvent(watch.response, 'ERROR', this.expiredStatus(0));
       watch.response.end();
     }
     this.watches.clear();
@@ -253,9 +267,8 @@ export class FakeApiServer {
   /** A BOOKMARK on every open watch, carrying the current resourceVersion. */
   bookmark(): void {
     for (const watch of this.watches) {
-      watch.response.write(
-        `${JSON.stringify({ type: 'BOOKMARK', object: { kind: watch.resource.kind, apiVersion: watch.resource.apiVersion, metadata: { resourceVersion: String(this.resourceVersion) } } })}\n`,
-      );
+      const { kind, apiVersion } = watch.resource;
+      writeEvent(watch.response, 'BOOKMARK', { kind, apiVersion, metadata: { resourceVersion: String(this.resourceVersion) } });
     }
   }
 
@@ -269,10 +282,6 @@ export class FakeApiServer {
 
   private expiredStatus(requested: number): Json {
     return statusBody(410, `too old resource version: ${requested} (${this.compactedThrough + 1})`, {}, 'Expired');
-  }
-
-  private send(watch: OpenWatch, type: string, object: Json): void {
-    watch.response.write(`${JSON.stringify({ type, object })}\n`);
   }
 
   private reply(response: ServerResponse, recorded: RecordedRequest, status: number, body: Json, headers: Record<string, string> = {}): void {
@@ -419,7 +428,8 @@ export class FakeApiServer {
       }
       recorded.status = 200;
       response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-      response.end(`${JSON.stringify({ type: 'ERROR', object: this.expiredStatus(from) })}\n`);
+      writeEvent(response, 'ERROR', this.expiredStatus(from));
+      response.end();
       return;
     }
     if (this.watchFault === 'no-answer') {
@@ -437,10 +447,10 @@ export class FakeApiServer {
     const open: OpenWatch = { resource, namespace, selector, response };
     // resourceVersion 0 or absent: "any", the API server starts with synthetic ADDED events for what exists.
     if (from === 0) {
-      for (const item of this.objects.values()) if (this.resourceOf(item) === resource && matches(item, namespace, selector)) this.send(open, 'ADDED', item);
+      for (const item of this.objects.values()) if (this.resourceOf(item) === resource && matches(item, namespace, selector)) writeEvent(response, 'ADDED', item);
     } else {
       for (const entry of this.history) {
-        if (entry.resourceVersion > from && entry.resource === resource && matches(entry.object, namespace, selector)) this.send(open, entry.type, entry.object);
+        if (entry.resourceVersion > from && entry.resource === resource && matches(entry.object, namespace, selector)) writeEvent(response, entry.type, entry.object);
       }
     }
     this.watches.add(open);
@@ -462,7 +472,6 @@ export function kubeConfigOptions(server: string, user: string, token = `token-o
     currentContext: 'fake',
   };
 }
-
 
 /** A token shaped like a service account's JWT (unsigned: only the API server would verify it). */
 export function serviceAccountToken(subject: string): string {
