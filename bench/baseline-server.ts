@@ -18,7 +18,11 @@ if (port === undefined || certFile === undefined || keyFile === undefined) {
 const { DEFAULTS } = await fromDist<ConfigModule>('config.js');
 const { parseAdmissionReview } = await fromDist<ReviewModule>('http/review.js');
 
-const logger = pino({ level: DEFAULTS.log.level, base: { service: 'baseline' }, timestamp: pino.stdTimeFunctions.isoTime });
+const logger = pino({
+  level: DEFAULTS.log.level,
+  base: { service: 'baseline' },
+  timestamp: pino.stdTimeFunctions.isoTime,
+});
 const app = Fastify({
   loggerInstance: logger,
   logController: new LogController({ disableRequestLogging: true }),

@@ -37,7 +37,12 @@ function callsFor(fn: () => unknown, budgetMs: number): { calls: number; elapsed
   return { calls, elapsedMs };
 }
 
-export function runMicro(requests: readonly BenchRequest[], decide: Decide, context: DecisionContext, budgetMs: number): MicroResult[] {
+export function runMicro(
+  requests: readonly BenchRequest[],
+  decide: Decide,
+  context: DecisionContext,
+  budgetMs: number,
+): MicroResult[] {
   return requests.map((entry) => {
     const request = (JSON.parse(entry.body) as { request: AdmissionRequest }).request;
     const decideMicros = microsPerCall(() => decide(request, entry.endpoint, context), budgetMs);
@@ -73,8 +78,15 @@ export interface AddedWorkParts {
   count: (endpoint: Endpoint, decision: Decision, answer: AdmissionReviewResponse) => void;
 }
 
-export function measureAddedWork(requests: readonly BenchRequest[], parts: AddedWorkParts, budgetMs: number): AddedWork {
-  const reviews = requests.map((entry) => ({ entry, request: (JSON.parse(entry.body) as { request: AdmissionRequest }).request }));
+export function measureAddedWork(
+  requests: readonly BenchRequest[],
+  parts: AddedWorkParts,
+  budgetMs: number,
+): AddedWork {
+  const reviews = requests.map((entry) => ({
+    entry,
+    request: (JSON.parse(entry.body) as { request: AdmissionRequest }).request,
+  }));
   const decided = reviews.map((review) => {
     const decision = parts.decide(review.request, review.entry.endpoint);
     return { ...review, decision, answer: parts.answer(review.request.uid, decision) };
@@ -82,11 +94,28 @@ export function measureAddedWork(requests: readonly BenchRequest[], parts: Added
   // One call of the measured function per review of the mix, in turn; microsPerCall's count is of whole passes.
   const perReview = (pass: () => void) => microsPerCall(pass, budgetMs) / requests.length;
   return {
-    parseMicros: round(perReview(() => reviews.forEach(({ entry }) => JSON.parse(entry.body))), 2),
-    decideMicros: round(perReview(() => reviews.forEach(({ entry, request }) => parts.decide(request, entry.endpoint))), 2),
-    auditLineMicros: round(perReview(() => decided.forEach(({ entry, request, decision }) => parts.auditLine(request, entry.endpoint, decision))), 2),
-    answerMicros: round(perReview(() => decided.forEach(({ request, decision }) => JSON.stringify(parts.answer(request.uid, decision)))), 2),
-    metricsMicros: round(perReview(() => decided.forEach(({ entry, decision, answer }) => parts.count(entry.endpoint, decision, answer))), 2),
+    parseMicros: round(
+      perReview(() => reviews.forEach(({ entry }) => JSON.parse(entry.body))),
+      2,
+    ),
+    decideMicros: round(
+      perReview(() => reviews.forEach(({ entry, request }) => parts.decide(request, entry.endpoint))),
+      2,
+    ),
+    auditLineMicros: round(
+      perReview(() =>
+        decided.forEach(({ entry, request, decision }) => parts.auditLine(request, entry.endpoint, decision)),
+      ),
+      2,
+    ),
+    answerMicros: round(
+      perReview(() => decided.forEach(({ request, decision }) => JSON.stringify(parts.answer(request.uid, decision)))),
+      2,
+    ),
+    metricsMicros: round(
+      perReview(() => decided.forEach(({ entry, decision, answer }) => parts.count(entry.endpoint, decision, answer))),
+      2,
+    ),
   };
 }
 

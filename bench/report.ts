@@ -26,7 +26,9 @@ export function renderMarkdown(results: BenchResults): string {
   for (const level of results.levels) {
     for (const name of ['hookguard', 'baseline'] as const) {
       const s = level[name];
-      lines.push(`| ${SCENARIOS[level.scenario]} | ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.cpuMicrosPerRequest} | ${s.rssMiB} |`);
+      lines.push(
+        `| ${SCENARIOS[level.scenario]} | ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.cpuMicrosPerRequest} | ${s.rssMiB} |`,
+      );
     }
   }
   lines.push(
@@ -50,7 +52,8 @@ export function renderMarkdown(results: BenchResults): string {
   const sources = [...new Set(results.micro.map((entry) => entry.source))];
   for (const source of sources) {
     const rows = results.micro.filter((entry) => entry.source === source);
-    const cell = ([endpoint, requester]: (typeof VARIANTS)[number]) => find(rows, endpoint, requester)?.decideMicros ?? '-';
+    const cell = ([endpoint, requester]: (typeof VARIANTS)[number]) =>
+      find(rows, endpoint, requester)?.decideMicros ?? '-';
     const json = Math.max(...rows.map((row) => row.jsonMicros));
     const worst = Math.max(...rows.map((row) => row.ratio));
     lines.push(`| ${source.replace(/\.yaml$/, '')} | ${VARIANTS.map(cell).join(' | ')} | ${json} | ${worst} |`);

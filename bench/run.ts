@@ -9,7 +9,14 @@ import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { requestOnce, type Reply } from '../test/support/request-once.js';
-import { freePort, hookguardArgs, startServerProcess, tlsEnv, writeCertificate, type ServerProcess } from '../test/support/server-process.js';
+import {
+  freePort,
+  hookguardArgs,
+  startServerProcess,
+  tlsEnv,
+  writeCertificate,
+  type ServerProcess,
+} from '../test/support/server-process.js';
 import { fromDist } from './built.js';
 import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
 import { renderMarkdown } from './report.js';
@@ -72,8 +79,23 @@ export interface LevelSummary {
 export interface BenchResults {
   date: string;
   machine: { nproc: number; cpu: string; node: string; os: string; memoryGiB: number };
-  settings: { durationSeconds: number; warmupSeconds: number; rounds: number; connections: number[]; nonHookConnections: number[]; argocdVersion: string; pipelining: 1; logSink: string };
-  workload: { requests: number; fixtures: number; hookRequests: number; note?: string; answers: Record<string, number> };
+  settings: {
+    durationSeconds: number;
+    warmupSeconds: number;
+    rounds: number;
+    connections: number[];
+    nonHookConnections: number[];
+    argocdVersion: string;
+    pipelining: 1;
+    logSink: string;
+  };
+  workload: {
+    requests: number;
+    fixtures: number;
+    hookRequests: number;
+    note?: string;
+    answers: Record<string, number>;
+  };
   levels: LevelSummary[];
   runs: LoadRun[];
   micro: MicroResult[];
@@ -139,7 +161,12 @@ try {
     stdout: hookguardLog,
   });
   servers.baseline = await startServerProcess({
-    args: [fileURLToPath(new URL('./baseline-server.js', import.meta.url)), String(baselinePort), certificate.certFile, certificate.keyFile],
+    args: [
+      fileURLToPath(new URL('./baseline-server.js', import.meta.url)),
+      String(baselinePort),
+      certificate.certFile,
+      certificate.keyFile,
+    ],
     port: baselinePort,
     ca: certificate.cert,
     stdout: baselineLog,
@@ -151,7 +178,10 @@ try {
   console.log(`bench: every request answered 200 with its uid by both servers; hookguard: ${JSON.stringify(answers)}`);
 
   const runs: LoadRun[] = [];
-  const mixes: Record<Scenario, BenchRequest[]> = { mix: workload.requests, 'non-hooks': workload.requests.filter((entry) => !entry.hook) };
+  const mixes: Record<Scenario, BenchRequest[]> = {
+    mix: workload.requests,
+    'non-hooks': workload.requests.filter((entry) => !entry.hook),
+  };
   const plan = [
     ...connectionLevels.map((connections) => ({ scenario: 'mix' as const, connections })),
     ...nonHookLevels.map((connections) => ({ scenario: 'non-hooks' as const, connections })),
@@ -172,7 +202,10 @@ try {
       }
     }
   }
-  const peaks = { hookguard: servers.hookguard.memory().peakRssBytes, baseline: servers.baseline.memory().peakRssBytes };
+  const peaks = {
+    hookguard: servers.hookguard.memory().peakRssBytes,
+    baseline: servers.baseline.memory().peakRssBytes,
+  };
   for (const name of ['hookguard', 'baseline'] as const) await servers[name].stop();
   const levels = plan.map(({ scenario, connections }) => summarise(scenario, connections, runs, peaks));
   const logBytes = { hookguard: statSync(logFiles.hookguard).size, baseline: statSync(logFiles.baseline).size };
@@ -186,7 +219,8 @@ try {
       decide: (request, endpoint) => decide(request, endpoint, context),
       auditLine: (request, endpoint, decision) => JSON.stringify(auditRecord(request, endpoint, decision, 0.1)),
       answer: fromDecision,
-      count: (endpoint, decision, answer) => metrics.request(endpoint, outcomeOf(answer.response), 0.0001, decision.findings),
+      count: (endpoint, decision, answer) =>
+        metrics.request(endpoint, outcomeOf(answer.response), 0.0001, decision.findings),
     },
     Number(flags['micro-ms']) * 10,
   );
@@ -210,7 +244,13 @@ try {
       pipelining: 1,
       logSink: `stdout to a file, level ${DEFAULTS.log.level}; bytes per request: hookguard ${perRequest(logBytes.hookguard, runs, 'hookguard')}, baseline ${perRequest(logBytes.baseline, runs, 'baseline')}`,
     },
-    workload: { requests: workload.requests.length, fixtures: workload.fixtures, hookRequests, ...(workload.note ? { note: workload.note } : {}), answers },
+    workload: {
+      requests: workload.requests.length,
+      fixtures: workload.fixtures,
+      hookRequests,
+      ...(workload.note ? { note: workload.note } : {}),
+      answers,
+    },
     levels,
     runs,
     micro,
@@ -231,18 +271,36 @@ try {
   rmSync(logDir, { recursive: true, force: true });
 }
 
-function load(server: ServerProcess, requests: readonly BenchRequest[], connections: number, seconds: number): Promise<Result> {
+function load(
+  server: ServerProcess,
+  requests: readonly BenchRequest[],
+  connections: number,
+  seconds: number,
+): Promise<Result> {
   return autocannon({
     url: server.url,
     connections,
     pipelining: 1,
     duration: seconds,
     // Each connection walks the mix in order, starting where the previous request left off.
-    requests: requests.map((entry) => ({ method: 'POST', path: `/${entry.endpoint}`, headers: { 'content-type': 'application/json' }, body: entry.body })),
+    requests: requests.map((entry) => ({
+      method: 'POST',
+      path: `/${entry.endpoint}`,
+      headers: { 'content-type': 'application/json' },
+      body: entry.body,
+    })),
   });
 }
 
-function toRun(scenario: Scenario, server: ServerName, connections: number, roundNumber: number, result: Result, process: ServerProcess, cpuMs: number): LoadRun {
+function toRun(
+  scenario: Scenario,
+  server: ServerName,
+  connections: number,
+  roundNumber: number,
+  result: Result,
+  process: ServerProcess,
+  cpuMs: number,
+): LoadRun {
   return {
     scenario,
     server,
@@ -251,7 +309,13 @@ function toRun(scenario: Scenario, server: ServerName, connections: number, roun
     durationSeconds: result.duration,
     requests: result.requests.total,
     rps: round(result.requests.total / result.duration, 1),
-    latencyMs: { p50: result.latency.p50, p97_5: result.latency.p97_5, p99: result.latency.p99, max: result.latency.max, mean: round(result.latency.mean, 2) },
+    latencyMs: {
+      p50: result.latency.p50,
+      p97_5: result.latency.p97_5,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      mean: round(result.latency.mean, 2),
+    },
     errors: result.errors,
     timeouts: result.timeouts,
     non2xx: result.non2xx,
@@ -264,13 +328,25 @@ function toRun(scenario: Scenario, server: ServerName, connections: number, roun
  * Per server, the median of its rounds for each figure: the machine may be shared, and the median of alternating
  * rounds keeps one disturbed round from deciding the ratio. Errors are summed; RSS is the largest seen.
  */
-function summarise(scenario: Scenario, connections: number, runs: readonly LoadRun[], peaks: Record<ServerName, number>): LevelSummary {
+function summarise(
+  scenario: Scenario,
+  connections: number,
+  runs: readonly LoadRun[],
+  peaks: Record<ServerName, number>,
+): LevelSummary {
   const of = (server: ServerName): ServerSummary => {
-    const mine = runs.filter((run) => run.scenario === scenario && run.server === server && run.connections === connections);
+    const mine = runs.filter(
+      (run) => run.scenario === scenario && run.server === server && run.connections === connections,
+    );
     const median = (pick: (run: LoadRun) => number) => {
       const sorted = mine.map(pick).sort((a, b) => a - b);
       const middle = Math.floor(sorted.length / 2);
-      return round(sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2, 2);
+      return round(
+        sorted.length % 2 === 1
+          ? (sorted[middle] as number)
+          : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2,
+        2,
+      );
     };
     return {
       rps: median((run) => run.rps),
@@ -286,7 +362,13 @@ function summarise(scenario: Scenario, connections: number, runs: readonly LoadR
   const hookguard = of('hookguard');
   const baseline = of('baseline');
   const ratio = (a: number, b: number) => round(a / b, 3);
-  const ratios = { rps: ratio(hookguard.rps, baseline.rps), p50: ratio(hookguard.p50, baseline.p50), p99: ratio(hookguard.p99, baseline.p99), cpu: ratio(hookguard.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest), rss: ratio(hookguard.rssMiB, baseline.rssMiB) };
+  const ratios = {
+    rps: ratio(hookguard.rps, baseline.rps),
+    p50: ratio(hookguard.p50, baseline.p50),
+    p99: ratio(hookguard.p99, baseline.p99),
+    cpu: ratio(hookguard.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest),
+    rss: ratio(hookguard.rssMiB, baseline.rssMiB),
+  };
   return {
     scenario,
     connections,
@@ -304,13 +386,19 @@ function perRequest(bytes: number, runs: readonly LoadRun[], server: ServerName)
 }
 
 /** Sends every request of the mix once to each server: both must answer 200 and echo the uid. Counts hookguard's outcomes. */
-async function checkAnswers(targets: Record<ServerName, ServerProcess>, requests: readonly BenchRequest[], ca: string): Promise<Record<string, number>> {
+async function checkAnswers(
+  targets: Record<ServerName, ServerProcess>,
+  requests: readonly BenchRequest[],
+  ca: string,
+): Promise<Record<string, number>> {
   const answers: Record<string, number> = { patched: 0, denied: 0, allowedUnchanged: 0 };
   for (const entry of requests) {
     for (const name of ['hookguard', 'baseline'] as const) {
       const { status, body } = await post(targets[name].port, `/${entry.endpoint}`, entry.body, ca);
-      const response = (JSON.parse(body) as { response?: { uid?: string; allowed?: boolean; patch?: string } }).response;
-      if (status !== 200 || response?.uid !== entry.uid) throw new Error(`${name} answered ${entry.source} ${entry.endpoint} with ${status}: ${body}`);
+      const response = (JSON.parse(body) as { response?: { uid?: string; allowed?: boolean; patch?: string } })
+        .response;
+      if (status !== 200 || response?.uid !== entry.uid)
+        throw new Error(`${name} answered ${entry.source} ${entry.endpoint} with ${status}: ${body}`);
       if (name === 'hookguard') {
         if (response.allowed === false) answers.denied! += 1;
         else if (response.patch !== undefined) answers.patched! += 1;
@@ -322,5 +410,16 @@ async function checkAnswers(targets: Record<ServerName, ServerProcess>, requests
 }
 
 function post(port: number, path: string, body: string, ca: string): Promise<Reply> {
-  return requestOnce({ host: '127.0.0.1', port, path, method: 'POST', ca, servername: 'localhost', headers: { 'content-type': 'application/json' } }, body);
+  return requestOnce(
+    {
+      host: '127.0.0.1',
+      port,
+      path,
+      method: 'POST',
+      ca,
+      servername: 'localhost',
+      headers: { 'content-type': 'application/json' },
+    },
+    body,
+  );
 }

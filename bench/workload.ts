@@ -26,7 +26,14 @@ const NON_HOOKS: readonly { source: string; object: KubeObject }[] = [
       apiVersion: 'batch/v1',
       kind: 'Job',
       metadata: { generateName: 'report-', namespace: 'apps', labels: { 'app.kubernetes.io/instance': 'rel' } },
-      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'report', image: 'alpine:3.20', command: ['sh', '-c', 'echo report'] }] } } },
+      spec: {
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            containers: [{ name: 'report', image: 'alpine:3.20', command: ['sh', '-c', 'echo report'] }],
+          },
+        },
+      },
     },
   },
   {
@@ -34,8 +41,24 @@ const NON_HOOKS: readonly { source: string; object: KubeObject }[] = [
     object: {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'web-7d9f8-abcde', namespace: 'apps', labels: { app: 'web' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d9f8', uid: 'a1', controller: true }] },
-      spec: { containers: [{ name: 'web', image: 'nginx:1.27', ports: [{ containerPort: 80 }], resources: { requests: { cpu: '100m', memory: '64Mi' } } }] },
+      metadata: {
+        name: 'web-7d9f8-abcde',
+        namespace: 'apps',
+        labels: { app: 'web' },
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-7d9f8', uid: 'a1', controller: true },
+        ],
+      },
+      spec: {
+        containers: [
+          {
+            name: 'web',
+            image: 'nginx:1.27',
+            ports: [{ containerPort: 80 }],
+            resources: { requests: { cpu: '100m', memory: '64Mi' } },
+          },
+        ],
+      },
     },
   },
 ];
@@ -48,7 +71,11 @@ export interface Workload {
 }
 
 export function buildWorkload(argocdController: string, mutatePatch: MutatePatch): Workload {
-  const fixtures = loadSharedFixtures().map((fixture) => ({ source: fixture.file, object: fixture.object, hook: true }));
+  const fixtures = loadSharedFixtures().map((fixture) => ({
+    source: fixture.file,
+    object: fixture.object,
+    hook: true,
+  }));
   const objects = [...fixtures, ...NON_HOOKS.map((entry) => ({ ...entry, hook: false }))];
   const requests: BenchRequest[] = [];
   for (const { source, object, hook } of objects) {
@@ -65,5 +92,9 @@ export function buildWorkload(argocdController: string, mutatePatch: MutatePatch
       }
     }
   }
-  return { requests, fixtures: fixtures.length, ...(haveSharedFixtures ? {} : { note: `fixtures ${SKIP_MESSAGE}: the mix holds only the non-hook objects` }) };
+  return {
+    requests,
+    fixtures: fixtures.length,
+    ...(haveSharedFixtures ? {} : { note: `fixtures ${SKIP_MESSAGE}: the mix holds only the non-hook objects` }),
+  };
 }

@@ -11,7 +11,9 @@ export function auditRecord(
   // Wrapped, because a rule may throw anything, undefined included.
   failure?: { error: unknown },
 ) {
-  const object = (isRecord(request.object) ? request.object : isRecord(request.oldObject) ? request.oldObject : {}) as KubeObject;
+  const object = (
+    isRecord(request.object) ? request.object : isRecord(request.oldObject) ? request.oldObject : {}
+  ) as KubeObject;
   const metadata = metadataOf(object);
   // One literal with every key (JSON leaves out the undefined ones): conditional spreads cost a lot per request.
   return {

@@ -43,11 +43,19 @@ export function readDocuments(text: string, source: string): SourceDocument[] {
     if (error) throw new InputError(`${label}: invalid YAML: ${error.message.split('\n')[0]}`);
     const value: unknown = document.toJS({ maxAliasCount: 100 });
     if (value === null || value === undefined) return;
-    if (!isRecord(value)) throw new InputError(`${label}: expected a Kubernetes object (a mapping), got ${Array.isArray(value) ? 'a list' : typeof value}`);
+    if (!isRecord(value))
+      throw new InputError(
+        `${label}: expected a Kubernetes object (a mapping), got ${Array.isArray(value) ? 'a list' : typeof value}`,
+      );
     if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
       throw new InputError(`${label}: not a Kubernetes object: apiVersion and kind must be strings`);
     }
-    objects.push({ label, document, text: text.slice(document.range[0], document.range[2]), object: value as KubeObject });
+    objects.push({
+      label,
+      document,
+      text: text.slice(document.range[0], document.range[2]),
+      object: value as KubeObject,
+    });
   });
   return objects;
 }
@@ -57,7 +65,12 @@ export interface CheckOptions {
   username: string;
 }
 
-export function checkObject(object: KubeObject, index: number, context: DecisionContext, options: CheckOptions): CheckResult {
+export function checkObject(
+  object: KubeObject,
+  index: number,
+  context: DecisionContext,
+  options: CheckOptions,
+): CheckResult {
   const metadata = isRecord(object.metadata) ? object.metadata : {};
   const request = {
     uid: `check-${index + 1}`,
@@ -74,7 +87,11 @@ export function checkObject(object: KubeObject, index: number, context: Decision
     apiVersion: object.apiVersion as string,
     kind: object.kind as string,
     ...(typeof metadata.namespace === 'string' ? { namespace: metadata.namespace } : {}),
-    ...(typeof metadata.name === 'string' ? { name: metadata.name } : typeof metadata.generateName === 'string' ? { name: metadata.generateName } : {}),
+    ...(typeof metadata.name === 'string'
+      ? { name: metadata.name }
+      : typeof metadata.generateName === 'string'
+        ? { name: metadata.generateName }
+        : {}),
     allowed: mutation.allowed && validation.allowed,
     patch,
     findings: [...mutation.findings, ...validation.findings],
@@ -105,7 +122,8 @@ export function patchDocument(document: Document, patch: readonly Operation[]): 
       if (!isSeq(parent) && !isMap(parent) && segments.length > 1) throw new Error(`cannot patch ${operation.path}`);
       const existing = operation.op === 'replace' ? document.getIn(path, true) : undefined;
       // Keep the scalar node (and so a script's block style) when only its value changes.
-      if (isScalar(existing) && (operation.value === null || typeof operation.value !== 'object')) existing.value = operation.value;
+      if (isScalar(existing) && (operation.value === null || typeof operation.value !== 'object'))
+        existing.value = operation.value;
       else document.setIn(path, document.createNode(operation.value));
     } else {
       throw new Error(`unexpected patch op ${operation.op}`);

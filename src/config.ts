@@ -182,10 +182,14 @@ function overlay(defaults: unknown, input: unknown, key: string): unknown {
     const unknown = Object.keys(input).find((name) => !(name in defaults));
     if (unknown !== undefined) throw new ConfigError(key ? `${key}.${unknown}` : unknown, 'unknown key');
     return Object.fromEntries(
-      Object.entries(defaults).map(([name, value]) => [name, overlay(value, input[name], key ? `${key}.${name}` : name)]),
+      Object.entries(defaults).map(([name, value]) => [
+        name,
+        overlay(value, input[name], key ? `${key}.${name}` : name),
+      ]),
     );
   }
-  if (typeof input !== typeof defaults) throw new ConfigError(key, `must be a ${typeof defaults}, got ${describe(input)}`);
+  if (typeof input !== typeof defaults)
+    throw new ConfigError(key, `must be a ${typeof defaults}, got ${describe(input)}`);
   return input;
 }
 
@@ -196,7 +200,8 @@ function describe(value: unknown): string {
 }
 
 function requireInteger(value: number, key: string, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(key, `must be an integer ${min}..${max}, got ${value}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new ConfigError(key, `must be an integer ${min}..${max}, got ${value}`);
 }
 
 function requireOneOf<T extends string>(value: string, key: string, allowed: readonly T[]): void {
@@ -234,7 +239,12 @@ function checkRanges(config: Shape): void {
   const { rules } = config;
   requireInteger(rules.idempotentCleanup.minBackoffLimit, 'rules.idempotentCleanup.minBackoffLimit', 0, 100);
   requireInteger(rules.minRuntime.maxRuntimeSeconds, 'rules.minRuntime.maxRuntimeSeconds', 1, 86400);
-  requireInteger(rules.minRuntime.minRuntimeSeconds, 'rules.minRuntime.minRuntimeSeconds', 1, rules.minRuntime.maxRuntimeSeconds);
+  requireInteger(
+    rules.minRuntime.minRuntimeSeconds,
+    'rules.minRuntime.minRuntimeSeconds',
+    1,
+    rules.minRuntime.maxRuntimeSeconds,
+  );
   requireInteger(rules.minRuntime.runAsUser, 'rules.minRuntime.runAsUser', 1, 2 ** 31 - 1);
   requireInteger(rules.ttlFloor.minTtlSecondsAfterFinished, 'rules.ttlFloor.minTtlSecondsAfterFinished', 0, 86400 * 7);
   const { discovery, sweep } = config;
@@ -251,7 +261,8 @@ function checkRanges(config: Shape): void {
   for (const part of ['requests', 'limits'] as const) {
     for (const resource of ['cpu', 'memory'] as const) {
       const key = `rules.minRuntime.${part}.${resource}`;
-      if (!QUANTITY.test(rules.minRuntime[part][resource])) throw new ConfigError(key, 'must be a Kubernetes quantity like 10m or 16Mi');
+      if (!QUANTITY.test(rules.minRuntime[part][resource]))
+        throw new ConfigError(key, 'must be a Kubernetes quantity like 10m or 16Mi');
     }
   }
 }
@@ -265,7 +276,8 @@ function mergeAdvisories(builtIn: readonly Advisory[], entries: unknown, key = '
   const merged = new Map(builtIn.map((advisory) => [advisory.id, advisory]));
   entries.forEach((entry, index) => {
     const at = `${key}[${index}]`;
-    if (!isRecord(entry) || typeof entry.id !== 'string' || entry.id === '') throw new ConfigError(`${at}.id`, 'every advisory needs an id');
+    if (!isRecord(entry) || typeof entry.id !== 'string' || entry.id === '')
+      throw new ConfigError(`${at}.id`, 'every advisory needs an id');
     const unknown = Object.keys(entry).find((name) => !ADVISORY_KEYS.includes(name));
     if (unknown !== undefined) throw new ConfigError(`${at}.${unknown}`, 'unknown key');
     if (entry.disabled === true) {
@@ -280,15 +292,18 @@ function mergeAdvisories(builtIn: readonly Advisory[], entries: unknown, key = '
 
 function validateAdvisory(candidate: Plain, at: string): Advisory {
   for (const name of ['id', 'summary', 'affected'] as const) {
-    if (typeof candidate[name] !== 'string' || candidate[name] === '') throw new ConfigError(`${at}.${name}`, 'must be a non-empty string');
+    if (typeof candidate[name] !== 'string' || candidate[name] === '')
+      throw new ConfigError(`${at}.${name}`, 'must be a non-empty string');
   }
-  if (!isValidRange(candidate.affected as string)) throw new ConfigError(`${at}.affected`, `"${String(candidate.affected)}" is not a semver range`);
+  if (!isValidRange(candidate.affected as string))
+    throw new ConfigError(`${at}.affected`, `"${String(candidate.affected)}" is not a semver range`);
   if (candidate.fixed !== undefined && normalizeArgoVersion(String(candidate.fixed)) === undefined) {
     throw new ConfigError(`${at}.fixed`, 'must be a version');
   }
   for (const name of ['references', 'mitigatedBy'] as const) {
     const list = candidate[name] ?? [];
-    if (!Array.isArray(list) || !list.every((item) => typeof item === 'string')) throw new ConfigError(`${at}.${name}`, 'must be a list of strings');
+    if (!Array.isArray(list) || !list.every((item) => typeof item === 'string'))
+      throw new ConfigError(`${at}.${name}`, 'must be a list of strings');
   }
   const mitigatedBy = (candidate.mitigatedBy ?? []) as string[];
   const unknownRule = mitigatedBy.find((id) => !mitigatingRuleIds.has(id));
@@ -307,7 +322,11 @@ let builtInAdvisories: readonly Advisory[] | undefined;
 
 /** The advisories shipped with the package (data/advisories.yaml). */
 function loadBuiltInAdvisories(): readonly Advisory[] {
-  builtInAdvisories ??= mergeAdvisories([], parse(readFileSync(new URL('../data/advisories.yaml', import.meta.url), 'utf8')), 'data/advisories.yaml');
+  builtInAdvisories ??= mergeAdvisories(
+    [],
+    parse(readFileSync(new URL('../data/advisories.yaml', import.meta.url), 'utf8')),
+    'data/advisories.yaml',
+  );
   return builtInAdvisories;
 }
 
@@ -323,10 +342,16 @@ function setPath(target: Plain, path: string, value: unknown): void {
 }
 
 function coerceLike(defaultsPath: string, raw: string): unknown {
-  const sample = defaultsPath.split('.').reduce<unknown>((node, key) => (isRecord(node) ? node[key] : undefined), DEFAULTS);
+  const sample = defaultsPath
+    .split('.')
+    .reduce<unknown>((node, key) => (isRecord(node) ? node[key] : undefined), DEFAULTS);
   if (typeof sample === 'number') return /^\d+$/.test(raw) ? Number(raw) : raw;
   if (typeof sample === 'boolean') return raw === 'true' ? true : raw === 'false' ? false : raw;
-  if (Array.isArray(sample)) return raw.split(',').map((item) => item.trim()).filter(Boolean);
+  if (Array.isArray(sample))
+    return raw
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   return raw;
 }
 
@@ -383,7 +408,10 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
  * What the pure core needs from the config. `argocdVersion` pins the version (it defaults to `argocd.version`);
  * discovered instances are added per snapshot with `withInstances`.
  */
-export function decisionContext(config: Readonly<Config>, argocdVersion = config.argocd.version ?? undefined): DecisionContext {
+export function decisionContext(
+  config: Readonly<Config>,
+  argocdVersion = config.argocd.version ?? undefined,
+): DecisionContext {
   return {
     config: {
       mode: config.mode,

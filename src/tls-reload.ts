@@ -55,7 +55,10 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
       const message = (error as Error).message;
       if (message !== lastRejected) {
         lastRejected = message;
-        options.logger.error({ certFile: options.certFile, keyFile: options.keyFile, err: error }, 'certificate reload failed: keeping the previous certificate');
+        options.logger.error(
+          { certFile: options.certFile, keyFile: options.keyFile, err: error },
+          'certificate reload failed: keeping the previous certificate',
+        );
         options.rejected(error as Error);
       }
       return;
@@ -89,7 +92,11 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
   };
   const watchers: FSWatcher[] = [];
   for (const directory of new Set([dirname(options.certFile), dirname(options.keyFile)])) {
-    const cannotWatch = (error: unknown) => options.logger.warn({ directory, err: error }, 'cannot watch the certificate directory; relying on the periodic re-read');
+    const cannotWatch = (error: unknown) =>
+      options.logger.warn(
+        { directory, err: error },
+        'cannot watch the certificate directory; relying on the periodic re-read',
+      );
     try {
       const watcher = watch(directory, { persistent: false }, schedule);
       watcher.on('error', cannotWatch);

@@ -29,7 +29,14 @@ export async function generateDevCertificate(): Promise<TlsMaterial> {
       { name: 'basicConstraints', cA: false },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
       { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+          { type: 7, ip: '::1' },
+        ],
+      },
     ],
   });
   return { key: pems.private, cert: pems.cert, generated: true };
@@ -42,7 +49,10 @@ export async function loadTls(tls: Config['server']['tls']): Promise<TlsMaterial
   try {
     assertUsablePair({ cert, key });
   } catch (error) {
-    throw new ConfigError('server.tls', `${tls.certFile} and ${tls.keyFile} are not a usable certificate and key: ${(error as Error).message}`);
+    throw new ConfigError(
+      'server.tls',
+      `${tls.certFile} and ${tls.keyFile} are not a usable certificate and key: ${(error as Error).message}`,
+    );
   }
   return { key, cert, generated: false };
 }

@@ -10,7 +10,10 @@ function outputFormat(value: string | undefined): 'text' | 'json' {
 
 /** `hookguard advisories`: the known Argo CD races, built in and from the config. */
 export async function runAdvisories(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values } = parseArgs({ args: [...argv], options: { output: { type: 'string' }, config: { type: 'string' } } });
+  const { values } = parseArgs({
+    args: [...argv],
+    options: { output: { type: 'string' }, config: { type: 'string' } },
+  });
   const output = outputFormat(values.output);
   const { advisories } = loadConfig({ file: values.config ?? io.env.HOOKGUARD_CONFIG });
   if (output === 'json') {
@@ -30,6 +33,8 @@ export async function runAdvisories(argv: readonly string[], io: CommandIO): Pro
 export async function runRules(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArgs({ args: [...argv], options: { output: { type: 'string' } } });
   if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: ruleCatalog }, null, 2)}\n`);
-  else for (const rule of ruleCatalog) io.stdout(`${rule.id.padEnd(20)} ${rule.webhook} ${rule.operation.padEnd(6)} ${rule.doc}\n`);
+  else
+    for (const rule of ruleCatalog)
+      io.stdout(`${rule.id.padEnd(20)} ${rule.webhook} ${rule.operation.padEnd(6)} ${rule.doc}\n`);
   return EXIT.ok;
 }

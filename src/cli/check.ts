@@ -1,6 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { checkObject, InputError, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../check.js';
+import {
+  checkObject,
+  InputError,
+  patchDocument,
+  readDocuments,
+  type CheckResult,
+  type SourceDocument,
+} from '../check.js';
 import { decisionContext, loadConfig } from '../config.js';
 import { EXIT, UsageError, type CommandIO } from './io.js';
 
@@ -14,7 +21,8 @@ const HELM_USER = 'hookguard-check:helm-user';
 
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
-  if (!allowed.includes(value as T)) throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
+  if (!allowed.includes(value as T))
+    throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
 
@@ -23,9 +31,13 @@ function renderText(results: readonly CheckResult[]): string {
   for (const result of results) {
     const where = `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
     const verdict = result.allowed ? 'allowed' : 'DENIED';
-    lines.push(`${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`);
+    lines.push(
+      `${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`,
+    );
     for (const finding of result.findings) {
-      lines.push(`  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`);
+      lines.push(
+        `  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`,
+      );
     }
   }
   const denied = results.filter((result) => !result.allowed).length;

@@ -39,7 +39,9 @@ async function main(argv: readonly string[], io: CommandIO): Promise<number> {
     return name === undefined ? EXIT.badInput : EXIT.ok;
   }
   if (name === '--version') {
-    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     io.stdout(`${version}\n`);
     return EXIT.ok;
   }

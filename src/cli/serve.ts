@@ -34,12 +34,23 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   const config = loadConfig({
     file: values.config ?? io.env.HOOKGUARD_CONFIG,
     env: io.env,
-    overrides: { 'server.host': values.host, 'server.port': values.port, mode: values.mode, 'argocd.version': values['argocd-version'] },
+    overrides: {
+      'server.host': values.host,
+      'server.port': values.port,
+      mode: values.mode,
+      'argocd.version': values['argocd-version'],
+    },
   });
-  const logger = pino({ level: config.log.level, base: { service: 'hookguard' }, timestamp: pino.stdTimeFunctions.isoTime });
+  const logger = pino({
+    level: config.log.level,
+    base: { service: 'hookguard' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
   const tls = await loadTls(config.server.tls);
   if (tls.generated) {
-    logger.warn('no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days');
+    logger.warn(
+      'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
+    );
   }
   const discovery = startDiscovery(config, io.env, logger);
   const lifecycle = new Lifecycle();
@@ -53,10 +64,18 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
     await discovery.stop();
-    throw new ConfigError('server.port', `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`);
+    throw new ConfigError(
+      'server.port',
+      `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`,
+    );
   }
   logger.info(
-    { mode: config.mode, argocdVersion: config.argocd.version ?? (discovery.source.status().enabled ? 'discovered per instance' : 'unknown'), advisories: config.advisories.map((advisory) => advisory.id) },
+    {
+      mode: config.mode,
+      argocdVersion:
+        config.argocd.version ?? (discovery.source.status().enabled ? 'discovered per instance' : 'unknown'),
+      advisories: config.advisories.map((advisory) => advisory.id),
+    },
     'hookguard ready',
   );
   const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
@@ -83,7 +102,10 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     process.on('SIGTERM', received('SIGTERM'));
     process.on('SIGINT', received('SIGINT'));
   });
-  logger.info({ signal, shutdownDelayMs: config.server.shutdownDelayMs }, 'shutting down: finishing in-flight requests');
+  logger.info(
+    { signal, shutdownDelayMs: config.server.shutdownDelayMs },
+    'shutting down: finishing in-flight requests',
+  );
   certificates?.close();
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;

@@ -25,7 +25,9 @@ const HEADLINES: Readonly<Record<SweepAction, string>> = {
 function line(result: SweepResult): string {
   const where = `${result.kind} ${result.namespace}/${result.name}`;
   const finalizers =
-    result.action === 'would-remove' || result.action === 'removed' ? `; finalizers [${result.finalizersBefore.join(', ')}] -> [${result.finalizersAfter.join(', ')}]` : '';
+    result.action === 'would-remove' || result.action === 'removed'
+      ? `; finalizers [${result.finalizersBefore.join(', ')}] -> [${result.finalizersAfter.join(', ')}]`
+      : '';
   return `${where}: ${HEADLINES[result.action]} (${result.reasons.join('; ')})${finalizers}`;
 }
 
@@ -55,9 +57,14 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
     io.stdout(`${SWEEP_USAGE}\n`);
     return EXIT.ok;
   }
-  if (values.output !== 'text' && values.output !== 'json') throw new UsageError(`--output must be text or json, got "${values.output}"`);
+  if (values.output !== 'text' && values.output !== 'json')
+    throw new UsageError(`--output must be text or json, got "${values.output}"`);
   if (values.namespace === '') throw new UsageError('--namespace must not be empty');
-  const config = loadConfig({ file: values.config ?? io.env.HOOKGUARD_CONFIG, env: io.env, overrides: { 'sweep.minAgeSeconds': values['min-age-seconds'] } });
+  const config = loadConfig({
+    file: values.config ?? io.env.HOOKGUARD_CONFIG,
+    env: io.env,
+    overrides: { 'sweep.minAgeSeconds': values['min-age-seconds'] },
+  });
   const connection = kubeConnection(io.env);
   if (!connection) throw new UsageError('no cluster to sweep: set KUBECONFIG, or run in a pod with a service account');
   // Log lines (audit lines included) go to stderr, so stdout stays the report.
@@ -67,7 +74,14 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
       callback();
     },
   });
-  const logger = pino({ level: config.log.level, base: { service: 'hookguard', command: 'sweep' }, timestamp: pino.stdTimeFunctions.isoTime }, logSink);
+  const logger = pino(
+    {
+      level: config.log.level,
+      base: { service: 'hookguard', command: 'sweep' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    logSink,
+  );
   const actor = actingIdentity(connection.kubeConfig);
   let report: SweepReport;
   try {
@@ -77,7 +91,10 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
         namespace: values.namespace,
         apply: values.apply,
         minAgeSeconds: config.sweep.minAgeSeconds,
-        retry: { maxAttempts: config.sweep.maxAttempts, backoff: { initialMs: config.sweep.backoffInitialMs, maxMs: config.sweep.backoffMaxMs } },
+        retry: {
+          maxAttempts: config.sweep.maxAttempts,
+          backoff: { initialMs: config.sweep.backoffInitialMs, maxMs: config.sweep.backoffMaxMs },
+        },
         actor,
       },
       logger,

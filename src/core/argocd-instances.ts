@@ -44,7 +44,8 @@ function trackedAppNames(object: KubeObject, trackingLabel: string | undefined):
   const metadata = metadataOf(object);
   const names: string[] = [];
   const trackingId = isRecord(metadata?.annotations) ? metadata.annotations[ARGOCD_TRACKING_ID] : undefined;
-  if (typeof trackingId === 'string' && trackingId.includes(':')) names.push(trackingId.slice(0, trackingId.indexOf(':')));
+  if (typeof trackingId === 'string' && trackingId.includes(':'))
+    names.push(trackingId.slice(0, trackingId.indexOf(':')));
   const label = trackingLabel !== undefined && isRecord(metadata?.labels) ? metadata.labels[trackingLabel] : undefined;
   if (typeof label === 'string' && label !== '') names.push(label);
   return names;
@@ -72,8 +73,12 @@ export function chooseArgoVersion(question: VersionQuestion): VersionChoice {
   const found = (instance: ArgoInstance | undefined, by: VersionChosenBy): VersionChoice | undefined =>
     instance ? { version: instance.version, by, instance: instance.namespace } : undefined;
 
-  const serviceAccountNamespace = question.username === undefined ? undefined : SERVICE_ACCOUNT.exec(question.username)?.[1];
-  const bySubject = serviceAccountNamespace === undefined ? undefined : found(instances.get(serviceAccountNamespace), 'service-account');
+  const serviceAccountNamespace =
+    question.username === undefined ? undefined : SERVICE_ACCOUNT.exec(question.username)?.[1];
+  const bySubject =
+    serviceAccountNamespace === undefined
+      ? undefined
+      : found(instances.get(serviceAccountNamespace), 'service-account');
   if (bySubject) return bySubject;
   for (const appName of trackedAppNames(question.object, question.trackingLabel)) {
     const namespace = namespaceOfAppName(appName);

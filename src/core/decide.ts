@@ -74,7 +74,9 @@ function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: strin
     const argocdVersion = normalizeArgoVersion(rawVersion);
     const affecting = argocdVersion ? advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
     const ruleIds = new Set(affecting.flatMap((advisory) => advisory.mitigatedBy));
-    const byRule = new Map([...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId))]));
+    const byRule = new Map(
+      [...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId))]),
+    );
     if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
     byVersion.set(rawVersion, (known = { argocdVersion, byRule }));
   }
@@ -84,8 +86,15 @@ function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: strin
 const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
 
 /** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
-export function ruleContextFor(hook: HookInfo, context: Pick<DecisionContext, 'config' | 'advisories'>, chosenVersion: string | undefined): RuleContext {
-  const known = hook.appliedByArgo && chosenVersion !== undefined ? advisoriesForVersion(context.advisories, chosenVersion) : undefined;
+export function ruleContextFor(
+  hook: HookInfo,
+  context: Pick<DecisionContext, 'config' | 'advisories'>,
+  chosenVersion: string | undefined,
+): RuleContext {
+  const known =
+    hook.appliedByArgo && chosenVersion !== undefined
+      ? advisoriesForVersion(context.advisories, chosenVersion)
+      : undefined;
   return {
     hook,
     settings: context.config.rules,
@@ -110,7 +119,9 @@ function applyMutations(object: KubeObject, context: RuleContext): Mutation {
     const outcome = rule.mutate(mutated, context);
     const advisory = context.advisoriesFor(rule.id)[0]?.id;
     const withAdvisory = advisory ? { advisory } : {};
-    findings.push(...outcome.mutations.map((message) => ({ rule: rule.id, action: 'mutate' as const, message, ...withAdvisory })));
+    findings.push(
+      ...outcome.mutations.map((message) => ({ rule: rule.id, action: 'mutate' as const, message, ...withAdvisory })),
+    );
     findings.push(...outcome.warnings.map((message) => ({ rule: rule.id, action: 'warn' as const, message })));
     if (outcome.unmet) findings.push({ rule: rule.id, action: 'warn', message: outcome.unmet, ...withAdvisory });
   }
@@ -130,7 +141,12 @@ interface Judged {
   versionChoice: VersionChoice | undefined;
 }
 
-function conclude({ mode, hook, context, versionChoice }: Judged, rules: string[], findings: Finding[], patch: Operation[]): Decision {
+function conclude(
+  { mode, hook, context, versionChoice }: Judged,
+  rules: string[],
+  findings: Finding[],
+  patch: Operation[],
+): Decision {
   const denials = findings.filter((finding) => finding.action === 'deny');
   const enforce = mode === 'enforce';
   const denied = enforce && denials.length > 0;
@@ -142,11 +158,26 @@ function conclude({ mode, hook, context, versionChoice }: Judged, rules: string[
     warnings: renderWarnings(findings, mode),
     findings,
     ...(denied ? { denial: `hookguard denied: ${denials.map((finding) => finding.message).join(' | ')}` } : {}),
-    reason: denied ? 'denied' : denials.length > 0 ? 'would deny (audit)' : patch.length > 0 ? (enforce ? 'mutated' : 'would mutate (audit)') : 'compliant',
+    reason: denied
+      ? 'denied'
+      : denials.length > 0
+        ? 'would deny (audit)'
+        : patch.length > 0
+          ? enforce
+            ? 'mutated'
+            : 'would mutate (audit)'
+          : 'compliant',
     rules,
     hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
     ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),
-    ...(versionChoice ? { argocdVersionFrom: { by: versionChoice.by, ...(versionChoice.instance !== undefined ? { instance: versionChoice.instance } : {}) } } : {}),
+    ...(versionChoice
+      ? {
+          argocdVersionFrom: {
+            by: versionChoice.by,
+            ...(versionChoice.instance !== undefined ? { instance: versionChoice.instance } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -157,7 +188,8 @@ function conclude({ mode, hook, context, versionChoice }: Judged, rules: string[
 export function decide(request: AdmissionRequest, endpoint: Endpoint, context: DecisionContext): Decision {
   const { config } = context;
   const operation = request.operation;
-  if (operation !== 'CREATE' && operation !== 'UPDATE') return passThrough(`operation ${String(operation)}`, config.mode);
+  if (operation !== 'CREATE' && operation !== 'UPDATE')
+    return passThrough(`operation ${String(operation)}`, config.mode);
   if (request.subResource) return passThrough(`subresource ${request.subResource}`, config.mode);
   const object = request.object;
   const hook = readHook(object, request.userInfo?.username, config.hookDetection);

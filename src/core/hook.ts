@@ -1,10 +1,4 @@
-import {
-  ARGOCD_HOOK,
-  ARGOCD_TRACKING_ID,
-  HELM_HOOK,
-  HOOKGUARD_MODE,
-  HOOKGUARD_SKIP,
-} from './annotations.js';
+import { ARGOCD_HOOK, ARGOCD_TRACKING_ID, HELM_HOOK, HOOKGUARD_MODE, HOOKGUARD_SKIP } from './annotations.js';
 import { annotation, isRecord, metadataOf } from './objects.js';
 import type { KubeObject } from './types.js';
 
@@ -53,7 +47,11 @@ function splitList(value: string | undefined): string[] {
 const NO_SKIPS: ReadonlySet<string> = new Set();
 
 /** Reads what makes an object a hook; undefined for anything hookguard leaves alone. */
-export function readHook(object: unknown, username: string | undefined, detection: HookDetection): HookInfo | undefined {
+export function readHook(
+  object: unknown,
+  username: string | undefined,
+  detection: HookDetection,
+): HookInfo | undefined {
   if (!isRecord(object)) return undefined;
   const kube = object as KubeObject;
   const kind = hookKindOf(kube);
@@ -66,7 +64,9 @@ export function readHook(object: unknown, username: string | undefined, detectio
   const phases = splitList(system === 'argocd' ? argocdPhases : helmPhases);
   const labels = metadataOf(kube)?.labels;
   const trackedByLabel =
-    detection.argocdTrackingLabel !== undefined && isRecord(labels) && typeof labels[detection.argocdTrackingLabel] === 'string';
+    detection.argocdTrackingLabel !== undefined &&
+    isRecord(labels) &&
+    typeof labels[detection.argocdTrackingLabel] === 'string';
   const appliedByArgo =
     system === 'argocd' ||
     (username !== undefined && detection.argocdControllerUsernames.includes(username)) ||
@@ -78,7 +78,8 @@ export function readHook(object: unknown, username: string | undefined, detectio
     system,
     phases,
     cleanup: phases.some((phase) => CLEANUP_PHASES.has(phase)),
-    testOnly: system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
+    testOnly:
+      system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
     appliedByArgo,
     skip: skipsOf(annotation(kube, HOOKGUARD_SKIP)),
     auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',

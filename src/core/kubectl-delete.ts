@@ -23,10 +23,30 @@ const MAX_CHANGE_LENGTH = 80;
 
 /** kubectl global flags whose value is the next argv element (unless written --flag=value). */
 const GLOBAL_FLAGS_WITH_VALUE = new Set([
-  '-n', '--namespace', '--context', '--kubeconfig', '--cluster', '--user', '-s', '--server',
-  '--token', '--as', '--as-group', '--as-uid', '--request-timeout', '--cache-dir',
-  '--certificate-authority', '--client-certificate', '--client-key', '--tls-server-name', '-v',
-  '--v', '--username', '--password', '--profile', '--profile-output',
+  '-n',
+  '--namespace',
+  '--context',
+  '--kubeconfig',
+  '--cluster',
+  '--user',
+  '-s',
+  '--server',
+  '--token',
+  '--as',
+  '--as-group',
+  '--as-uid',
+  '--request-timeout',
+  '--cache-dir',
+  '--certificate-authority',
+  '--client-certificate',
+  '--client-key',
+  '--tls-server-name',
+  '-v',
+  '--v',
+  '--username',
+  '--password',
+  '--profile',
+  '--profile-output',
 ]);
 
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash', 'zsh']);
@@ -84,7 +104,8 @@ const repositoriesOfList = new WeakMap<readonly string[], ReadonlySet<string>>()
 
 function kubectlRepositories(kubectlImages: readonly string[]): ReadonlySet<string> {
   let repositories = repositoriesOfList.get(kubectlImages);
-  if (!repositories) repositoriesOfList.set(kubectlImages, (repositories = new Set(kubectlImages.map(imageRepository))));
+  if (!repositories)
+    repositoriesOfList.set(kubectlImages, (repositories = new Set(kubectlImages.map(imageRepository))));
   return repositories;
 }
 
@@ -139,7 +160,8 @@ function shellScriptIndex(argv: readonly string[]): number | undefined {
   let hasDashC = false;
   for (i++; i < argv.length; i++) {
     const option = argv[i]!;
-    if (['-o', '+o', '-O', '+O'].includes(option)) i++; // these take a value: -o pipefail
+    if (['-o', '+o', '-O', '+O'].includes(option))
+      i++; // these take a value: -o pipefail
     else if (/^[-+][A-Za-z]+$/.test(option)) hasDashC ||= option.startsWith('-') && option.includes('c');
     else if (option === '--' || !option.startsWith('--')) break; // "--" or the first operand
   }
@@ -165,7 +187,12 @@ function rewriteScript(script: string): { script: string; changes: string[] } | 
     const deleteWord = words[start + subcommand]!;
     if (deleteWord.raw !== 'delete') continue; // a quoted 'delete' is the author's business
     insertAt.push(deleteWord.end);
-    changes.push(describeChange(words.slice(start).map((word) => word.raw), 'shell script'));
+    changes.push(
+      describeChange(
+        words.slice(start).map((word) => word.raw),
+        'shell script',
+      ),
+    );
   }
   if (insertAt.length === 0) return undefined;
   let rewritten = script;

@@ -44,13 +44,17 @@ export function containersOf(podSpec: PodSpec): Container[] {
 export function describeObject(object: KubeObject): string {
   const metadata = metadataOf(object);
   const name = metadata?.name ?? (metadata?.generateName ? `${metadata.generateName}*` : '<unnamed>');
-  return metadata?.namespace ? `${object.kind ?? 'object'} ${metadata.namespace}/${name}` : `${object.kind ?? 'object'} ${name}`;
+  return metadata?.namespace
+    ? `${object.kind ?? 'object'} ${metadata.namespace}/${name}`
+    : `${object.kind ?? 'object'} ${name}`;
 }
 
 /** The object's finalizers that are strings; none when metadata.finalizers is missing or not a list. */
 export function finalizersOf(object: KubeObject): string[] {
   const finalizers = metadataOf(object)?.finalizers;
-  return Array.isArray(finalizers) ? finalizers.filter((finalizer): finalizer is string => typeof finalizer === 'string') : [];
+  return Array.isArray(finalizers)
+    ? finalizers.filter((finalizer): finalizer is string => typeof finalizer === 'string')
+    : [];
 }
 
 /**
@@ -68,7 +72,13 @@ export function cloneJson<T>(value: T): T {
   const copy: Record<string, unknown> = {};
   const source = value as Record<string, unknown>;
   for (const key of Object.keys(source)) {
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: cloneJson(source[key]), enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(copy, key, {
+        value: cloneJson(source[key]),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     else copy[key] = cloneJson(source[key]);
   }
   return copy as T;

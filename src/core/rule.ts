@@ -67,7 +67,11 @@ export interface MutationRule {
 }
 
 export function report(partial: Partial<RuleReport> = {}): RuleReport {
-  return { mutations: partial.mutations ?? [], warnings: partial.warnings ?? [], ...(partial.unmet ? { unmet: partial.unmet } : {}) };
+  return {
+    mutations: partial.mutations ?? [],
+    warnings: partial.warnings ?? [],
+    ...(partial.unmet ? { unmet: partial.unmet } : {}),
+  };
 }
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {

@@ -25,7 +25,8 @@ export function imageTag(image: string): string | undefined {
  */
 function controllerContainer(workload: KubeObject): Container | undefined {
   const containers = (podSpecOfWorkload(workload)?.containers ?? []).filter(isRecord) as Container[];
-  const imageName = (container: Container) => (container.image ?? '').split('@', 1)[0]!.split('/').pop()!.split(':', 1)[0];
+  const imageName = (container: Container) =>
+    (container.image ?? '').split('@', 1)[0]!.split('/').pop()!.split(':', 1)[0];
   return (
     containers.find((container) => container.name?.endsWith('application-controller')) ??
     containers.find((container) => imageName(container) === 'argocd') ??
@@ -59,7 +60,8 @@ export function controllerVersion(workload: KubeObject): ControllerVersion {
   if (image !== undefined && fromTag !== undefined) return { version: fromTag, source: `image ${image}` };
 
   const labels = metadataOf(workload)?.labels;
-  const label = isRecord(labels) && typeof labels[VERSION_LABEL] === 'string' ? (labels[VERSION_LABEL] as string) : undefined;
+  const label =
+    isRecord(labels) && typeof labels[VERSION_LABEL] === 'string' ? (labels[VERSION_LABEL] as string) : undefined;
   const fromLabel = normalizeArgoVersion(label);
   if (fromLabel !== undefined) return { version: fromLabel, source: `label ${VERSION_LABEL}=${label}` };
 
@@ -71,6 +73,7 @@ export function controllerVersion(workload: KubeObject): ControllerVersion {
           ? `image ${image} is pinned by digest only`
           : `image ${image} has no tag`
         : `image tag "${tag}" is not a version`;
-  const labelSays = label === undefined ? `no ${VERSION_LABEL} label` : `label ${VERSION_LABEL}="${label}" is not a version`;
+  const labelSays =
+    label === undefined ? `no ${VERSION_LABEL} label` : `label ${VERSION_LABEL}="${label}" is not a version`;
   return { version: undefined, source: `unknown: ${imageSays} and ${labelSays}` };
 }

@@ -45,12 +45,18 @@ export function discoveryOff(reason: string): ArgoVersionSource {
 function instanceOf(namespace: string, workloads: readonly KubeObject[]): ArgoInstance {
   const found = workloads.map((workload) => ({ workload, ...controllerVersion(workload) }));
   const versions = new Set(found.map((entry) => entry.version));
-  const controllerUsernames = [...new Set(workloads.map(controllerUsername).filter((username): username is string => username !== undefined))];
+  const controllerUsernames = [
+    ...new Set(workloads.map(controllerUsername).filter((username): username is string => username !== undefined)),
+  ];
   if (versions.size === 1) {
-    const source = found.map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.source}`).join('; ');
+    const source = found
+      .map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.source}`)
+      .join('; ');
     return { namespace, version: found[0]!.version, source, controllerUsernames };
   }
-  const listed = found.map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.version ?? 'unknown'}`).join(', ');
+  const listed = found
+    .map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.version ?? 'unknown'}`)
+    .join(', ');
   return { namespace, version: undefined, source: `unknown: controllers disagree (${listed})`, controllerUsernames };
 }
 
@@ -60,7 +66,11 @@ export function instancesFrom(workloads: readonly KubeObject[]): ArgoInstances {
     const namespace = workload.metadata?.namespace ?? '';
     byNamespace.set(namespace, [...(byNamespace.get(namespace) ?? []), workload]);
   }
-  return new Map([...byNamespace].sort(([a], [b]) => a.localeCompare(b)).map(([namespace, list]) => [namespace, instanceOf(namespace, list)]));
+  return new Map(
+    [...byNamespace]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([namespace, list]) => [namespace, instanceOf(namespace, list)]),
+  );
 }
 
 function plainList(list: { items: unknown[]; metadata?: { resourceVersion?: string } }): ListResult {
@@ -73,21 +83,30 @@ function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): Reflec
   const scopes: Array<string | undefined> = settings.namespaces.length > 0 ? [...settings.namespaces] : [undefined];
   return scopes.flatMap((namespace) => {
     const where = namespace === undefined ? 'all namespaces' : `namespace ${namespace}`;
-    const prefix = namespace === undefined ? '/apis/apps/v1' : `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}`;
+    const prefix =
+      namespace === undefined ? '/apis/apps/v1' : `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}`;
     return [
       {
         description: `deployments in ${where}`,
         path: `${prefix}/deployments`,
         labelSelector,
         list: async () =>
-          plainList(namespace === undefined ? await apps.listDeploymentForAllNamespaces({ labelSelector }) : await apps.listNamespacedDeployment({ namespace, labelSelector })),
+          plainList(
+            namespace === undefined
+              ? await apps.listDeploymentForAllNamespaces({ labelSelector })
+              : await apps.listNamespacedDeployment({ namespace, labelSelector }),
+          ),
       },
       {
         description: `statefulsets in ${where}`,
         path: `${prefix}/statefulsets`,
         labelSelector,
         list: async () =>
-          plainList(namespace === undefined ? await apps.listStatefulSetForAllNamespaces({ labelSelector }) : await apps.listNamespacedStatefulSet({ namespace, labelSelector })),
+          plainList(
+            namespace === undefined
+              ? await apps.listStatefulSetForAllNamespaces({ labelSelector })
+              : await apps.listNamespacedStatefulSet({ namespace, labelSelector }),
+          ),
       },
     ];
   });
@@ -109,7 +128,9 @@ export class ArgoDiscovery implements ArgoVersionSource {
       ...(settings.stallGraceMs !== undefined ? { stallGraceMs: settings.stallGraceMs } : {}),
     };
     this.reflectors = targetsFor(kubeConfig, settings).map((target) => {
-      const reflector: Reflector = new Reflector(kubeConfig, target, reflectorSettings, logger, (objects) => this.update(reflector, objects));
+      const reflector: Reflector = new Reflector(kubeConfig, target, reflectorSettings, logger, (objects) =>
+        this.update(reflector, objects),
+      );
       return reflector;
     });
   }
@@ -134,7 +155,11 @@ export class ArgoDiscovery implements ArgoVersionSource {
       synced: this.reflectors.every((reflector) => reflector.synced),
       watching: this.reflectors.every((reflector) => reflector.connected),
       ...(lastError !== undefined ? { lastError } : {}),
-      instances: [...this.snapshot.values()].map(({ namespace, version, source }) => ({ namespace, version: version ?? null, source })),
+      instances: [...this.snapshot.values()].map(({ namespace, version, source }) => ({
+        namespace,
+        version: version ?? null,
+        source,
+      })),
     };
   }
 
@@ -151,8 +176,17 @@ export class ArgoDiscovery implements ArgoVersionSource {
     for (const [namespace, instance] of after) {
       const previous = before.get(namespace);
       if (previous && previous.version === instance.version && previous.source === instance.source) continue;
-      const fields = { namespace, version: instance.version ?? 'unknown', previousVersion: previous ? (previous.version ?? 'unknown') : undefined, source: instance.source };
-      if (instance.version === undefined) this.logger.warn(fields, 'Argo CD instance version unknown: hooks it applies get mutations only, never denials');
+      const fields = {
+        namespace,
+        version: instance.version ?? 'unknown',
+        previousVersion: previous ? (previous.version ?? 'unknown') : undefined,
+        source: instance.source,
+      };
+      if (instance.version === undefined)
+        this.logger.warn(
+          fields,
+          'Argo CD instance version unknown: hooks it applies get mutations only, never denials',
+        );
       else this.logger.info(fields, previous ? 'Argo CD instance version changed' : 'Argo CD instance discovered');
     }
     for (const namespace of before.keys()) {

@@ -12,7 +12,11 @@ export interface RunningDiscovery {
  * Starts discovery unless the version is pinned, discovery is disabled, or there is no cluster to ask; in
  * those cases it says why, once, and hookguard serves on with the configured (or an unknown) version.
  */
-export function startDiscovery(config: Readonly<Config>, env: Readonly<Record<string, string | undefined>>, logger: Logger): RunningDiscovery {
+export function startDiscovery(
+  config: Readonly<Config>,
+  env: Readonly<Record<string, string | undefined>>,
+  logger: Logger,
+): RunningDiscovery {
   const off = (reason: string): RunningDiscovery => {
     logger.info({ reason }, 'Argo CD discovery off');
     return { source: discoveryOff(reason), stop: async () => undefined };
@@ -21,8 +25,15 @@ export function startDiscovery(config: Readonly<Config>, env: Readonly<Record<st
   if (!config.discovery.enabled) return off('discovery.enabled is false');
   const connection = kubeConnection(env);
   if (!connection) return off('no kubeconfig and no in-cluster service account: not running in a cluster');
-  const discovery = new ArgoDiscovery(connection.kubeConfig, config.discovery, logger.child({ component: 'discovery' }));
-  logger.info({ from: connection.source, labelSelector: config.discovery.labelSelector, namespaces: config.discovery.namespaces }, 'Argo CD discovery on');
+  const discovery = new ArgoDiscovery(
+    connection.kubeConfig,
+    config.discovery,
+    logger.child({ component: 'discovery' }),
+  );
+  logger.info(
+    { from: connection.source, labelSelector: config.discovery.labelSelector, namespaces: config.discovery.namespaces },
+    'Argo CD discovery on',
+  );
   discovery.start();
   return { source: discovery, stop: () => discovery.stop() };
 }

@@ -1,4 +1,10 @@
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { auditRecord } from '../audit.js';
 import { decisionContext, type Config } from '../config.js';
@@ -48,7 +54,8 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   let context = baseContext;
   const contextNow = (): DecisionContext => {
     const instances = argocd?.instances();
-    if (instances !== undefined && instances !== context.argocdInstances) context = withInstances(baseContext, instances);
+    if (instances !== undefined && instances !== context.argocdInstances)
+      context = withInstances(baseContext, instances);
     return context;
   };
   app.removeContentTypeParser('application/json');
@@ -76,7 +83,10 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       metrics.request(endpoint, 'errored', seconds());
       return errored(admission.uid, error);
     }
-    app.log.info({ audit: auditRecord(admission, endpoint, decision, performance.now() - started) }, 'admission decision');
+    app.log.info(
+      { audit: auditRecord(admission, endpoint, decision, performance.now() - started) },
+      'admission decision',
+    );
     const answer = fromDecision(admission.uid, decision);
     metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings);
     return answer;
@@ -101,10 +111,13 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
 
   app.setNotFoundHandler(async (request, reply) => {
     reply.code(404);
-    return { error: `no route ${request.method} ${request.url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics` };
+    return {
+      error: `no route ${request.method} ${request.url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics`,
+    };
   });
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    const status =
+      error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status === 500) {
       app.log.error({ err: error }, 'unexpected error');
       metrics.error('http');

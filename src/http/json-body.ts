@@ -10,7 +10,11 @@ export class BodyError extends Error {
 const POISONING = /forbidden prototype property/;
 
 /** Parses like Fastify does (secure-json-parse, __proto__ and constructor.prototype refused) and names the problem. */
-export function parseJsonBody(_request: FastifyRequest, body: string, done: (error: Error | null, value?: unknown) => void): void {
+export function parseJsonBody(
+  _request: FastifyRequest,
+  body: string,
+  done: (error: Error | null, value?: unknown) => void,
+): void {
   if (body.length === 0) {
     done(new BodyError('the body is empty; expected an AdmissionReview JSON object'));
     return;

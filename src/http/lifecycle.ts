@@ -39,7 +39,12 @@ function delay(ms: number): { done: Promise<void>; cancel(): void } {
  * 3. Stop accepting, close idle keep-alive connections, let in-flight requests finish.
  * 4. At `shutdownTimeoutMs` after the start, cut whatever is still open: the process always exits in time.
  */
-export async function shutDown(app: FastifyInstance, lifecycle: Lifecycle, settings: ShutdownSettings, logger: Logger): Promise<ShutdownResult> {
+export async function shutDown(
+  app: FastifyInstance,
+  lifecycle: Lifecycle,
+  settings: ShutdownSettings,
+  logger: Logger,
+): Promise<ShutdownResult> {
   const started = performance.now();
   lifecycle.beginShutdown();
   await delay(settings.shutdownDelayMs).done;
@@ -49,7 +54,10 @@ export async function shutDown(app: FastifyInstance, lifecycle: Lifecycle, setti
   const result = await Promise.race([closed, deadline.done.then(() => 'forced' as const)]);
   deadline.cancel();
   if (result === 'forced') {
-    logger.error({ shutdownTimeoutMs: settings.shutdownTimeoutMs }, 'shutdown timeout reached: closing the connections still open');
+    logger.error(
+      { shutdownTimeoutMs: settings.shutdownTimeoutMs },
+      'shutdown timeout reached: closing the connections still open',
+    );
     app.server.closeAllConnections();
     await closed;
   }

@@ -31,19 +31,26 @@ export interface MetricsOptions {
 /** What the instance gauge shows: the pinned version alone when `argocd.version` is set, else what discovery knows. */
 export function knownArgoCdInstances(pinned: string | null, discovered: () => ArgoInstances): ArgoCdInstance[] {
   if (pinned !== null) return [{ namespace: '', version: pinned }];
-  return [...discovered().values()].map((instance) => ({ namespace: instance.namespace, version: instance.version ?? 'unknown' }));
+  return [...discovered().values()].map((instance) => ({
+    namespace: instance.namespace,
+    version: instance.version ?? 'unknown',
+  }));
 }
 
 type Timer = { observe(value: number): void };
 type Tally<K extends string> = Record<K, number>;
 
-const zeroTally = <K extends string>(keys: readonly K[]): Tally<K> => Object.fromEntries(keys.map((key) => [key, 0])) as Tally<K>;
+const zeroTally = <K extends string>(keys: readonly K[]): Tally<K> =>
+  Object.fromEntries(keys.map((key) => [key, 0])) as Tally<K>;
 
 export class Metrics {
   readonly registry = new Registry();
   // The per-request counts are plain numbers handed to prom-client at scrape time: its inc() hashes the labels on
   // every call, several times per admission request.
-  private readonly requestCounts: Record<Endpoint, Tally<Outcome>> = { mutate: zeroTally(OUTCOMES), validate: zeroTally(OUTCOMES) };
+  private readonly requestCounts: Record<Endpoint, Tally<Outcome>> = {
+    mutate: zeroTally(OUTCOMES),
+    validate: zeroTally(OUTCOMES),
+  };
   /** By rule, then action, in the order first seen. */
   private readonly ruleActionCounts = new Map<string, Map<string, number>>();
   private readonly latencyChildren = new Map<Endpoint, Timer>();
@@ -63,7 +70,8 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const endpoint of ENDPOINTS) for (const outcome of OUTCOMES) this.labels(endpoint, outcome).inc(requestCounts[endpoint][outcome]);
+        for (const endpoint of ENDPOINTS)
+          for (const outcome of OUTCOMES) this.labels(endpoint, outcome).inc(requestCounts[endpoint][outcome]);
       },
     });
     const latency = new Histogram({
@@ -84,7 +92,8 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const [rule, actions] of ruleActionCounts) for (const [action, count] of actions) this.labels(rule, action).inc(count);
+        for (const [rule, actions] of ruleActionCounts)
+          for (const [action, count] of actions) this.labels(rule, action).inc(count);
       },
     });
     this.errors = new Counter({
@@ -94,7 +103,11 @@ export class Metrics {
       registers,
     });
     for (const source of ERROR_SOURCES) this.errors.labels(source).inc(0);
-    this.tlsReloads = new Counter({ name: 'hookguard_tls_reloads_total', help: 'Serving certificates loaded without a restart.', registers });
+    this.tlsReloads = new Counter({
+      name: 'hookguard_tls_reloads_total',
+      help: 'Serving certificates loaded without a restart.',
+      registers,
+    });
     this.certificateNotAfter = new Gauge({
       name: 'hookguard_tls_certificate_not_after_timestamp_seconds',
       help: 'Expiry of the serving certificate in use, as a Unix timestamp.',

@@ -30,7 +30,12 @@ export function allowed(uid: string, warnings: string[] = []): AdmissionReviewRe
 }
 
 export function denied(uid: string, message: string, warnings: string[] = []): AdmissionReviewResponse {
-  return review({ uid, allowed: false, warnings: someOrNone(warnings), status: { code: 403, reason: 'Forbidden', message } });
+  return review({
+    uid,
+    allowed: false,
+    warnings: someOrNone(warnings),
+    status: { code: 403, reason: 'Forbidden', message },
+  });
 }
 
 export function patched(uid: string, patch: readonly Operation[], warnings: string[] = []): AdmissionReviewResponse {

@@ -109,7 +109,8 @@ export class Reflector {
         }
         // The API server ends every watch at its timeout, so an end is normal; but one that comes early and
         // empty (no event, not even a bookmark) is a failure to back off from, not to retry in a tight loop.
-        if (end.events === 0 && end.durationMs < this.settings.watchTimeoutSeconds * 500) throw new WatchError('watch closed by the server early, before any event');
+        if (end.events === 0 && end.durationMs < this.settings.watchTimeoutSeconds * 500)
+          throw new WatchError('watch closed by the server early, before any event');
         attempt = 0;
       } catch (error) {
         if (this.stopped) break;
@@ -119,9 +120,15 @@ export class Reflector {
         this.lastError = describeError(error);
         if (!this.lost) {
           this.lost = true;
-          this.logger.warn({ target: this.target.description, error: this.lastError, retryInMs: delayMs }, 'lost the watch on the API server; using the last known Argo CD versions');
+          this.logger.warn(
+            { target: this.target.description, error: this.lastError, retryInMs: delayMs },
+            'lost the watch on the API server; using the last known Argo CD versions',
+          );
         } else {
-          this.logger.debug({ target: this.target.description, error: this.lastError, retryInMs: delayMs, attempt }, 'API server still unreachable');
+          this.logger.debug(
+            { target: this.target.description, error: this.lastError, retryInMs: delayMs, attempt },
+            'API server still unreachable',
+          );
         }
         await sleep(delayMs, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
@@ -140,13 +147,17 @@ export class Reflector {
   private async relist(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new WatchError(`list gave no answer within ${LIST_TIMEOUT_MS / 1000}s`)), LIST_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new WatchError(`list gave no answer within ${LIST_TIMEOUT_MS / 1000}s`)),
+        LIST_TIMEOUT_MS,
+      );
     });
     const list = await Promise.race([this.target.list(), timeout]).finally(() => clearTimeout(timer));
     this.objects = new Map(list.items.map((item) => [keyOf(item), item]));
     this.resourceVersion = list.resourceVersion;
     this.regained();
-    if (!this.synced) this.logger.info({ target: this.target.description, objects: list.items.length }, 'discovery listed');
+    if (!this.synced)
+      this.logger.info({ target: this.target.description, objects: list.items.length }, 'discovery listed');
     this.synced = true;
     this.onChange([...this.objects.values()]);
   }
@@ -178,7 +189,10 @@ export class Reflector {
       const armWatchdog = () => {
         clearTimeout(watchdog);
         const silentMs = this.settings.watchTimeoutSeconds * 1000 + (this.settings.stallGraceMs ?? STALL_GRACE_MS);
-        watchdog = setTimeout(() => settle({ error: new WatchError(`watch silent for over ${silentMs} ms: restarting it`) }), silentMs);
+        watchdog = setTimeout(
+          () => settle({ error: new WatchError(`watch silent for over ${silentMs} ms: restarting it`) }),
+          silentMs,
+        );
         watchdog.unref();
       };
       this.cancelWatch = () => settle({ end: { kind: 'closed', events, durationMs: Date.now() - started } });

@@ -22,7 +22,9 @@ export const idempotentCleanup: MutationRule = {
       if (!rewrite) continue;
       if (rewrite.command) container.command = rewrite.command;
       if (rewrite.args) container.args = rewrite.args;
-      mutations.push(...rewrite.changes.map((change) => `container ${container.name ?? '?'}: --ignore-not-found for ${change}`));
+      mutations.push(
+        ...rewrite.changes.map((change) => `container ${container.name ?? '?'}: --ignore-not-found for ${change}`),
+      );
     }
 
     const spec = jobSpecOf(object);

@@ -8,7 +8,13 @@ import { ttlFloor } from './ttl-floor.js';
 import { versionRace } from './version-race.js';
 
 /** CREATE mutations, in the order they run. */
-export const mutationRules: readonly MutationRule[] = [deletePolicy, idempotentCleanup, hookFinalizer, ttlFloor, minRuntime];
+export const mutationRules: readonly MutationRule[] = [
+  deletePolicy,
+  idempotentCleanup,
+  hookFinalizer,
+  ttlFloor,
+  minRuntime,
+];
 
 export { immutableUpdate, versionRace };
 
@@ -20,7 +26,12 @@ export interface CatalogEntry {
 }
 
 export const ruleCatalog: readonly CatalogEntry[] = [
-  ...mutationRules.map((rule) => ({ id: rule.id, webhook: 'mutating' as const, operation: 'CREATE' as const, doc: rule.doc })),
+  ...mutationRules.map((rule) => ({
+    id: rule.id,
+    webhook: 'mutating' as const,
+    operation: 'CREATE' as const,
+    doc: rule.doc,
+  })),
   { id: immutableUpdate.id, webhook: 'mutating', operation: 'UPDATE', doc: immutableUpdate.doc },
   { id: versionRace.id, webhook: 'validating', operation: 'CREATE', doc: versionRace.doc },
 ];

@@ -78,6 +78,9 @@ export const minRuntime: MutationRule = {
     const guard = guardContainer(requested.seconds, settings.minRuntime);
     if (Array.isArray(initContainers)) initContainers.push(guard);
     else podSpec.initContainers = [guard];
-    return report({ warnings, mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`] });
+    return report({
+      warnings,
+      mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`],
+    });
   },
 };

@@ -11,7 +11,9 @@ function missingMitigation(rule: MutationRule, object: KubeObject, context: Rule
   const outcome = rule.mutate(probe, context);
   if (outcome.unmet) return outcome.unmet;
   if (jsonEqual(probe, object)) return undefined;
-  return context.hook.skip.has(rule.id) ? `opted out with ${HOOKGUARD_SKIP}` : 'not applied (was the mutating webhook bypassed?)';
+  return context.hook.skip.has(rule.id)
+    ? `opted out with ${HOOKGUARD_SKIP}`
+    : 'not applied (was the mutating webhook bypassed?)';
 }
 
 /**
@@ -19,7 +21,11 @@ function missingMitigation(rule: MutationRule, object: KubeObject, context: Rule
  * runs on one copy and one comparison shows none changed it. Only when one would change it is each rule judged
  * alone, to name the ones that would (none of them undoes another's change).
  */
-function missingMitigations(rules: readonly MutationRule[], object: KubeObject, context: RuleContext): (string | undefined)[] {
+function missingMitigations(
+  rules: readonly MutationRule[],
+  object: KubeObject,
+  context: RuleContext,
+): (string | undefined)[] {
   const probe = cloneJson(object);
   const unmet = rules.map((rule) => rule.mutate(probe, context).unmet);
   if (jsonEqual(probe, object)) return unmet;
@@ -35,7 +41,9 @@ export const versionRace = {
   doc: 'Denies a hook CREATE that, after mutation, still races with the known Argo CD version (an opted-out or impossible mitigation), naming the advisory.',
   validate(object: KubeObject, context: RuleContext, mutationRules: readonly MutationRule[]): Finding[] {
     if (!context.hook.appliedByArgo || context.argocdVersion === undefined) return [];
-    const mitigating = mutationRules.filter((rule) => rule.kinds.includes(context.hook.kind) && context.advisoriesFor(rule.id).length > 0);
+    const mitigating = mutationRules.filter(
+      (rule) => rule.kinds.includes(context.hook.kind) && context.advisoriesFor(rule.id).length > 0,
+    );
     if (mitigating.length === 0) return [];
     const missing = missingMitigations(mitigating, object, context);
     const findings: Finding[] = [];

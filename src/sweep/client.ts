@@ -5,7 +5,11 @@ import { plainObject } from '../kube/plain.js';
 import type { SweptKind } from './qualify.js';
 
 export interface SweepClient {
-  list(kind: SweptKind, namespace: string | undefined, continueToken: string | undefined): Promise<{ items: KubeObject[]; continueToken: string | undefined }>;
+  list(
+    kind: SweptKind,
+    namespace: string | undefined,
+    continueToken: string | undefined,
+  ): Promise<{ items: KubeObject[]; continueToken: string | undefined }>;
   get(kind: SweptKind, namespace: string, name: string): Promise<KubeObject>;
   /** A JSON patch (application/json-patch+json). */
   patch(kind: SweptKind, namespace: string, name: string, operations: Operation[]): Promise<KubeObject>;
@@ -31,11 +35,19 @@ export function kubeSweepClient(kubeConfig: KubeConfig): SweepClient {
       return { items: list.items.map(plainObject), continueToken: list.metadata?._continue || undefined };
     },
     async get(kind, namespace, name) {
-      return plainObject(kind === 'Job' ? await batch.readNamespacedJob({ name, namespace }) : await core.readNamespacedPod({ name, namespace }));
+      return plainObject(
+        kind === 'Job'
+          ? await batch.readNamespacedJob({ name, namespace })
+          : await core.readNamespacedPod({ name, namespace }),
+      );
     },
     async patch(kind, namespace, name, operations) {
       const request = { name, namespace, body: operations };
-      return plainObject(kind === 'Job' ? await batch.patchNamespacedJob(request, JSON_PATCH) : await core.patchNamespacedPod(request, JSON_PATCH));
+      return plainObject(
+        kind === 'Job'
+          ? await batch.patchNamespacedJob(request, JSON_PATCH)
+          : await core.patchNamespacedPod(request, JSON_PATCH),
+      );
     },
   };
 }

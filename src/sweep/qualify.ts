@@ -21,9 +21,12 @@ export function formatAge(seconds: number): string {
 /** Complete or Failed for a Job (its conditions), Succeeded or Failed for a Pod (its phase); undefined while it runs. */
 export function finishedAs(kind: SweptKind, object: KubeObject): string | undefined {
   const status = isRecord(object.status) ? object.status : {};
-  if (kind === 'Pod') return status.phase === 'Succeeded' || status.phase === 'Failed' ? `Pod ${status.phase}` : undefined;
+  if (kind === 'Pod')
+    return status.phase === 'Succeeded' || status.phase === 'Failed' ? `Pod ${status.phase}` : undefined;
   const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isRecord) : [];
-  const final = conditions.find((condition) => (condition.type === 'Complete' || condition.type === 'Failed') && condition.status === 'True');
+  const final = conditions.find(
+    (condition) => (condition.type === 'Complete' || condition.type === 'Failed') && condition.status === 'True',
+  );
   return final ? `Job ${String(final.type)}` : undefined;
 }
 
@@ -34,20 +37,32 @@ export function finishedAs(kind: SweptKind, object: KubeObject): string | undefi
  */
 export function qualify(kind: SweptKind, object: KubeObject, now: Date, minAgeSeconds: number): Qualification {
   const metadata = metadataOf(object);
-  const deletion = typeof metadata?.deletionTimestamp === 'string' ? Date.parse(metadata.deletionTimestamp) : Number.NaN;
+  const deletion =
+    typeof metadata?.deletionTimestamp === 'string' ? Date.parse(metadata.deletionTimestamp) : Number.NaN;
   if (Number.isNaN(deletion)) return { qualifies: false, reason: 'not being deleted' };
   const ageSeconds = Math.max(0, Math.floor((now.getTime() - deletion) / 1000));
-  if (!finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER)) return { qualifies: false, reason: `no ${ARGOCD_HOOK_FINALIZER}`, ageSeconds };
+  if (!finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER))
+    return { qualifies: false, reason: `no ${ARGOCD_HOOK_FINALIZER}`, ageSeconds };
   const argocdPhases = annotation(object, ARGOCD_HOOK);
   const helmPhases = annotation(object, HELM_HOOK);
-  if (argocdPhases === undefined && helmPhases === undefined) return { qualifies: false, reason: 'not a hook: no Argo CD or Helm hook annotation', ageSeconds };
+  if (argocdPhases === undefined && helmPhases === undefined)
+    return { qualifies: false, reason: 'not a hook: no Argo CD or Helm hook annotation', ageSeconds };
 
   const hook = argocdPhases !== undefined ? `Argo CD ${argocdPhases} hook` : `Helm ${helmPhases} hook`;
   const deleting = `deleting for ${formatAge(ageSeconds)}`;
   const finished = finishedAs(kind, object);
   if (finished !== undefined) return { qualifies: true, reasons: [hook, finished, deleting], ageSeconds };
-  if (ageSeconds >= minAgeSeconds) return { qualifies: true, reasons: [hook, 'not finished', `${deleting}, at least ${formatAge(minAgeSeconds)}`], ageSeconds };
-  return { qualifies: false, reason: `still running and ${deleting}, under ${formatAge(minAgeSeconds)}: Argo CD may still remove it`, ageSeconds };
+  if (ageSeconds >= minAgeSeconds)
+    return {
+      qualifies: true,
+      reasons: [hook, 'not finished', `${deleting}, at least ${formatAge(minAgeSeconds)}`],
+      ageSeconds,
+    };
+  return {
+    qualifies: false,
+    reason: `still running and ${deleting}, under ${formatAge(minAgeSeconds)}: Argo CD may still remove it`,
+    ageSeconds,
+  };
 }
 
 /** The finalizers once the hook finalizer is gone, every other one kept in order. */

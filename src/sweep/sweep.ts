@@ -73,8 +73,19 @@ async function withRetries<T>(what: string, call: () => Promise<T>, options: Swe
       if (!isTransient(failure) || attempt + 1 >= options.retry.maxAttempts) throw new ApiCallError(failure);
       // The server's Retry-After wins, within reason: a one-shot CronJob must not sleep for an hour.
       const delayMs =
-        failure.retryAfterSeconds !== undefined ? Math.min(failure.retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS) : backoffDelayMs(attempt, options.retry.backoff);
-      logger.warn({ call: what, status: failure.status ?? null, error: failure.message, retryInMs: delayMs, attempt: attempt + 1 }, 'API call failed; retrying');
+        failure.retryAfterSeconds !== undefined
+          ? Math.min(failure.retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS)
+          : backoffDelayMs(attempt, options.retry.backoff);
+      logger.warn(
+        {
+          call: what,
+          status: failure.status ?? null,
+          error: failure.message,
+          retryInMs: delayMs,
+          attempt: attempt + 1,
+        },
+        'API call failed; retrying',
+      );
       await sleep(delayMs);
     }
   }
@@ -88,43 +99,91 @@ export function removalPatch(before: readonly string[]): Operation[] {
   ];
 }
 
-async function listAll(client: SweepClient, kind: SweptKind, options: SweepOptions, logger: Logger): Promise<KubeObject[]> {
+async function listAll(
+  client: SweepClient,
+  kind: SweptKind,
+  options: SweepOptions,
+  logger: Logger,
+): Promise<KubeObject[]> {
   const items: KubeObject[] = [];
   let continueToken: string | undefined;
   do {
-    const page = await withRetries(`list ${kind}s`, () => client.list(kind, options.namespace, continueToken), options, logger);
+    const page = await withRetries(
+      `list ${kind}s`,
+      () => client.list(kind, options.namespace, continueToken),
+      options,
+      logger,
+    );
     items.push(...page.items);
     continueToken = page.continueToken;
   } while (continueToken !== undefined);
   return items;
 }
 
-async function removeFinalizer(client: SweepClient, kind: SweptKind, object: KubeObject, options: SweepOptions, logger: Logger, secondLook = false): Promise<SweepResult> {
+async function removeFinalizer(
+  client: SweepClient,
+  kind: SweptKind,
+  object: KubeObject,
+  options: SweepOptions,
+  logger: Logger,
+  secondLook = false,
+): Promise<SweepResult> {
   const metadata = metadataOf(object);
   const namespace = String(metadata?.namespace ?? '');
   const name = String(metadata?.name ?? '');
   const before = finalizersOf(object);
   const judged = qualify(kind, object, options.now?.() ?? new Date(), options.minAgeSeconds);
-  const base = { kind, namespace, name, finalizersBefore: before, ...(judged.ageSeconds !== undefined ? { ageSeconds: judged.ageSeconds } : {}) };
+  const base = {
+    kind,
+    namespace,
+    name,
+    finalizersBefore: before,
+    ...(judged.ageSeconds !== undefined ? { ageSeconds: judged.ageSeconds } : {}),
+  };
   if (!judged.qualifies) {
-    return { ...base, action: 'skipped', reasons: [secondLook ? `changed meanwhile: ${judged.reason}` : judged.reason], finalizersAfter: before };
+    return {
+      ...base,
+      action: 'skipped',
+      reasons: [secondLook ? `changed meanwhile: ${judged.reason}` : judged.reason],
+      finalizersAfter: before,
+    };
   }
   const after = withoutHookFinalizer(before);
   if (!options.apply) return { ...base, action: 'would-remove', reasons: judged.reasons, finalizersAfter: after };
   try {
-    await withRetries(`patch ${kind} ${namespace}/${name}`, () => client.patch(kind, namespace, name, removalPatch(before)), options, logger);
+    await withRetries(
+      `patch ${kind} ${namespace}/${name}`,
+      () => client.patch(kind, namespace, name, removalPatch(before)),
+      options,
+      logger,
+    );
   } catch (error) {
     const failure = failureOf(error);
-    if (failure.status === 404) return { ...base, action: 'gone', reasons: [...judged.reasons, 'deleted before the patch reached it'], finalizersAfter: [] };
+    if (failure.status === 404)
+      return {
+        ...base,
+        action: 'gone',
+        reasons: [...judged.reasons, 'deleted before the patch reached it'],
+        finalizersAfter: [],
+      };
     // 422: the test op failed (the finalizers changed); 409: a conflicting write. Judge the object again, once.
     if ((failure.status === 409 || failure.status === 422) && !secondLook) {
-      logger.info({ kind, namespace, name, status: failure.status, error: failure.message }, 'object changed since it was listed: judging it again');
+      logger.info(
+        { kind, namespace, name, status: failure.status, error: failure.message },
+        'object changed since it was listed: judging it again',
+      );
       try {
-        const fresh = await withRetries(`get ${kind} ${namespace}/${name}`, () => client.get(kind, namespace, name), options, logger);
+        const fresh = await withRetries(
+          `get ${kind} ${namespace}/${name}`,
+          () => client.get(kind, namespace, name),
+          options,
+          logger,
+        );
         return await removeFinalizer(client, kind, fresh, options, logger, true);
       } catch (getError) {
         const getFailure = failureOf(getError);
-        if (getFailure.status === 404) return { ...base, action: 'gone', reasons: [...judged.reasons, 'deleted meanwhile'], finalizersAfter: [] };
+        if (getFailure.status === 404)
+          return { ...base, action: 'gone', reasons: [...judged.reasons, 'deleted meanwhile'], finalizersAfter: [] };
         return failed(base, judged.reasons, `re-reading it failed: ${describe(getFailure)}`, logger);
       }
     }
@@ -151,12 +210,27 @@ async function removeFinalizer(client: SweepClient, kind: SweptKind, object: Kub
 }
 
 function describe(failure: ApiFailure): string {
-  return failure.status === undefined ? `no answer from the API server: ${failure.message}` : `HTTP ${failure.status}: ${failure.message}`;
+  return failure.status === undefined
+    ? `no answer from the API server: ${failure.message}`
+    : `HTTP ${failure.status}: ${failure.message}`;
 }
 
-function failed(base: Omit<SweepResult, 'action' | 'reasons' | 'finalizersAfter'>, reasons: string[], why: string, logger: Logger): SweepResult {
-  logger.error({ kind: base.kind, namespace: base.namespace, name: base.name, error: why }, `could not remove ${ARGOCD_HOOK_FINALIZER}`);
-  return { ...base, action: 'failed', reasons: [...reasons, `patch failed: ${why}`], finalizersAfter: base.finalizersBefore };
+function failed(
+  base: Omit<SweepResult, 'action' | 'reasons' | 'finalizersAfter'>,
+  reasons: string[],
+  why: string,
+  logger: Logger,
+): SweepResult {
+  logger.error(
+    { kind: base.kind, namespace: base.namespace, name: base.name, error: why },
+    `could not remove ${ARGOCD_HOOK_FINALIZER}`,
+  );
+  return {
+    ...base,
+    action: 'failed',
+    reasons: [...reasons, `patch failed: ${why}`],
+    finalizersAfter: base.finalizersBefore,
+  };
 }
 
 /** One pass over Jobs and Pods. Throws ApiCallError when the cluster cannot be listed. */
@@ -164,7 +238,8 @@ export async function sweep(client: SweepClient, options: SweepOptions, logger: 
   const results: SweepResult[] = [];
   for (const kind of ['Job', 'Pod'] as const) {
     const candidates = (await listAll(client, kind, options, logger)).filter(
-      (object) => metadataOf(object)?.deletionTimestamp !== undefined && finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER),
+      (object) =>
+        metadataOf(object)?.deletionTimestamp !== undefined && finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER),
     );
     // One at a time: a sweep is rare and small, and the API server is spared a burst.
     for (const object of candidates) results.push(await removeFinalizer(client, kind, object, options, logger));

@@ -20,7 +20,10 @@ let build: { status: number | null; stdout: string; stderr: string };
 
 beforeAll(() => {
   // What a clone has: the files git tracks (and new ones it does not ignore), nothing built, no node_modules.
-  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: repoRoot, encoding: 'utf8' })
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  })
     .split('\0')
     .filter((file) => file !== '' && existsSync(join(repoRoot, file)));
   for (const file of files) {
@@ -45,19 +48,31 @@ describe('scripts/build.sh in a clean copy of the repository', () => {
     expect(build.status, build.stderr).toBe(0);
     expect(build.stdout).toMatch(new RegExp(`build\\.sh: \\S+ in ${out}`));
     expect(readdirSync(out).sort()).toEqual(['data', 'dist', 'node_modules', 'package-lock.json', 'package.json']);
-    const { dependencies } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
-    for (const name of Object.keys(dependencies ?? {})) expect(existsSync(join(out, 'node_modules', name)), name).toBe(true);
+    const { dependencies } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as Record<
+      string,
+      Record<string, string>
+    >;
+    for (const name of Object.keys(dependencies ?? {}))
+      expect(existsSync(join(out, 'node_modules', name)), name).toBe(true);
     // What the lock file marks dev-only (reached from no production dependency) is absent: typescript, vitest, ...
-    const { packages } = JSON.parse(readFileSync(join(out, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    const { packages } = JSON.parse(readFileSync(join(out, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean }>;
+    };
     const devOnly = Object.entries(packages).filter(([path, entry]) => path !== '' && entry.dev === true);
     expect(devOnly.map(([path]) => path)).toContain('node_modules/typescript');
     for (const [path] of devOnly) expect(existsSync(join(out, path)), path).toBe(false);
-    const neverRun = spawnSync('find', [out, '-name', '*.map', '-o', '-name', '*.d.ts'], { encoding: 'utf8' }).stdout.trim();
+    const neverRun = spawnSync('find', [out, '-name', '*.map', '-o', '-name', '*.d.ts'], {
+      encoding: 'utf8',
+    }).stdout.trim();
     expect(neverRun).toBe('');
   });
 
   it('runs: --version from the built folder', () => {
-    const version = spawnSync(process.execPath, [join(out, 'dist', 'cli', 'main.js'), '--version'], { cwd: out, encoding: 'utf8', env: { PATH: '' } });
+    const version = spawnSync(process.execPath, [join(out, 'dist', 'cli', 'main.js'), '--version'], {
+      cwd: out,
+      encoding: 'utf8',
+      env: { PATH: '' },
+    });
     const expected = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
     expect([version.status, version.stdout]).toEqual([0, `${expected}\n`]);
   });
@@ -67,15 +82,28 @@ describe('scripts/build.sh in a clean copy of the repository', () => {
     writeFileSync(join(root, 'tls.key'), key);
     writeFileSync(join(root, 'tls.crt'), cert);
     const config = join(root, 'config.yaml');
-    writeFileSync(config, `server:\n  tls: { certFile: ${root}/tls.crt, keyFile: ${root}/tls.key }\n  shutdownDelayMs: 0\n`);
+    writeFileSync(
+      config,
+      `server:\n  tls: { certFile: ${root}/tls.crt, keyFile: ${root}/tls.key }\n  shutdownDelayMs: 0\n`,
+    );
     const serve = await ServeProcess.start(['--config', config], {}, join(out, 'dist', 'cli', 'main.js'));
     try {
       const connection = await RawConnection.open(serve.port, [cert]);
       const object = hookJob({ 'helm.sh/hook': 'pre-upgrade' });
-      const reply = await connection.request('POST', '/mutate', JSON.stringify(admissionReview({ uid: 'uid-image', operation: 'CREATE', object })));
+      const reply = await connection.request(
+        'POST',
+        '/mutate',
+        JSON.stringify(admissionReview({ uid: 'uid-image', operation: 'CREATE', object })),
+      );
       const { response } = JSON.parse(reply.body);
       expect([reply.status, response.uid]).toEqual([200, 'uid-image']);
-      expect(decodePatch(response)).toEqual([{ op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' }]);
+      expect(decodePatch(response)).toEqual([
+        {
+          op: 'add',
+          path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+          value: 'before-hook-creation,hook-succeeded',
+        },
+      ]);
       connection.destroy();
       serve.child.kill('SIGTERM');
       expect(await serve.exitWithin(10_000), serve.stderr).toBe(0);
@@ -87,7 +115,11 @@ describe('scripts/build.sh in a clean copy of the repository', () => {
 
 describe('Dockerfile', () => {
   const lint = (file: string) =>
-    spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'dockerfile-utils', 'bin', 'dockerfile-utils'), 'lint', file], { encoding: 'utf8' });
+    spawnSync(
+      process.execPath,
+      [join(repoRoot, 'node_modules', 'dockerfile-utils', 'bin', 'dockerfile-utils'), 'lint', file],
+      { encoding: 'utf8' },
+    );
 
   it('passes dockerfile-utils lint with no finding (control: a broken Dockerfile fails it)', () => {
     const ours = lint(join(repoRoot, 'Dockerfile'));

@@ -25,7 +25,12 @@ const root = mkdtempSync(join(tmpdir(), 'hookguard-certs-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 function runScript(args: string[], cwd = root) {
-  const result = spawnSync('bash', [script, ...args], { cwd, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 30_000 });
+  const result = spawnSync('bash', [script, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 30_000,
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -42,12 +47,23 @@ describe('certs/hookguard-certs.sh', () => {
     const out = freshDir('first');
     const run = runScript(['--namespace', 'demo', '--out', out]);
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stdout).toContain(`hookguard-certs: wrote a CA and a certificate for hookguard.demo.svc and hookguard.demo.svc.cluster.local to ${out}`);
-    expect(run.stdout).toContain(`kubectl patch mutatingwebhookconfiguration hookguard --type json --patch-file ${out}/cabundle-patch.json`);
+    expect(run.stdout).toContain(
+      `hookguard-certs: wrote a CA and a certificate for hookguard.demo.svc and hookguard.demo.svc.cluster.local to ${out}`,
+    );
+    expect(run.stdout).toContain(
+      `kubectl patch mutatingwebhookconfiguration hookguard --type json --patch-file ${out}/cabundle-patch.json`,
+    );
 
     const verify = openssl('verify', '-CAfile', join(out, 'ca.crt'), join(out, 'tls.crt'));
     expect([verify.status, verify.stdout.trim()]).toEqual([0, `${join(out, 'tls.crt')}: OK`]);
-    const text = openssl('x509', '-in', join(out, 'tls.crt'), '-noout', '-ext', 'subjectAltName,keyUsage,extendedKeyUsage,basicConstraints').stdout;
+    const text = openssl(
+      'x509',
+      '-in',
+      join(out, 'tls.crt'),
+      '-noout',
+      '-ext',
+      'subjectAltName,keyUsage,extendedKeyUsage,basicConstraints',
+    ).stdout;
     expect(text.replace(/\s+/g, ' ').trim()).toBe(
       'X509v3 Basic Constraints: critical CA:FALSE X509v3 Key Usage: critical Digital Signature, Key Encipherment ' +
         'X509v3 Extended Key Usage: TLS Web Server Authentication ' +
@@ -55,10 +71,16 @@ describe('certs/hookguard-certs.sh', () => {
     );
     const ca = new X509Certificate(read(out, 'ca.crt'));
     const serving = new X509Certificate(read(out, 'tls.crt'));
-    expect([ca.ca, serving.ca, serving.checkIssued(ca), serving.verify(ca.publicKey)]).toEqual([true, false, true, true]);
+    expect([ca.ca, serving.ca, serving.checkIssued(ca), serving.verify(ca.publicKey)]).toEqual([
+      true,
+      false,
+      true,
+      true,
+    ]);
     expect(serving.checkHost('hookguard.other.svc')).toBeUndefined();
     // Private keys are readable by their owner only.
-    for (const file of ['ca.key', 'tls.key', 'secret.yaml']) expect(spawnSync('stat', ['-c', '%a', join(out, file)], { encoding: 'utf8' }).stdout.trim()).toBe('600');
+    for (const file of ['ca.key', 'tls.key', 'secret.yaml'])
+      expect(spawnSync('stat', ['-c', '%a', join(out, file)], { encoding: 'utf8' }).stdout.trim()).toBe('600');
   });
 
   it('writes the Secret hookguard-tls the Deployment mounts, schema-valid, holding exactly the files it wrote', () => {
@@ -66,9 +88,22 @@ describe('certs/hookguard-certs.sh', () => {
     expect(runScript(['--namespace', 'demo', '--out', out]).status).toBe(0);
     const secret = parse(read(out, 'secret.yaml')) as Manifest;
     assertValidKubeObject(secret);
-    expect([secret.metadata.name, secret.metadata.namespace, secret.type]).toEqual(['hookguard-tls', 'demo', 'kubernetes.io/tls']);
-    const decoded = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]));
-    expect(decoded).toEqual({ 'tls.crt': read(out, 'tls.crt'), 'tls.key': read(out, 'tls.key'), 'ca.crt': read(out, 'ca.crt') });
+    expect([secret.metadata.name, secret.metadata.namespace, secret.type]).toEqual([
+      'hookguard-tls',
+      'demo',
+      'kubernetes.io/tls',
+    ]);
+    const decoded = Object.fromEntries(
+      Object.entries(secret.data as Record<string, string>).map(([key, value]) => [
+        key,
+        Buffer.from(value, 'base64').toString('utf8'),
+      ]),
+    );
+    expect(decoded).toEqual({
+      'tls.crt': read(out, 'tls.crt'),
+      'tls.key': read(out, 'tls.key'),
+      'ca.crt': read(out, 'ca.crt'),
+    });
   });
 
   it('rotates on every run, keeping the previous CA in the caBundle for one rotation', () => {
@@ -82,7 +117,13 @@ describe('certs/hookguard-certs.sh', () => {
       const bundle = pems(read(out, 'cabundle.pem'));
       expect(bundle).toEqual(round === 0 ? [cas[0]] : [cas[round], cas[round - 1]]);
       const patch = JSON.parse(read(out, 'cabundle-patch.json'));
-      expect(patch).toEqual([{ op: 'add', path: '/webhooks/0/clientConfig/caBundle', value: Buffer.from(read(out, 'cabundle.pem')).toString('base64') }]);
+      expect(patch).toEqual([
+        {
+          op: 'add',
+          path: '/webhooks/0/clientConfig/caBundle',
+          value: Buffer.from(read(out, 'cabundle.pem')).toString('base64'),
+        },
+      ]);
     }
     expect(new Set(cas).size).toBe(3);
     expect(new Set(servings).size).toBe(3);
@@ -97,14 +138,29 @@ describe('certs/hookguard-certs.sh', () => {
     for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
       const file = join(out, `${kind}.yaml`);
       writeFileSync(file, stringify(find(objects, kind, 'hookguard')));
-      const { stdout } = await execFileAsync(kubectl, ['patch', '-f', file, '--local', '--type', 'json', '--patch-file', join(out, 'cabundle-patch.json'), '-o', 'yaml']);
+      const { stdout } = await execFileAsync(kubectl, [
+        'patch',
+        '-f',
+        file,
+        '--local',
+        '--type',
+        'json',
+        '--patch-file',
+        join(out, 'cabundle-patch.json'),
+        '-o',
+        'yaml',
+      ]);
       const patched = parse(stdout) as Manifest;
-      expect(Buffer.from(patched.webhooks[0].clientConfig.caBundle, 'base64').toString('utf8')).toBe(read(out, 'cabundle.pem'));
+      expect(Buffer.from(patched.webhooks[0].clientConfig.caBundle, 'base64').toString('utf8')).toBe(
+        read(out, 'cabundle.pem'),
+      );
       patchedOnes.push(patched);
     }
     const [health] = await render('argocd');
     for (const patched of patchedOnes) {
-      const check = health?.data[`resource.customizations.health.admissionregistration.k8s.io_${patched.kind}`] as string;
+      const check = health?.data[
+        `resource.customizations.health.admissionregistration.k8s.io_${patched.kind}`
+      ] as string;
       expect((await runHealthCheck(check, patched)).status).toBe('Healthy');
     }
   });
@@ -128,7 +184,10 @@ describe('certs/hookguard-certs.sh', () => {
   it('stops at the first kubectl failure, with its exit status', () => {
     const out = freshDir('fail');
     const fake = join(out, 'failing-kubectl');
-    writeFileSync(fake, '#!/usr/bin/env bash\necho "error: mutatingwebhookconfigurations.admissionregistration.k8s.io \\"hookguard\\" not found" >&2\nexit 1\n');
+    writeFileSync(
+      fake,
+      '#!/usr/bin/env bash\necho "error: mutatingwebhookconfigurations.admissionregistration.k8s.io \\"hookguard\\" not found" >&2\nexit 1\n',
+    );
     chmodSync(fake, 0o755);
     const run = runScript(['--out', out, '--apply', '--kubectl', fake]);
     expect(run.status).toBe(1);
@@ -150,7 +209,10 @@ describe('certs/hookguard-certs.sh', () => {
   it('serves: hookguard with these files is verified by a client that trusts only the caBundle and asks for the Service name', async () => {
     const out = freshDir('serve');
     expect(runScript(['--namespace', 'demo', '--out', out]).status).toBe(0);
-    const app = buildApp(loadConfig(), { logger: pino({ level: 'silent' }), tls: { key: read(out, 'tls.key'), cert: read(out, 'tls.crt') } });
+    const app = buildApp(loadConfig(), {
+      logger: pino({ level: 'silent' }),
+      tls: { key: read(out, 'tls.key'), cert: read(out, 'tls.crt') },
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     try {
       const port = (app.server.address() as AddressInfo).port;
@@ -160,7 +222,12 @@ describe('certs/hookguard-certs.sh', () => {
         expect(socket.authorized).toBe(true);
         socket.destroy();
       }
-      const wrongName = connect({ host: '127.0.0.1', port, servername: 'hookguard.other.svc', ca: read(out, 'cabundle.pem') });
+      const wrongName = connect({
+        host: '127.0.0.1',
+        port,
+        servername: 'hookguard.other.svc',
+        ca: read(out, 'cabundle.pem'),
+      });
       const [error] = (await once(wrongName, 'error')) as [NodeJS.ErrnoException];
       expect(error.code).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
     } finally {

@@ -38,7 +38,9 @@ spec:
 `;
 
 function goldenPatch(file: string, scenario: string): unknown {
-  const golden = JSON.parse(readFileSync(join(repoRoot, 'test', 'golden', 'expected', file.replace(/\.yaml$/, '.json')), 'utf8'));
+  const golden = JSON.parse(
+    readFileSync(join(repoRoot, 'test', 'golden', 'expected', file.replace(/\.yaml$/, '.json')), 'utf8'),
+  );
   return golden[scenario].patch;
 }
 
@@ -52,13 +54,23 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
     const { results } = JSON.parse(run.stdout);
     expect(results).toHaveLength(1);
     expect(Object.keys(results[0]).sort()).toEqual(
-      ['allowed', 'apiVersion', 'findings', 'kind', 'name', 'patch', ...(results[0].namespace ? ['namespace'] : [])].sort(),
+      [
+        'allowed',
+        'apiVersion',
+        'findings',
+        'kind',
+        'name',
+        'patch',
+        ...(results[0].namespace ? ['namespace'] : []),
+      ].sort(),
     );
     expect(results[0].patch).toEqual(goldenPatch(file, 'argocd-2.14.8'));
   });
 
   it('reads a multi-document stream from stdin, keeps document order, and --fix prints what would be stored', () => {
-    const stream = [...fixtures.map(({ file }) => readFileSync(join(sharedFixturesDir, file), 'utf8')), CONFIGMAP].join('\n---\n');
+    const stream = [...fixtures.map(({ file }) => readFileSync(join(sharedFixturesDir, file), 'utf8')), CONFIGMAP].join(
+      '\n---\n',
+    );
     const json = runCli(['check', '-', '--output', 'json'], stream);
     expect(json.status).toBe(0);
     const { results } = JSON.parse(json.stdout);
@@ -66,14 +78,24 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
       ...fixtures.map(({ object }) => object.metadata?.name ?? object.metadata?.generateName),
       'settings',
     ]);
-    expect(results.at(-1)).toEqual({ apiVersion: 'v1', kind: 'ConfigMap', namespace: 'ns', name: 'settings', allowed: true, patch: [], findings: [] });
+    expect(results.at(-1)).toEqual({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: 'ns',
+      name: 'settings',
+      allowed: true,
+      patch: [],
+      findings: [],
+    });
 
     const fixed = runCli(['check', '-', '--fix'], stream);
     expect(fixed.status).toBe(0);
     const stored = parseAllDocuments(fixed.stdout, {}) as Document[];
     const originals = [...fixtures.map(({ object }) => object), parse(CONFIGMAP)];
     expect(stored.map((document) => document.toJS())).toEqual(
-      originals.map((original, index) => applyPatch(structuredClone(original), results[index].patch, true, false).newDocument),
+      originals.map(
+        (original, index) => applyPatch(structuredClone(original), results[index].patch, true, false).newDocument,
+      ),
     );
     // A document hookguard leaves alone comes out byte for byte.
     expect(fixed.stdout.endsWith(`---\n${CONFIGMAP}`)).toBe(true);
@@ -92,7 +114,9 @@ describe('hookguard check exit status', () => {
     expect(run.status).toBe(1);
     const [result] = JSON.parse(run.stdout).results;
     expect(result.allowed).toBe(false);
-    expect(result.findings).toContainEqual(expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }));
+    expect(result.findings).toContainEqual(
+      expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }),
+    );
   });
 
   it('exits 0 for the same input in audit mode, and on an unknown Argo CD version', () => {
@@ -102,19 +126,36 @@ describe('hookguard check exit status', () => {
 
   it('prints a readable text report by default', () => {
     const run = runCli(['check', '-', '--argocd-version', '2.14.8'], OPTED_OUT_JOB);
-    expect(run.stdout).toMatch(/^Job apps\/fast: DENIED, 1 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 2\.14\.8/);
+    expect(run.stdout).toMatch(
+      /^Job apps\/fast: DENIED, 1 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 2\.14\.8/,
+    );
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('1 object(s): 1 would be changed, 1 would be denied');
   });
 
   it.each([
     ['invalid YAML', ['check', '-'], `${CONFIGMAP}---\n: : not yaml [\n`, /stdin document 2: invalid YAML/],
-    ['a document that is not an object', ['check', '-'], '--- just a string\n', /stdin document 1: expected a Kubernetes object \(a mapping\), got string/],
-    ['an object without kind', ['check', '-'], 'apiVersion: v1\nmetadata: {}\n', /stdin document 1: not a Kubernetes object: apiVersion and kind must be strings/],
+    [
+      'a document that is not an object',
+      ['check', '-'],
+      '--- just a string\n',
+      /stdin document 1: expected a Kubernetes object \(a mapping\), got string/,
+    ],
+    [
+      'an object without kind',
+      ['check', '-'],
+      'apiVersion: v1\nmetadata: {}\n',
+      /stdin document 1: not a Kubernetes object: apiVersion and kind must be strings/,
+    ],
     ['a missing file', ['check', '/nonexistent/manifest.yaml'], undefined, /cannot read \/nonexistent\/manifest\.yaml/],
     ['no input named', ['check'], undefined, /name the manifests to check/],
     ['a bad --output', ['check', '-', '--output', 'xml'], CONFIGMAP, /--output must be one of text, json, got "xml"/],
     ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
-    ['a bad --argocd-version', ['check', '-', '--argocd-version', 'latest'], CONFIGMAP, /argocd\.version: "latest" is not a semantic version/],
+    [
+      'a bad --argocd-version',
+      ['check', '-', '--argocd-version', 'latest'],
+      CONFIGMAP,
+      /argocd\.version: "latest" is not a semantic version/,
+    ],
   ])('exits 2 on %s, saying what is wrong', (_name, args, input, message) => {
     const run = runCli(args, input);
     expect(run.status).toBe(2);
@@ -131,8 +172,14 @@ describe('hookguard check exit status', () => {
 
 describe('hookguard advisories and rules', () => {
   it('lists the built-in advisories, and those a config adds or disables', () => {
-    const builtIn = JSON.parse(runCli(['advisories', '--output', 'json']).stdout).advisories.map((advisory: { id: string }) => advisory.id);
-    expect(builtIn).toEqual(['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race', 'argocd-hook-ttl-race']);
+    const builtIn = JSON.parse(runCli(['advisories', '--output', 'json']).stdout).advisories.map(
+      (advisory: { id: string }) => advisory.id,
+    );
+    expect(builtIn).toEqual([
+      'argocd-hook-finalizer-partial',
+      'argocd-fast-hook-finalizer-race',
+      'argocd-hook-ttl-race',
+    ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
     const file = join(dir, 'config.yaml');
@@ -141,14 +188,26 @@ describe('hookguard advisories and rules', () => {
       'advisories:\n  - id: argocd-hook-ttl-race\n    disabled: true\n  - id: my-race\n    summary: ours\n    affected: ">=3.0.0 <3.0.5"\n    mitigatedBy: [min-runtime]\n',
     );
     const configured = JSON.parse(runCli(['advisories', '--output', 'json', '--config', file]).stdout).advisories;
-    expect(configured.map((advisory: { id: string }) => advisory.id)).toEqual(['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race', 'my-race']);
-    expect(runCli(['advisories']).stdout).toContain('argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it');
+    expect(configured.map((advisory: { id: string }) => advisory.id)).toEqual([
+      'argocd-hook-finalizer-partial',
+      'argocd-fast-hook-finalizer-race',
+      'my-race',
+    ]);
+    expect(runCli(['advisories']).stdout).toContain(
+      'argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it',
+    );
   });
 
   it('lists the rule catalog', () => {
     const { rules } = JSON.parse(runCli(['rules', '--output', 'json']).stdout);
     expect(rules.map((rule: { id: string }) => rule.id)).toEqual([
-      'delete-policy', 'idempotent-cleanup', 'hook-finalizer', 'ttl-floor', 'min-runtime', 'immutable-update', 'version-race',
+      'delete-policy',
+      'idempotent-cleanup',
+      'hook-finalizer',
+      'ttl-floor',
+      'min-runtime',
+      'immutable-update',
+      'version-race',
     ]);
   });
 });

@@ -37,17 +37,33 @@ describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built
     const logged = (msg: string) => serve.waitForLog((line) => line.msg === msg);
     try {
       expect(await logged('hookguard ready')).toMatchObject({ argocdVersion: 'discovered per instance' });
-      expect(await logged('Argo CD discovery on')).toMatchObject({ from: `kubeconfig ${kubeconfig}`, labelSelector: 'app.kubernetes.io/name=argocd-application-controller', namespaces: [] });
+      expect(await logged('Argo CD discovery on')).toMatchObject({
+        from: `kubeconfig ${kubeconfig}`,
+        labelSelector: 'app.kubernetes.io/name=argocd-application-controller',
+        namespaces: [],
+      });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
-      expect(await readyz(port)).toEqual({ status: 200, body: readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3') });
+      expect(await readyz(port)).toEqual({
+        status: 200,
+        body: readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
+      });
 
       server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.4'));
-      expect(await logged('Argo CD instance version changed')).toMatchObject({ namespace: 'argocd', version: '2.14.4', previousVersion: '2.14.3' });
+      expect(await logged('Argo CD instance version changed')).toMatchObject({
+        namespace: 'argocd',
+        version: '2.14.4',
+        previousVersion: '2.14.3',
+      });
 
       await server.stop();
-      expect(await logged('lost the watch on the API server; using the last known Argo CD versions')).toMatchObject({ level: 40 });
+      expect(await logged('lost the watch on the API server; using the last known Argo CD versions')).toMatchObject({
+        level: 40,
+      });
       const whileDown = await readyz(port);
-      expect(whileDown).toMatchObject({ status: 200, body: { discovery: { synced: true, watching: false, instances: [{ version: '2.14.4' }] } } });
+      expect(whileDown).toMatchObject({
+        status: 200,
+        body: { discovery: { synced: true, watching: false, instances: [{ version: '2.14.4' }] } },
+      });
 
       // Exits only once discovery has stopped: an open watch would keep the process alive.
       serve.child.kill('SIGTERM');

@@ -59,7 +59,12 @@ describe.skipIf(!haveCli)('hookguard sweep (the built CLI)', () => {
     const { server, env } = await cluster();
     const run = await runCliAsync(['sweep', '--apply', '--output', 'json', '--namespace', 'apps'], env);
     expect(run.status).toBe(0);
-    const report = JSON.parse(run.stdout) as { dryRun: boolean; actor: string; namespace: string; results: Array<{ name: string; action: string; finalizersAfter: string[] }> };
+    const report = JSON.parse(run.stdout) as {
+      dryRun: boolean;
+      actor: string;
+      namespace: string;
+      results: Array<{ name: string; action: string; finalizersAfter: string[] }>;
+    };
     expect(report).toMatchObject({ dryRun: false, actor: ACTOR, namespace: 'apps' });
     expect(report.results.map((result) => [result.name, result.action, result.finalizersAfter])).toEqual([
       ['keeps-other', 'removed', [KEEP]],
@@ -75,7 +80,14 @@ describe.skipIf(!haveCli)('hookguard sweep (the built CLI)', () => {
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { audit?: Record<string, unknown> })
       .filter((line) => line.audit);
-    expect(audits.map((line) => [line.audit?.name, line.audit?.actor, line.audit?.finalizersBefore, line.audit?.finalizersAfter])).toEqual([
+    expect(
+      audits.map((line) => [
+        line.audit?.name,
+        line.audit?.actor,
+        line.audit?.finalizersBefore,
+        line.audit?.finalizersAfter,
+      ]),
+    ).toEqual([
       ['keeps-other', ACTOR, [KEEP, HOOK_FINALIZER], [KEEP]],
       ['failed-only-hook', ACTOR, [HOOK_FINALIZER], []],
       ['running-old', ACTOR, [HOOK_FINALIZER], []],
@@ -104,11 +116,20 @@ describe.skipIf(!haveCli)('hookguard sweep (the built CLI)', () => {
     writeFileSync(path, down.kubeConfig().exportConfig());
     const unreachable = await runCliAsync(['sweep', '--config', CONFIG], { KUBECONFIG: path });
     expect(unreachable.status).toBe(1);
-    expect(unreachable.stderr).toMatch(new RegExp(`hookguard sweep: cannot list hook Jobs and Pods \\(kubeconfig ${path}\\): .*ECONNREFUSED`));
+    expect(unreachable.stderr).toMatch(
+      new RegExp(`hookguard sweep: cannot list hook Jobs and Pods \\(kubeconfig ${path}\\): .*ECONNREFUSED`),
+    );
 
     const nowhere = await runCliAsync(['sweep'], { HOME: dir });
-    expect([nowhere.status, nowhere.stdout, nowhere.stderr]).toEqual([2, '', 'hookguard sweep: no cluster to sweep: set KUBECONFIG, or run in a pod with a service account\n']);
+    expect([nowhere.status, nowhere.stdout, nowhere.stderr]).toEqual([
+      2,
+      '',
+      'hookguard sweep: no cluster to sweep: set KUBECONFIG, or run in a pod with a service account\n',
+    ]);
     const badOutput = await runCliAsync(['sweep', '--output', 'yaml'], { HOME: dir });
-    expect([badOutput.status, badOutput.stderr]).toEqual([2, 'hookguard sweep: --output must be text or json, got "yaml"\n']);
+    expect([badOutput.status, badOutput.stderr]).toEqual([
+      2,
+      'hookguard sweep: --output must be text or json, got "yaml"\n',
+    ]);
   });
 });

@@ -54,18 +54,25 @@ function runFix(getFile: string, patchFile: string) {
   rmSync(result, { force: true });
   const run = spawnSync('bash', ['-e', '-c', readmeFix()], {
     encoding: 'utf8',
-    env: { PATH: `${dir}:${process.env.PATH ?? ''}`, REAL_KUBECTL: realKubectl, GET_FILE: getFile, PATCH_FILE: patchFile, RESULT_FILE: result },
+    env: {
+      PATH: `${dir}:${process.env.PATH ?? ''}`,
+      REAL_KUBECTL: realKubectl,
+      GET_FILE: getFile,
+      PATCH_FILE: patchFile,
+      RESULT_FILE: result,
+    },
   });
   let finalizers: unknown;
   try {
-    finalizers = (JSON.parse(readFileSync(result, 'utf8')) as { metadata: { finalizers?: string[] } }).metadata.finalizers;
+    finalizers = (JSON.parse(readFileSync(result, 'utf8')) as { metadata: { finalizers?: string[] } }).metadata
+      .finalizers;
   } catch {
     finalizers = undefined;
   }
   return { status: run.status, stderr: run.stderr, finalizers };
 }
 
-describe("README: removing a stuck hook finalizer by hand", () => {
+describe('README: removing a stuck hook finalizer by hand', () => {
   it('removes only the hook finalizer and keeps the others in order', () => {
     const job = jobWith('stuck', ['example.com/keep', HOOK_FINALIZER, 'other.io/too']);
     const fix = runFix(job, job);

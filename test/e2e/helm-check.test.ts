@@ -226,7 +226,9 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
     });
 
     it('has one result per document, in input order, with its identity', () => {
-      expect(results.map((x) => ({ apiVersion: x.apiVersion, kind: x.kind, namespace: x.namespace, name: x.name }))).toEqual(
+      expect(
+        results.map((x) => ({ apiVersion: x.apiVersion, kind: x.kind, namespace: x.namespace, name: x.name })),
+      ).toEqual(
         rendered.docs.map((d) => ({
           apiVersion: d.apiVersion,
           kind: d.kind,
@@ -276,7 +278,9 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
 
     it('exits 0 and still has one result per document in order', () => {
       expect(run.status, describeRun(run)).toBe(0);
-      expect(results.map((x) => `${x.kind}/${x.name}`)).toEqual(rendered.docs.map((d) => `${d.kind}/${d.metadata.name}`));
+      expect(results.map((x) => `${x.kind}/${x.name}`)).toEqual(
+        rendered.docs.map((d) => `${d.kind}/${d.metadata.name}`),
+      );
     });
 
     it('raises the pre-upgrade Job ttlSecondsAfterFinished 0 -> 60 and adds the min-runtime init container', () => {
@@ -316,10 +320,16 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
     expect(run.status, describeRun(run)).toBe(0);
     for (const doc of rendered.docs) {
       const result = resultFor(results, doc.metadata.name);
-      expect(result.findings.map((f) => f.rule), doc.metadata.name).not.toContain('min-runtime');
+      expect(
+        result.findings.map((f) => f.rule),
+        doc.metadata.name,
+      ).not.toContain('min-runtime');
       const patched = applyPatch(doc, result.patch);
       const init = (patched.spec?.template?.spec?.initContainers ?? []) as Array<{ name?: string }>;
-      expect(init.map((c) => c.name), doc.metadata.name).not.toContain(MIN_RUNTIME_CONTAINER);
+      expect(
+        init.map((c) => c.name),
+        doc.metadata.name,
+      ).not.toContain(MIN_RUNTIME_CONTAINER);
     }
   });
 

@@ -23,7 +23,11 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { name: 'helm', username: HELM_USER },
-  ...['2.13.3', '2.14.3', '2.14.8', '3.1.0'].map((version) => ({ name: `argocd-${version}`, username: ARGOCD_CONTROLLER, argocdVersion: version })),
+  ...['2.13.3', '2.14.3', '2.14.8', '3.1.0'].map((version) => ({
+    name: `argocd-${version}`,
+    username: ARGOCD_CONTROLLER,
+    argocdVersion: version,
+  })),
 ];
 
 /**
@@ -34,7 +38,8 @@ function createRequest(object: KubeObject, scenario: Scenario): AdmissionRequest
   const decoded = stripNullFields(object) as KubeObject;
   const metadata = (decoded.metadata ??= {});
   metadata.namespace ??= 'ns';
-  if (scenario.argocdVersion && semver.gte(scenario.argocdVersion, '2.14.0')) metadata.finalizers = [ARGOCD_HOOK_FINALIZER];
+  if (scenario.argocdVersion && semver.gte(scenario.argocdVersion, '2.14.0'))
+    metadata.finalizers = [ARGOCD_HOOK_FINALIZER];
   const [group, version] = decoded.apiVersion === 'batch/v1' ? ['batch', 'v1'] : ['', 'v1'];
   return {
     uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
@@ -69,11 +74,17 @@ describe.skipIf(!haveSharedFixtures)('golden: shared chart fixtures', () => {
           const { mutation, validation } = run(createRequest(object, scenario), scenario);
           return [
             scenario.name,
-            { allowed: mutation.allowed && validation.allowed, patch: mutation.patch, findings: [...mutation.findings, ...validation.findings] },
+            {
+              allowed: mutation.allowed && validation.allowed,
+              patch: mutation.patch,
+              findings: [...mutation.findings, ...validation.findings],
+            },
           ];
         }),
       );
-      await expect(`${JSON.stringify(expected, null, 2)}\n`).toMatchFileSnapshot(`expected/${file.replace(/\.yaml$/, '.json')}`);
+      await expect(`${JSON.stringify(expected, null, 2)}\n`).toMatchFileSnapshot(
+        `expected/${file.replace(/\.yaml$/, '.json')}`,
+      );
     });
 
     it.each(scenarios)('$name: stays a valid object, and a second pass changes nothing', (scenario) => {

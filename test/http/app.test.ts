@@ -41,7 +41,9 @@ function cleanupJob(): Json {
       template: {
         spec: {
           restartPolicy: 'Never',
-          containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', 'x'] }],
+          containers: [
+            { name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', 'x'] },
+          ],
         },
       },
     },
@@ -56,14 +58,23 @@ function cleanupJobPatched(): Json {
     metadata: {
       name: 'cleanup',
       namespace: 'apps',
-      annotations: { 'helm.sh/hook': 'post-delete', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' },
+      annotations: {
+        'helm.sh/hook': 'post-delete',
+        'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+      },
     },
     spec: {
       backoffLimit: 3,
       template: {
         spec: {
           restartPolicy: 'Never',
-          containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', 'x', '--ignore-not-found'] }],
+          containers: [
+            {
+              name: 'main',
+              image: 'bitnami/kubectl:1.31',
+              command: ['kubectl', 'delete', 'configmap', 'x', '--ignore-not-found'],
+            },
+          ],
         },
       },
     },
@@ -73,12 +84,24 @@ function cleanupJobPatched(): Json {
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
   { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-  { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' },
+  {
+    op: 'add',
+    path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+    value: 'before-hook-creation,hook-succeeded',
+  },
 ];
 
 const CLEANUP_FINDINGS = [
-  { rule: 'delete-policy', action: 'mutate', message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded' },
-  { rule: 'idempotent-cleanup', action: 'mutate', message: 'container main: --ignore-not-found for kubectl delete configmap x (exec form)' },
+  {
+    rule: 'delete-policy',
+    action: 'mutate',
+    message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+  },
+  {
+    rule: 'idempotent-cleanup',
+    action: 'mutate',
+    message: 'container main: --ignore-not-found for kubectl delete configmap x (exec form)',
+  },
   { rule: 'idempotent-cleanup', action: 'mutate', message: 'raised spec.backoffLimit from 1 to 3' },
 ];
 
@@ -97,7 +120,11 @@ const migrateJobSkippingMinRuntime = () =>
     'hookguard.io/skip': 'min-runtime',
   });
 
-async function send(app: FastifyInstance, path: '/mutate' | '/validate', body: Json): Promise<{ status: number; review: AdmissionReviewResponse }> {
+async function send(
+  app: FastifyInstance,
+  path: '/mutate' | '/validate',
+  body: Json,
+): Promise<{ status: number; review: AdmissionReviewResponse }> {
   const reply = await app.inject({ method: 'POST', url: path, payload: body });
   return { status: reply.statusCode, review: reply.json<AdmissionReviewResponse>() };
 }
@@ -118,7 +145,11 @@ afterEach(() => {
 describe('POST /mutate', () => {
   it('patches a Helm cleanup hook Job with exactly the expected JSON Patch', async () => {
     const { app } = harness();
-    const response = await respond(app, '/mutate', admissionReview({ uid: 'uid-cleanup-1', operation: 'CREATE', object: cleanupJob() }));
+    const response = await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-cleanup-1', operation: 'CREATE', object: cleanupJob() }),
+    );
     expect(Object.keys(response).sort()).toEqual(['allowed', 'patch', 'patchType', 'uid']);
     expect(response).toMatchObject({ uid: 'uid-cleanup-1', allowed: true, patchType: 'JSONPatch' });
     expect(decodePatch(response)).toEqual(CLEANUP_PATCH);
@@ -128,15 +159,26 @@ describe('POST /mutate', () => {
 
   it('leaves the already-patched object alone (idempotent)', async () => {
     const { app } = harness();
-    const response = await respond(app, '/mutate', admissionReview({ uid: 'uid-cleanup-2', operation: 'CREATE', object: cleanupJobPatched() }));
+    const response = await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-cleanup-2', operation: 'CREATE', object: cleanupJobPatched() }),
+    );
     expect(response).toEqual({ uid: 'uid-cleanup-2', allowed: true });
   });
 
   it.each([
-    ['a ConfigMap', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'apps' }, data: { a: 'b' } }],
+    [
+      'a ConfigMap',
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'apps' }, data: { a: 'b' } },
+    ],
     [
       'a ConfigMap carrying a Helm hook annotation',
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'apps', annotations: { 'helm.sh/hook': 'pre-install' } } },
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'settings', namespace: 'apps', annotations: { 'helm.sh/hook': 'pre-install' } },
+      },
     ],
     [
       'a plain Job',
@@ -144,7 +186,15 @@ describe('POST /mutate', () => {
         apiVersion: 'batch/v1',
         kind: 'Job',
         metadata: { name: 'plain', namespace: 'apps' },
-        spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'm', image: 'bitnami/kubectl', command: ['kubectl', 'delete', 'pod', 'x'] }] } } },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            spec: {
+              restartPolicy: 'Never',
+              containers: [{ name: 'm', image: 'bitnami/kubectl', command: ['kubectl', 'delete', 'pod', 'x'] }],
+            },
+          },
+        },
       },
     ],
   ])('allows %s without a patch or warnings', async (_name, object) => {
@@ -174,12 +224,21 @@ describe('POST /mutate', () => {
     }
     // The audit log keeps the patch that was not sent.
     expect(auditLines(lines)).toHaveLength(1);
-    expect(auditLines(lines)[0]?.audit).toMatchObject({ mode: 'audit', patch: CLEANUP_PATCH, patchApplied: false, reason: 'would mutate (audit)' });
+    expect(auditLines(lines)[0]?.audit).toMatchObject({
+      mode: 'audit',
+      patch: CLEANUP_PATCH,
+      patchApplied: false,
+      reason: 'would mutate (audit)',
+    });
   });
 
   it('patches a dryRun request exactly like a real one', async () => {
     const { app, lines } = harness();
-    const response = await respond(app, '/mutate', admissionReview({ uid: 'uid-dry', operation: 'CREATE', object: cleanupJob(), dryRun: true }));
+    const response = await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-dry', operation: 'CREATE', object: cleanupJob(), dryRun: true }),
+    );
     expect(response).toMatchObject({ uid: 'uid-dry', allowed: true, patchType: 'JSONPatch' });
     expect(decodePatch(response)).toEqual(CLEANUP_PATCH);
     expect(auditLines(lines)[0]?.audit).toMatchObject({ dryRun: true, patchApplied: true });
@@ -188,7 +247,10 @@ describe('POST /mutate', () => {
   describe('UPDATE and DELETE', () => {
     function beingDeleted(job: Json): Json {
       const old = structuredClone(job);
-      Object.assign(old.metadata as Json, { deletionTimestamp: '2026-03-01T10:00:00Z', finalizers: ['foo', HOOK_FINALIZER] });
+      Object.assign(old.metadata as Json, {
+        deletionTimestamp: '2026-03-01T10:00:00Z',
+        finalizers: ['foo', HOOK_FINALIZER],
+      });
       return old;
     }
 
@@ -204,45 +266,80 @@ describe('POST /mutate', () => {
 
     it.each([
       ['applied by a user', 'kubernetes-admin', {}, ''],
-      ['applied by Argo CD 2.14.2', ARGOCD_CONTROLLER, { 'argocd.version': '2.14.2' }, ' (Argo CD 2.14.2, advisory argocd-hook-finalizer-partial)'],
-    ])('denies a template change of a hook Job stuck on the hook finalizer, %s, with the exact fix', async (_name, username, overrides, argocd) => {
-      const { app } = harness(overrides);
-      const old = beingDeleted(cleanupJobPatched());
-      const body = admissionReview({ uid: 'uid-update', operation: 'UPDATE', object: withNewImage(old), oldObject: old, username });
-      const response = await respond(app, '/mutate', body);
-      expect(response).toEqual({
-        uid: 'uid-update',
-        allowed: false,
-        status: {
-          code: 403,
-          reason: 'Forbidden',
-          message:
-            'hookguard denied: Job apps/cleanup: spec.template is immutable and this update changes it, so the API server would reject it ("field is immutable"). ' +
-            `The old Job is being deleted but still holds ${HOOK_FINALIZER}, which nothing will remove${argocd}. Fix: ${PATCH_COMMAND} and sync again.`,
-        },
-      });
-    });
+      [
+        'applied by Argo CD 2.14.2',
+        ARGOCD_CONTROLLER,
+        { 'argocd.version': '2.14.2' },
+        ' (Argo CD 2.14.2, advisory argocd-hook-finalizer-partial)',
+      ],
+    ])(
+      'denies a template change of a hook Job stuck on the hook finalizer, %s, with the exact fix',
+      async (_name, username, overrides, argocd) => {
+        const { app } = harness(overrides);
+        const old = beingDeleted(cleanupJobPatched());
+        const body = admissionReview({
+          uid: 'uid-update',
+          operation: 'UPDATE',
+          object: withNewImage(old),
+          oldObject: old,
+          username,
+        });
+        const response = await respond(app, '/mutate', body);
+        expect(response).toEqual({
+          uid: 'uid-update',
+          allowed: false,
+          status: {
+            code: 403,
+            reason: 'Forbidden',
+            message:
+              'hookguard denied: Job apps/cleanup: spec.template is immutable and this update changes it, so the API server would reject it ("field is immutable"). ' +
+              `The old Job is being deleted but still holds ${HOOK_FINALIZER}, which nothing will remove${argocd}. Fix: ${PATCH_COMMAND} and sync again.`,
+          },
+        });
+      },
+    );
 
-    it.each(['/mutate', '/validate'] as const)('never denies an UPDATE that only removes the hook finalizer (%s)', async (path) => {
-      const { app } = harness({ 'argocd.version': '2.14.2' });
-      const old = beingDeleted(cleanupJobPatched());
-      const updated = structuredClone(old);
-      (updated.metadata as Json).finalizers = ['foo'];
-      const body = admissionReview({ uid: 'uid-unfinalize', operation: 'UPDATE', object: updated, oldObject: old, username: ARGOCD_CONTROLLER });
-      expect(await respond(app, path, body)).toEqual({ uid: 'uid-unfinalize', allowed: true });
-    });
+    it.each(['/mutate', '/validate'] as const)(
+      'never denies an UPDATE that only removes the hook finalizer (%s)',
+      async (path) => {
+        const { app } = harness({ 'argocd.version': '2.14.2' });
+        const old = beingDeleted(cleanupJobPatched());
+        const updated = structuredClone(old);
+        (updated.metadata as Json).finalizers = ['foo'];
+        const body = admissionReview({
+          uid: 'uid-unfinalize',
+          operation: 'UPDATE',
+          object: updated,
+          oldObject: old,
+          username: ARGOCD_CONTROLLER,
+        });
+        expect(await respond(app, path, body)).toEqual({ uid: 'uid-unfinalize', allowed: true });
+      },
+    );
 
     it.each(['/mutate', '/validate'] as const)('allows a DELETE of a hook Job (%s)', async (path) => {
       const { app, lines } = harness();
       const body = admissionReview({ uid: 'uid-delete', operation: 'DELETE', object: null, oldObject: cleanupJob() });
       expect(await respond(app, path, body)).toEqual({ uid: 'uid-delete', allowed: true });
-      expect(auditLines(lines)[0]?.audit).toMatchObject({ operation: 'DELETE', kind: 'Job', namespace: 'apps', name: 'cleanup', reason: 'operation DELETE' });
+      expect(auditLines(lines)[0]?.audit).toMatchObject({
+        operation: 'DELETE',
+        kind: 'Job',
+        namespace: 'apps',
+        name: 'cleanup',
+        reason: 'operation DELETE',
+      });
     });
   });
 });
 
 describe('POST /validate', () => {
-  const body = () => admissionReview({ uid: 'uid-race', operation: 'CREATE', object: migrateJobSkippingMinRuntime(), username: ARGOCD_CONTROLLER });
+  const body = () =>
+    admissionReview({
+      uid: 'uid-race',
+      operation: 'CREATE',
+      object: migrateJobSkippingMinRuntime(),
+      username: ARGOCD_CONTROLLER,
+    });
 
   it('denies an Argo CD hook that opted out of the mitigation its known Argo CD version needs, naming the advisory', async () => {
     const { app } = harness({ 'argocd.version': '2.14.8' });
@@ -280,17 +377,45 @@ describe('bad input', () => {
   };
 
   it.each([
-    ['a body that is not JSON', '{not json', "the body is not valid JSON: Expected property name or '}' in JSON at position 1"],
+    [
+      'a body that is not JSON',
+      '{not json',
+      "the body is not valid JSON: Expected property name or '}' in JSON at position 1",
+    ],
     ['a JSON array', '[]', 'expected an AdmissionReview JSON object'],
     ['JSON null', 'null', 'expected an AdmissionReview JSON object'],
-    ['apiVersion admission.k8s.io/v1beta1', JSON.stringify({ ...valid(), apiVersion: 'admission.k8s.io/v1beta1' }), 'expected apiVersion admission.k8s.io/v1, got "admission.k8s.io/v1beta1"'],
-    ['kind AdmissionRequest', JSON.stringify({ ...valid(), kind: 'AdmissionRequest' }), 'expected kind AdmissionReview, got "AdmissionRequest"'],
+    [
+      'apiVersion admission.k8s.io/v1beta1',
+      JSON.stringify({ ...valid(), apiVersion: 'admission.k8s.io/v1beta1' }),
+      'expected apiVersion admission.k8s.io/v1, got "admission.k8s.io/v1beta1"',
+    ],
+    [
+      'kind AdmissionRequest',
+      JSON.stringify({ ...valid(), kind: 'AdmissionRequest' }),
+      'expected kind AdmissionReview, got "AdmissionRequest"',
+    ],
     ['no kind', JSON.stringify({ ...valid(), kind: undefined }), 'expected kind AdmissionReview, got null'],
-    ['no request', JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }), 'AdmissionReview has no request object'],
-    ['a request that is a string', JSON.stringify({ ...valid(), request: 'x' }), 'AdmissionReview has no request object'],
+    [
+      'no request',
+      JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }),
+      'AdmissionReview has no request object',
+    ],
+    [
+      'a request that is a string',
+      JSON.stringify({ ...valid(), request: 'x' }),
+      'AdmissionReview has no request object',
+    ],
     ['no uid', withRequest((request) => delete request.uid), 'AdmissionReview request.uid must be a non-empty string'],
-    ['an empty uid', withRequest((request) => (request.uid = '')), 'AdmissionReview request.uid must be a non-empty string'],
-    ['a numeric uid', withRequest((request) => (request.uid = 7)), 'AdmissionReview request.uid must be a non-empty string'],
+    [
+      'an empty uid',
+      withRequest((request) => (request.uid = '')),
+      'AdmissionReview request.uid must be a non-empty string',
+    ],
+    [
+      'a numeric uid',
+      withRequest((request) => (request.uid = 7)),
+      'AdmissionReview request.uid must be a non-empty string',
+    ],
     // Prototype poisoning is refused as Fastify refuses it, and said so rather than called invalid JSON.
     [
       'a __proto__ key',
@@ -301,7 +426,12 @@ describe('bad input', () => {
   ])('answers 400 with the problem for %s', async (_name, payload, error) => {
     const { app, lines } = harness();
     for (const path of ['/mutate', '/validate']) {
-      const reply = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json' }, payload });
+      const reply = await app.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
       expect(reply.statusCode).toBe(400);
       expect(reply.json()).toEqual({ error });
     }
@@ -311,14 +441,24 @@ describe('bad input', () => {
 
   it('answers 400 to a text/plain body (Fastify reads it as a string, which is not an AdmissionReview object)', async () => {
     const { app } = harness();
-    const reply = await app.inject({ method: 'POST', url: '/mutate', headers: { 'content-type': 'text/plain' }, payload: JSON.stringify(valid()) });
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/mutate',
+      headers: { 'content-type': 'text/plain' },
+      payload: JSON.stringify(valid()),
+    });
     expect(reply.statusCode).toBe(400);
     expect(reply.json()).toEqual({ error: 'expected an AdmissionReview JSON object' });
   });
 
   it('answers 415 to a media type it has no parser for', async () => {
     const { app } = harness();
-    const reply = await app.inject({ method: 'POST', url: '/mutate', headers: { 'content-type': 'application/yaml' }, payload: 'a: b' });
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/mutate',
+      headers: { 'content-type': 'application/yaml' },
+      payload: 'a: b',
+    });
     expect(reply.statusCode).toBe(415);
     expect(reply.json()).toEqual({ error: 'Unsupported Media Type' });
   });
@@ -352,7 +492,12 @@ describe('body limit (7 MiB)', () => {
 
   it('accepts a body of exactly the limit and still patches it', async () => {
     const { app } = harness();
-    const reply = await app.inject({ method: 'POST', url: '/mutate', headers: { 'content-type': 'application/json' }, payload: reviewOfSize(BODY_LIMIT) });
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/mutate',
+      headers: { 'content-type': 'application/json' },
+      payload: reviewOfSize(BODY_LIMIT),
+    });
     expect(reply.statusCode).toBe(200);
     const { response } = reply.json<AdmissionReviewResponse>();
     expect(response.uid).toBe('uid-big');
@@ -361,7 +506,12 @@ describe('body limit (7 MiB)', () => {
 
   it('answers 413 naming the limit to a body one byte over it', async () => {
     const { app, lines } = harness();
-    const reply = await app.inject({ method: 'POST', url: '/mutate', headers: { 'content-type': 'application/json' }, payload: reviewOfSize(BODY_LIMIT + 1) });
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/mutate',
+      headers: { 'content-type': 'application/json' },
+      payload: reviewOfSize(BODY_LIMIT + 1),
+    });
     expect(reply.statusCode).toBe(413);
     expect(reply.json()).toEqual({ error: 'request body is larger than the 7340032-byte limit' });
     expect(auditLines(lines)).toEqual([]);
@@ -374,8 +524,16 @@ describe('a rule that throws', () => {
       throw new Error('boom');
     });
     const { app, lines } = harness();
-    const response = await respond(app, '/mutate', admissionReview({ uid: 'uid-throw', operation: 'CREATE', object: cleanupJob() }));
-    expect(response).toEqual({ uid: 'uid-throw', allowed: true, warnings: ['hookguard internal error, request allowed unchanged: boom'] });
+    const response = await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-throw', operation: 'CREATE', object: cleanupJob() }),
+    );
+    expect(response).toEqual({
+      uid: 'uid-throw',
+      allowed: true,
+      warnings: ['hookguard internal error, request allowed unchanged: boom'],
+    });
     expect(lines.filter((line) => line.level === 50)).toHaveLength(1);
     const [logged] = auditLines(lines);
     expect(auditLines(lines)).toHaveLength(1);
@@ -383,7 +541,14 @@ describe('a rule that throws', () => {
       level: 50,
       msg: 'rule failed; request allowed unchanged',
       err: { type: 'Error', message: 'boom' },
-      audit: { uid: 'uid-throw', allowed: true, reason: 'internal error, allowed unchanged', error: 'boom', patch: [], rules: [] },
+      audit: {
+        uid: 'uid-throw',
+        allowed: true,
+        reason: 'internal error, allowed unchanged',
+        error: 'boom',
+        patch: [],
+        rules: [],
+      },
     });
   });
 
@@ -396,10 +561,21 @@ describe('a rule that throws', () => {
       throw thrown;
     });
     const { app, lines } = harness();
-    const response = await respond(app, '/mutate', admissionReview({ uid: 'uid-odd-throw', operation: 'CREATE', object: cleanupJob() }));
-    expect(response).toEqual({ uid: 'uid-odd-throw', allowed: true, warnings: [`hookguard internal error, request allowed unchanged: ${said}`] });
+    const response = await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-odd-throw', operation: 'CREATE', object: cleanupJob() }),
+    );
+    expect(response).toEqual({
+      uid: 'uid-odd-throw',
+      allowed: true,
+      warnings: [`hookguard internal error, request allowed unchanged: ${said}`],
+    });
     expect(auditLines(lines)).toEqual([
-      expect.objectContaining({ level: 50, audit: expect.objectContaining({ reason: 'internal error, allowed unchanged', error: said }) }),
+      expect.objectContaining({
+        level: 50,
+        audit: expect.objectContaining({ reason: 'internal error, allowed unchanged', error: said }),
+      }),
     ]);
   });
 
@@ -407,13 +583,21 @@ describe('a rule that throws', () => {
     const job = cleanupJob() as { spec: { template: { spec: { containers: Json[] } } } };
     job.spec.template.spec.containers[0]!.command = ['sh', '-c', `kubectl delete cm x; echo ${'$('.repeat(200_000)}`];
     const { app, lines } = harness();
-    const response = await respond(app, '/mutate', admissionReview({ uid: 'uid-deep', operation: 'CREATE', object: job as unknown as Json }));
+    const response = await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-deep', operation: 'CREATE', object: job as unknown as Json }),
+    );
     expect(response.uid).toBe('uid-deep');
     expect(response.allowed).toBe(true);
     expect(response.warnings).toBeUndefined();
     expect(decodePatch(response)).toEqual([
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' },
+      {
+        op: 'add',
+        path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+        value: 'before-hook-creation,hook-succeeded',
+      },
     ]);
     expect(lines.filter((line) => line.level === 50)).toHaveLength(0);
   });
@@ -422,7 +606,11 @@ describe('a rule that throws', () => {
 describe('audit log', () => {
   it('writes exactly one line per decision with every field', async () => {
     const { app, lines } = harness();
-    await respond(app, '/mutate', admissionReview({ uid: 'uid-audit-line', operation: 'CREATE', object: cleanupJob(), username: 'alice' }));
+    await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-audit-line', operation: 'CREATE', object: cleanupJob(), username: 'alice' }),
+    );
     const audits = auditLines(lines);
     expect(audits).toHaveLength(1);
     const [line] = audits;
@@ -452,8 +640,25 @@ describe('audit log', () => {
 
   it('audits a denial with its message and a pass-through with its reason, one line each', async () => {
     const { app, lines } = harness({ 'argocd.version': '2.14.8' });
-    await respond(app, '/validate', admissionReview({ uid: 'uid-a', operation: 'CREATE', object: migrateJobSkippingMinRuntime(), username: ARGOCD_CONTROLLER }));
-    await respond(app, '/mutate', admissionReview({ uid: 'uid-b', operation: 'CREATE', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'apps' } } }));
+    await respond(
+      app,
+      '/validate',
+      admissionReview({
+        uid: 'uid-a',
+        operation: 'CREATE',
+        object: migrateJobSkippingMinRuntime(),
+        username: ARGOCD_CONTROLLER,
+      }),
+    );
+    await respond(
+      app,
+      '/mutate',
+      admissionReview({
+        uid: 'uid-b',
+        operation: 'CREATE',
+        object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'apps' } },
+      }),
+    );
     const audits = auditLines(lines).map((line) => line.audit);
     expect(audits).toHaveLength(2);
     expect(audits[0]).toMatchObject({
@@ -466,7 +671,15 @@ describe('audit log', () => {
       reason: 'denied',
       denial: expect.stringContaining('argocd-fast-hook-finalizer-race'),
     });
-    expect(audits[1]).toMatchObject({ uid: 'uid-b', kind: 'ConfigMap', name: 'c', allowed: true, reason: 'not a hook object', rules: [], patch: [] });
+    expect(audits[1]).toMatchObject({
+      uid: 'uid-b',
+      kind: 'ConfigMap',
+      name: 'c',
+      allowed: true,
+      reason: 'not a hook object',
+      rules: [],
+      patch: [],
+    });
   });
 });
 
@@ -485,7 +698,9 @@ describe('health endpoints', () => {
     await app.ready();
     const closing = app.close();
     await new Promise((resolve) => setImmediate(resolve));
-    await expect(app.inject({ method: 'GET', url: '/readyz' })).rejects.toMatchObject({ code: 'FST_ERR_REOPENED_CLOSE_SERVER' });
+    await expect(app.inject({ method: 'GET', url: '/readyz' })).rejects.toMatchObject({
+      code: 'FST_ERR_REOPENED_CLOSE_SERVER',
+    });
     await closing;
   });
 });

@@ -72,7 +72,14 @@ const cleanupReview = (uid: string) =>
       operation: 'CREATE',
       object: hookJob(
         { 'helm.sh/hook': 'post-delete', 'helm.sh/hook-delete-policy': 'before-hook-creation' },
-        { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'cm', 'x'] }] } } },
+        {
+          template: {
+            spec: {
+              restartPolicy: 'Never',
+              containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'cm', 'x'] }],
+            },
+          },
+        },
       ),
     }),
   );
@@ -80,7 +87,8 @@ const cleanupReview = (uid: string) =>
 const CLEANUP_PATCH = [{ op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' }];
 
 const haveCli = existsSync(cliPath);
-const needsCli = (title: string) => (haveCli ? title : `skipped: ${cliPath} is missing; run \`npm run build\` first (npm test does): ${title}`);
+const needsCli = (title: string) =>
+  haveCli ? title : `skipped: ${cliPath} is missing; run \`npm run build\` first (npm test does): ${title}`;
 
 describe('/readyz', () => {
   it('answers 200 until shutdown begins, then 503 with Connection: close, while /healthz stays 200', async () => {
@@ -99,7 +107,9 @@ describe('/readyz', () => {
 
 describe('hookguard serve: SIGTERM', () => {
   it.skipIf(!haveCli)(
-    needsCli('fails readiness at once, keeps serving through the delay, answers a request in flight, refuses new connections, exits 0 in time'),
+    needsCli(
+      'fails readiness at once, keeps serving through the delay, answers a request in flight, refuses new connections, exits 0 in time',
+    ),
     async () => {
       const serve = await start();
       const idle = await connect(serve);
@@ -119,7 +129,13 @@ describe('hookguard serve: SIGTERM', () => {
       const readiness = await (await connect(serve)).request('GET', '/readyz');
       expect([readiness.status, JSON.parse(readiness.body), readiness.headers.connection]).toEqual([
         503,
-        { status: 'shutting down', discovery: { enabled: false, reason: 'no kubeconfig and no in-cluster service account: not running in a cluster' } },
+        {
+          status: 'shutting down',
+          discovery: {
+            enabled: false,
+            reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+          },
+        },
         'close',
       ]);
       const liveness = await (await connect(serve)).request('GET', '/healthz');
@@ -154,47 +170,62 @@ describe('hookguard serve: SIGTERM', () => {
     },
   );
 
-  it.skipIf(!haveCli)(needsCli('cuts a request that never completes at shutdownTimeoutMs and exits 1, inside the bound'), async () => {
-    const serve = await start();
-    const stuck = await connect(serve);
-    stuck.write(requestHead('POST', '/mutate', 1000) + '{"apiVersion":');
-    const signalled = performance.now();
-    serve.child.kill('SIGTERM');
-    expect(await serve.exitWithin(TIMEOUT_MS + 2000), serve.stderr).toBe(1);
-    const elapsed = performance.now() - signalled;
-    expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-    expect(elapsed).toBeLessThan(TIMEOUT_MS + 1500);
-    await stuck.closed;
-    expect(serve.lines).toContainEqual(expect.objectContaining({ level: 50, msg: 'shutdown timeout reached: closing the connections still open', shutdownTimeoutMs: TIMEOUT_MS }));
-    expect(serve.lines).toContainEqual(expect.objectContaining({ msg: 'shut down', result: 'forced' }));
-  });
+  it.skipIf(!haveCli)(
+    needsCli('cuts a request that never completes at shutdownTimeoutMs and exits 1, inside the bound'),
+    async () => {
+      const serve = await start();
+      const stuck = await connect(serve);
+      stuck.write(requestHead('POST', '/mutate', 1000) + '{"apiVersion":');
+      const signalled = performance.now();
+      serve.child.kill('SIGTERM');
+      expect(await serve.exitWithin(TIMEOUT_MS + 2000), serve.stderr).toBe(1);
+      const elapsed = performance.now() - signalled;
+      expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+      expect(elapsed).toBeLessThan(TIMEOUT_MS + 1500);
+      await stuck.closed;
+      expect(serve.lines).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          msg: 'shutdown timeout reached: closing the connections still open',
+          shutdownTimeoutMs: TIMEOUT_MS,
+        }),
+      );
+      expect(serve.lines).toContainEqual(expect.objectContaining({ msg: 'shut down', result: 'forced' }));
+    },
+  );
 
-  it.skipIf(!haveCli)(needsCli('skips the delay on SIGINT (a terminal, not an endpoints controller) and exits 0'), async () => {
-    const serve = await start();
-    serve.child.kill('SIGINT');
-    expect(await serve.exitWithin(TIMEOUT_MS), serve.stderr).toBe(0);
-    // Timed inside the process, so a slow machine's process start and exit do not count.
-    const done = serve.lines.find((line) => line.msg === 'shut down');
-    expect(done).toMatchObject({ result: 'drained' });
-    expect(done?.durationMs).toBeLessThan(DELAY_MS);
-  });
+  it.skipIf(!haveCli)(
+    needsCli('skips the delay on SIGINT (a terminal, not an endpoints controller) and exits 0'),
+    async () => {
+      const serve = await start();
+      serve.child.kill('SIGINT');
+      expect(await serve.exitWithin(TIMEOUT_MS), serve.stderr).toBe(0);
+      // Timed inside the process, so a slow machine's process start and exit do not count.
+      const done = serve.lines.find((line) => line.msg === 'shut down');
+      expect(done).toMatchObject({ result: 'drained' });
+      expect(done?.durationMs).toBeLessThan(DELAY_MS);
+    },
+  );
 });
 
 describe('hookguard serve: certificate reload', () => {
-  it.skipIf(!haveCli)(needsCli('takes a Secret update without a restart and says so in its log and metrics'), async () => {
-    const serve = await start(['--argocd-version', '2.14.8']);
-    const before = await connect(serve);
-    expect(before.peerFingerprint).toBe(fingerprintOf(first.cert));
+  it.skipIf(!haveCli)(
+    needsCli('takes a Secret update without a restart and says so in its log and metrics'),
+    async () => {
+      const serve = await start(['--argocd-version', '2.14.8']);
+      const before = await connect(serve);
+      expect(before.peerFingerprint).toBe(fingerprintOf(first.cert));
 
-    volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
-    await serve.waitForLog((line) => line.msg === 'serving certificate reloaded');
-    const after = await connect(serve);
-    expect(after.peerFingerprint).toBe(fingerprintOf(second.cert));
-    expect((await before.request('GET', '/healthz')).status).toBe(200);
+      volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
+      await serve.waitForLog((line) => line.msg === 'serving certificate reloaded');
+      const after = await connect(serve);
+      expect(after.peerFingerprint).toBe(fingerprintOf(second.cert));
+      expect((await before.request('GET', '/healthz')).status).toBe(200);
 
-    const metrics = (await after.request('GET', '/metrics')).body.split('\n');
-    expect(metrics).toContain('hookguard_tls_reloads_total 1');
-    expect(metrics).toContain('hookguard_argocd_instance_info{namespace="",version="2.14.8"} 1');
-    expect(metrics.some((line) => line.startsWith('process_resident_memory_bytes '))).toBe(true);
-  });
+      const metrics = (await after.request('GET', '/metrics')).body.split('\n');
+      expect(metrics).toContain('hookguard_tls_reloads_total 1');
+      expect(metrics).toContain('hookguard_argocd_instance_info{namespace="",version="2.14.8"} 1');
+      expect(metrics.some((line) => line.startsWith('process_resident_memory_bytes '))).toBe(true);
+    },
+  );
 });

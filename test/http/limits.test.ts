@@ -106,7 +106,11 @@ describe('timeouts and limits against slow or abusive clients (real TLS)', () =>
     const connection = await RawConnection.open(port, [tls.cert]);
     for (const uid of ['uid-ka-1', 'uid-ka-2']) {
       const reply = await connection.request('POST', '/mutate', body(uid));
-      expect([reply.status, reply.headers.connection, reply.headers['keep-alive']]).toEqual([200, 'keep-alive', 'timeout=1']);
+      expect([reply.status, reply.headers.connection, reply.headers['keep-alive']]).toEqual([
+        200,
+        'keep-alive',
+        'timeout=1',
+      ]);
     }
     const elapsed = await timeUntil(connection.closed);
     expect(elapsed).toBeGreaterThanOrEqual(900);

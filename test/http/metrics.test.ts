@@ -15,7 +15,10 @@ afterEach(() => {
 });
 
 function app(metrics = new Metrics()): FastifyInstance {
-  return buildApp(loadConfig({ overrides: { 'argocd.version': '2.14.8' } }), { logger: pino({ level: 'silent' }), metrics });
+  return buildApp(loadConfig({ overrides: { 'argocd.version': '2.14.8' } }), {
+    logger: pino({ level: 'silent' }),
+    metrics,
+  });
 }
 
 async function post(target: FastifyInstance, url: '/mutate' | '/validate', payload: string): Promise<number> {
@@ -28,13 +31,26 @@ const review = (uid: string, object: Record<string, unknown>, username?: string)
 
 /** A Helm cleanup hook: delete policy added, --ignore-not-found added, backoffLimit raised. */
 const cleanupJob = () =>
-  hookJob({ 'helm.sh/hook': 'post-delete' }, {
-    backoffLimit: 1,
-    template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'cm', 'x'] }] } },
-  });
+  hookJob(
+    { 'helm.sh/hook': 'post-delete' },
+    {
+      backoffLimit: 1,
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'cm', 'x'] }],
+        },
+      },
+    },
+  );
 const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'plain', namespace: 'apps' }, data: {} };
 /** An Argo CD hook that opted out of min-runtime on an affected version: denied at /validate. */
-const racingJob = () => hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded', 'hookguard.io/skip': 'min-runtime' });
+const racingJob = () =>
+  hookJob({
+    'argocd.argoproj.io/hook': 'PreSync',
+    'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded',
+    'hookguard.io/skip': 'min-runtime',
+  });
 
 async function scrape(target: FastifyInstance, prefix: string): Promise<string[]> {
   const reply = await target.inject({ method: 'GET', url: '/metrics' });
@@ -104,9 +120,9 @@ describe('GET /metrics', () => {
   it('counts an oversized body as a bad request of its endpoint', async () => {
     const target = app();
     expect(await post(target, '/validate', `{"pad":"${'x'.repeat(7 * 1024 * 1024)}"}`)).toBe(413);
-    expect(await scrape(target, 'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"}')).toEqual([
-      'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"} 1',
-    ]);
+    expect(
+      await scrape(target, 'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"}'),
+    ).toEqual(['hookguard_admission_requests_total{endpoint="validate",decision="bad_request"} 1']);
   });
 
   it('keeps the counters of two apps apart (a registry each, not the global one)', async () => {
@@ -124,7 +140,9 @@ describe('GET /metrics', () => {
     const certificate = await generateDevCertificate();
     metrics.certificate(certificate.cert, false);
     const target = app(metrics);
-    expect(await scrape(target, 'hookguard_argocd_instance_info')).toEqual(['hookguard_argocd_instance_info{namespace="argocd",version="2.14.8"} 1']);
+    expect(await scrape(target, 'hookguard_argocd_instance_info')).toEqual([
+      'hookguard_argocd_instance_info{namespace="argocd",version="2.14.8"} 1',
+    ]);
     instances = [
       { namespace: 'argocd', version: '3.4.1' },
       { namespace: 'team-a', version: '2.13.0' },
@@ -133,8 +151,12 @@ describe('GET /metrics', () => {
       'hookguard_argocd_instance_info{namespace="argocd",version="3.4.1"} 1',
       'hookguard_argocd_instance_info{namespace="team-a",version="2.13.0"} 1',
     ]);
-    const expiry = Math.floor(Date.parse(new (await import('node:crypto')).X509Certificate(certificate.cert).validTo) / 1000);
-    expect(await scrape(target, 'hookguard_tls_certificate_not_after_timestamp_seconds ')).toEqual([`hookguard_tls_certificate_not_after_timestamp_seconds ${expiry}`]);
+    const expiry = Math.floor(
+      Date.parse(new (await import('node:crypto')).X509Certificate(certificate.cert).validTo) / 1000,
+    );
+    expect(await scrape(target, 'hookguard_tls_certificate_not_after_timestamp_seconds ')).toEqual([
+      `hookguard_tls_certificate_not_after_timestamp_seconds ${expiry}`,
+    ]);
     expect(await scrape(target, 'hookguard_tls_reloads_total ')).toEqual(['hookguard_tls_reloads_total 0']);
   });
 
@@ -147,7 +169,15 @@ describe('GET /metrics', () => {
 describe('the Argo CD versions the gauge shows', () => {
   const discovered = (): ArgoInstances =>
     new Map<string, ArgoInstance>([
-      ['argocd', { namespace: 'argocd', version: '2.14.3', source: 'Deployment argocd-application-controller: image tag', controllerUsernames: [] }],
+      [
+        'argocd',
+        {
+          namespace: 'argocd',
+          version: '2.14.3',
+          source: 'Deployment argocd-application-controller: image tag',
+          controllerUsernames: [],
+        },
+      ],
       ['team-a', { namespace: 'team-a', version: undefined, source: 'image tag latest', controllerUsernames: [] }],
     ]);
 

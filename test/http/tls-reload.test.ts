@@ -130,28 +130,37 @@ describe('serving certificate reload (real TLS, a Secret-like volume updated by 
   });
 
   it.each([
-    ['a certificate whose key is another one', (good: KeyPair, other: KeyPair) => ({ cert: other.cert, key: good.key }), /key values mismatch/],
+    [
+      'a certificate whose key is another one',
+      (good: KeyPair, other: KeyPair) => ({ cert: other.cert, key: good.key }),
+      /key values mismatch/,
+    ],
     ['a half-written certificate', (good: KeyPair) => ({ cert: good.cert.slice(0, 300), key: good.key }), /./],
     ['a half-written key', (good: KeyPair) => ({ cert: good.cert, key: good.key.slice(0, 60) }), /./],
     ['empty files', () => ({ cert: '', key: '' }), /./],
-  ])('keeps the previous certificate and logs an error for %s; a good pair later is taken', async (_name, bad, message) => {
-    const [first, second, third] = pairs as [KeyPair, KeyPair, KeyPair];
-    const { port, volume, next, lines } = await harness();
-    const rejection = next();
-    const broken = bad(second, third);
-    volume.update({ 'tls.crt': broken.cert, 'tls.key': broken.key });
-    const event = await rejection;
-    expect('rejected' in event && event.rejected.message).toMatch(message);
-    expect(lines).toContainEqual(expect.objectContaining({ level: 50, msg: 'certificate reload failed: keeping the previous certificate' }));
-    const during = await connect(port);
-    expect(during.peerFingerprint).toBe(fingerprintOf(first.cert));
-    expect((await during.request('GET', '/healthz')).status).toBe(200);
+  ])(
+    'keeps the previous certificate and logs an error for %s; a good pair later is taken',
+    async (_name, bad, message) => {
+      const [first, second, third] = pairs as [KeyPair, KeyPair, KeyPair];
+      const { port, volume, next, lines } = await harness();
+      const rejection = next();
+      const broken = bad(second, third);
+      volume.update({ 'tls.crt': broken.cert, 'tls.key': broken.key });
+      const event = await rejection;
+      expect('rejected' in event && event.rejected.message).toMatch(message);
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 50, msg: 'certificate reload failed: keeping the previous certificate' }),
+      );
+      const during = await connect(port);
+      expect(during.peerFingerprint).toBe(fingerprintOf(first.cert));
+      expect((await during.request('GET', '/healthz')).status).toBe(200);
 
-    const reload = next();
-    volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
-    expect(await reload).toEqual({ reloaded: { cert: second.cert, key: second.key } });
-    expect((await connect(port)).peerFingerprint).toBe(fingerprintOf(second.cert));
-  });
+      const reload = next();
+      volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
+      expect(await reload).toEqual({ reloaded: { cert: second.cert, key: second.key } });
+      expect((await connect(port)).peerFingerprint).toBe(fingerprintOf(second.cert));
+    },
+  );
 
   it('re-reads the files periodically, so a change no file event announced is still taken', async () => {
     const [, second] = pairs as [KeyPair, KeyPair];

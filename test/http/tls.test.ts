@@ -26,8 +26,23 @@ interface RequestOptions {
 
 /** One request over a fresh connection (agent: false), resolving with the status, body and TLS protocol. */
 function request(client: typeof http | typeof https, options: RequestOptions): Promise<Reply> {
-  const headers = options.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(options.body) };
-  return requestOnce({ host: '127.0.0.1', port: options.port, method: options.method, path: options.path, agent: false, headers, ...options.tls }, options.body, client);
+  const headers =
+    options.body === undefined
+      ? {}
+      : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(options.body) };
+  return requestOnce(
+    {
+      host: '127.0.0.1',
+      port: options.port,
+      method: options.method,
+      path: options.path,
+      agent: false,
+      headers,
+      ...options.tls,
+    },
+    options.body,
+    client,
+  );
 }
 
 const CLEANUP_JOB = {
@@ -36,7 +51,12 @@ const CLEANUP_JOB = {
   metadata: { name: 'cleanup', namespace: 'apps', annotations: { 'helm.sh/hook': 'post-delete' } },
   spec: {
     backoffLimit: 1,
-    template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', 'x'] }] } },
+    template: {
+      spec: {
+        restartPolicy: 'Never',
+        containers: [{ name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', 'x'] }],
+      },
+    },
   },
 };
 
@@ -44,7 +64,11 @@ describe('the webhook over a real TLS socket', () => {
   let tls: TlsMaterial;
   let app: FastifyInstance;
   let port: number;
-  const trusted = (extra: https.RequestOptions = {}): https.RequestOptions => ({ ca: tls.cert, servername: 'localhost', ...extra });
+  const trusted = (extra: https.RequestOptions = {}): https.RequestOptions => ({
+    ca: tls.cert,
+    servername: 'localhost',
+    ...extra,
+  });
 
   beforeAll(async () => {
     tls = await generateDevCertificate();
@@ -67,12 +91,18 @@ describe('the webhook over a real TLS socket', () => {
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' },
+      {
+        op: 'add',
+        path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+        value: 'before-hook-creation,hook-succeeded',
+      },
     ]);
   });
 
   it('is verified for the name the API server would use: a client checking a different name refuses it', async () => {
-    await expect(request(https, { port, method: 'GET', path: '/healthz', tls: trusted({ servername: 'hookguard.example.com' }) })).rejects.toMatchObject({
+    await expect(
+      request(https, { port, method: 'GET', path: '/healthz', tls: trusted({ servername: 'hookguard.example.com' }) }),
+    ).rejects.toMatchObject({
       code: 'ERR_TLS_CERT_ALTNAME_INVALID',
     });
   });
@@ -88,30 +118,42 @@ describe('the webhook over a real TLS socket', () => {
     expect([reply.status, reply.protocol]).toEqual([status, version]);
   });
 
-  it.each(['TLSv1', 'TLSv1.1'] as const)('refuses a %s client with a protocol_version alert', async (version: SecureVersion) => {
-    const options = trusted({ minVersion: version, maxVersion: version, ciphers: 'DEFAULT@SECLEVEL=0' });
-    // Control: the same client completes a handshake in that version with a server that allows it.
-    const permissive = tlsServer({ key: tls.key, cert: tls.cert, minVersion: 'TLSv1', ciphers: 'DEFAULT@SECLEVEL=0' }, (socket) => socket.end());
-    permissive.listen(0, '127.0.0.1');
-    await once(permissive, 'listening');
-    try {
-      const control = tlsConnect({ host: '127.0.0.1', port: (permissive.address() as AddressInfo).port, ...options } as ConnectionOptions);
-      await once(control, 'secureConnect');
-      expect(control.getProtocol()).toBe(version);
-      control.destroy();
-    } finally {
-      permissive.close();
-    }
-    // hookguard answers with alert 70 (protocol_version): the refusal is the server's.
-    await expect(request(https, { port, method: 'GET', path: '/healthz', tls: options })).rejects.toMatchObject({
-      code: 'EPROTO',
-      message: expect.stringContaining('tlsv1 alert protocol version'),
-    });
-  });
+  it.each(['TLSv1', 'TLSv1.1'] as const)(
+    'refuses a %s client with a protocol_version alert',
+    async (version: SecureVersion) => {
+      const options = trusted({ minVersion: version, maxVersion: version, ciphers: 'DEFAULT@SECLEVEL=0' });
+      // Control: the same client completes a handshake in that version with a server that allows it.
+      const permissive = tlsServer(
+        { key: tls.key, cert: tls.cert, minVersion: 'TLSv1', ciphers: 'DEFAULT@SECLEVEL=0' },
+        (socket) => socket.end(),
+      );
+      permissive.listen(0, '127.0.0.1');
+      await once(permissive, 'listening');
+      try {
+        const control = tlsConnect({
+          host: '127.0.0.1',
+          port: (permissive.address() as AddressInfo).port,
+          ...options,
+        } as ConnectionOptions);
+        await once(control, 'secureConnect');
+        expect(control.getProtocol()).toBe(version);
+        control.destroy();
+      } finally {
+        permissive.close();
+      }
+      // hookguard answers with alert 70 (protocol_version): the refusal is the server's.
+      await expect(request(https, { port, method: 'GET', path: '/healthz', tls: options })).rejects.toMatchObject({
+        code: 'EPROTO',
+        message: expect.stringContaining('tlsv1 alert protocol version'),
+      });
+    },
+  );
 
   it('gives a plaintext HTTP client no AdmissionReview', async () => {
     const body = JSON.stringify(admissionReview({ uid: 'uid-plain', operation: 'CREATE', object: CLEANUP_JOB }));
-    await expect(request(http, { port, method: 'POST', path: '/mutate', body })).rejects.toMatchObject({ code: 'ECONNRESET' });
+    await expect(request(http, { port, method: 'POST', path: '/mutate', body })).rejects.toMatchObject({
+      code: 'ECONNRESET',
+    });
   });
 });
 
@@ -134,18 +176,35 @@ describe('hookguard serve (the built CLI)', () => {
         }),
       );
 
-      const health = await request(https, { port, method: 'GET', path: '/healthz', tls: { rejectUnauthorized: false } });
+      const health = await request(https, {
+        port,
+        method: 'GET',
+        path: '/healthz',
+        tls: { rejectUnauthorized: false },
+      });
       expect([health.status, JSON.parse(health.body)]).toEqual([200, { status: 'ok' }]);
-      const readiness = await request(https, { port, method: 'GET', path: '/readyz', tls: { rejectUnauthorized: false } });
+      const readiness = await request(https, {
+        port,
+        method: 'GET',
+        path: '/readyz',
+        tls: { rejectUnauthorized: false },
+      });
       // No kubeconfig and no service account in this environment: discovery is off, said once, and it serves.
       const offReason = 'no kubeconfig and no in-cluster service account: not running in a cluster';
-      expect([readiness.status, JSON.parse(readiness.body)]).toEqual([200, { status: 'ready', discovery: { enabled: false, reason: offReason } }]);
-      expect(lines.filter((line) => line.msg === 'Argo CD discovery off')).toEqual([expect.objectContaining({ level: 30, reason: offReason })]);
+      expect([readiness.status, JSON.parse(readiness.body)]).toEqual([
+        200,
+        { status: 'ready', discovery: { enabled: false, reason: offReason } },
+      ]);
+      expect(lines.filter((line) => line.msg === 'Argo CD discovery off')).toEqual([
+        expect.objectContaining({ level: 30, reason: offReason }),
+      ]);
 
       serve.child.kill('SIGTERM');
       // It keeps serving for server.shutdownDelayMs first (see lifecycle.test.ts).
       expect(await serve.exitWithin(DEFAULTS.server.shutdownDelayMs + 5000), serve.stderr).toBe(0);
-      expect(lines).toContainEqual(expect.objectContaining({ msg: 'shutting down: finishing in-flight requests', signal: 'SIGTERM' }));
+      expect(lines).toContainEqual(
+        expect.objectContaining({ msg: 'shutting down: finishing in-flight requests', signal: 'SIGTERM' }),
+      );
     } finally {
       serve.stop();
     }

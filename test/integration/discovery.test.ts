@@ -15,12 +15,25 @@ import { admissionReview, decodePatch } from '../support/reviews.js';
 import { KubeConfig } from '@kubernetes/client-node';
 
 const SELECTOR = CONTROLLER_SELECTOR;
-const SETTINGS: DiscoverySettings = { labelSelector: SELECTOR, namespaces: [], backoffInitialMs: 20, backoffMaxMs: 200, watchTimeoutSeconds: 60 };
+const SETTINGS: DiscoverySettings = {
+  labelSelector: SELECTOR,
+  namespaces: [],
+  backoffInitialMs: 20,
+  backoffMaxMs: 200,
+  watchTimeoutSeconds: 60,
+};
 const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:argocd-application-controller`;
 
 /** An Argo CD PreSync hook Job as Argo CD 2.14 creates it: with its hook finalizer. */
 function argoHookJob(annotations: Record<string, string> = {}) {
-  const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation', ...annotations }, { ttlSecondsAfterFinished: 600 });
+  const job = hookJob(
+    {
+      'argocd.argoproj.io/hook': 'PreSync',
+      'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
+      ...annotations,
+    },
+    { ttlSecondsAfterFinished: 600 },
+  );
   job.metadata!.finalizers = [HOOK_FINALIZER];
   return job;
 }
@@ -41,7 +54,10 @@ async function fakeServer(port = 0): Promise<FakeApiServer> {
   return server;
 }
 
-function discover(kubeConfig: KubeConfig, settings: DiscoverySettings = SETTINGS): { discovery: ArgoDiscovery; app: FastifyInstance; lines: LogLine[] } {
+function discover(
+  kubeConfig: KubeConfig,
+  settings: DiscoverySettings = SETTINGS,
+): { discovery: ArgoDiscovery; app: FastifyInstance; lines: LogLine[] } {
   const { logger, lines } = capturedLogger();
   const discovery = new ArgoDiscovery(kubeConfig, settings, logger);
   discovery.start();
@@ -51,8 +67,17 @@ function discover(kubeConfig: KubeConfig, settings: DiscoverySettings = SETTINGS
   return { discovery, app, lines };
 }
 
-async function review(app: FastifyInstance, path: '/mutate' | '/validate', object: Record<string, unknown>, username: string) {
-  const response = await app.inject({ method: 'POST', url: path, payload: admissionReview({ uid: `uid-${path}`, operation: 'CREATE', object, username }) });
+async function review(
+  app: FastifyInstance,
+  path: '/mutate' | '/validate',
+  object: Record<string, unknown>,
+  username: string,
+) {
+  const response = await app.inject({
+    method: 'POST',
+    url: path,
+    payload: admissionReview({ uid: `uid-${path}`, operation: 'CREATE', object, username }),
+  });
   expect(response.statusCode).toBe(200);
   return (response.json() as AdmissionReviewResponse).response;
 }
@@ -75,7 +100,8 @@ describe('Argo CD discovery', () => {
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
 
     server.modify('StatefulSet', 'argocd', 'argocd-application-controller', (workload) => {
-      ((workload.spec as any).template.spec.containers[0] as { image: string }).image = 'quay.io/argoproj/argocd:v2.14.4';
+      ((workload.spec as any).template.spec.containers[0] as { image: string }).image =
+        'quay.io/argoproj/argocd:v2.14.4';
     });
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4');
     // 2.14.4 removes its finalizer itself: hookguard keeps it, and keeps the guard (the fast race lasts to 3.4).
@@ -84,7 +110,10 @@ describe('Argo CD discovery', () => {
     // One list, then watches resuming from the resourceVersion the list returned, with bookmarks.
     const lists = server.requests.filter((request) => request.query.watch === undefined);
     const watches = server.requests.filter((request) => request.query.watch === 'true');
-    expect(lists.map((request) => request.path).sort()).toEqual(['/apis/apps/v1/deployments', '/apis/apps/v1/statefulsets']);
+    expect(lists.map((request) => request.path).sort()).toEqual([
+      '/apis/apps/v1/deployments',
+      '/apis/apps/v1/statefulsets',
+    ]);
     expect(lists.every((request) => request.query.labelSelector === SELECTOR)).toBe(true);
     expect(watches.find((request) => request.path === '/apis/apps/v1/statefulsets')?.query).toMatchObject({
       labelSelector: SELECTOR,
@@ -92,8 +121,17 @@ describe('Argo CD discovery', () => {
       allowWatchBookmarks: 'true',
       timeoutSeconds: '60',
     });
-    expect(lines).toContainEqual(expect.objectContaining({ msg: 'Argo CD instance version changed', namespace: 'argocd', version: '2.14.4', previousVersion: '2.14.3' }));
-    const audits = lines.filter((line) => line.audit !== undefined).map((line) => line.audit as Record<string, unknown>);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'Argo CD instance version changed',
+        namespace: 'argocd',
+        version: '2.14.4',
+        previousVersion: '2.14.3',
+      }),
+    );
+    const audits = lines
+      .filter((line) => line.audit !== undefined)
+      .map((line) => line.audit as Record<string, unknown>);
     expect(audits.map((audit) => [audit.argocdVersion, audit.argocdVersionFrom])).toEqual([
       ['2.14.3', { by: 'service-account', instance: 'argocd' }],
       ['2.14.4', { by: 'service-account', instance: 'argocd' }],
@@ -128,8 +166,23 @@ describe('Argo CD discovery', () => {
     const helmHook = {
       apiVersion: 'batch/v1',
       kind: 'Job',
-      metadata: { name: 'migrate', namespace: 'apps', annotations: { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' } },
-      spec: { ttlSecondsAfterFinished: 600, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo migrated'] }] } } },
+      metadata: {
+        name: 'migrate',
+        namespace: 'apps',
+        annotations: {
+          'helm.sh/hook': 'pre-upgrade',
+          'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+        },
+      },
+      spec: {
+        ttlSecondsAfterFinished: 600,
+        template: {
+          spec: {
+            restartPolicy: 'Never',
+            containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo migrated'] }],
+          },
+        },
+      },
     };
     // Applied by team-c's controller: an Argo CD hook on 2.14.3, so the guard. Applied by a person: plain Helm.
     expect(await mutatePatch(app, helmHook, controllerOf('team-c'))).toEqual([GUARD]);
@@ -146,12 +199,18 @@ describe('Argo CD discovery', () => {
     // Dropped: the change made while it is down arrives when the watch resumes, without a new list.
     server.dropWatches();
     server.modify('StatefulSet', 'argocd', 'argocd-application-controller', (workload) => {
-      ((workload.spec as any).template.spec.containers[0] as { image: string }).image = 'quay.io/argoproj/argocd:v2.14.4';
+      ((workload.spec as any).template.spec.containers[0] as { image: string }).image =
+        'quay.io/argoproj/argocd:v2.14.4';
     });
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4 after the drop');
     const listsAfterDrop = server.requests.filter((request) => request.query.watch === undefined).length;
     expect(listsAfterDrop).toBe(2);
-    expect(lines).toContainEqual(expect.objectContaining({ level: 40, msg: 'lost the watch on the API server; using the last known Argo CD versions' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: 'lost the watch on the API server; using the last known Argo CD versions',
+      }),
+    );
     expect(lines).toContainEqual(expect.objectContaining({ level: 30, msg: 'regained the watch on the API server' }));
 
     // 410 as an ERROR event on the open watch: the history is gone, so a new list is the only way back.
@@ -169,10 +228,15 @@ describe('Argo CD discovery', () => {
     server.remove('StatefulSet', 'argocd', 'argocd-application-controller');
     await eventually(() => discovery.instances().size === 0, 'the instance gone');
     expect(server.requests.some((request) => request.status === 410)).toBe(true);
-    expect(lines.filter((line) => line.msg === 'watch resourceVersion expired (410 Gone): re-listing').length).toBeGreaterThanOrEqual(2);
+    expect(
+      lines.filter((line) => line.msg === 'watch resourceVersion expired (410 Gone): re-listing').length,
+    ).toBeGreaterThanOrEqual(2);
     expect(lines).toContainEqual(expect.objectContaining({ msg: 'Argo CD instance gone', namespace: 'argocd' }));
     // With no instance left the version is unknown: mutations, no denial.
-    expect((await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd'))).allowed).toBe(true);
+    expect(
+      (await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd')))
+        .allowed,
+    ).toBe(true);
   });
 
   it('serves with an unknown version while the API server is down at start, then syncs when it comes up', async () => {
@@ -180,31 +244,54 @@ describe('Argo CD discovery', () => {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromOptions(kubeConfigOptions(`http://127.0.0.1:${port}`, 'hookguard'));
     const { discovery, app, lines } = discover(kubeConfig);
-    await eventually(() => lines.find((line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions'), 'the lost-watch warning');
+    await eventually(
+      () =>
+        lines.find((line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions'),
+      'the lost-watch warning',
+    );
 
     const ready = await app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(200);
     expect(ready.json()).toEqual({
       status: 'ready',
-      discovery: { enabled: true, synced: false, watching: false, lastError: expect.stringContaining('ECONNREFUSED'), instances: [] },
+      discovery: {
+        enabled: true,
+        synced: false,
+        watching: false,
+        lastError: expect.stringContaining('ECONNREFUSED'),
+        instances: [],
+      },
     });
     // Unknown version: the guard is added (mutations), the finalizer kept, and nothing denied.
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD]);
-    expect((await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd'))).allowed).toBe(true);
+    expect(
+      (await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd')))
+        .allowed,
+    ).toBe(true);
 
     const server = await fakeServer(port);
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'sync once the API server is up', 10_000);
-    await eventually(() => discovery.status().enabled && (discovery.status() as { watching: boolean }).watching, 'watching');
-    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual(readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'));
+    await eventually(
+      () => discovery.status().enabled && (discovery.status() as { watching: boolean }).watching,
+      'watching',
+    );
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual(
+      readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
+    );
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
 
     // Down again after the sync: the last known versions keep deciding, and /readyz stays 200.
     await server.stop();
-    await eventually(() => discovery.status().enabled && !(discovery.status() as { watching: boolean }).watching, 'watch lost');
+    await eventually(
+      () => discovery.status().enabled && !(discovery.status() as { watching: boolean }).watching,
+      'watch lost',
+    );
     const stillReady = await app.inject({ method: 'GET', url: '/readyz' });
     expect(stillReady.statusCode).toBe(200);
-    expect(stillReady.json()).toMatchObject({ discovery: { synced: true, watching: false, instances: [{ namespace: 'argocd', version: '2.14.3' }] } });
+    expect(stillReady.json()).toMatchObject({
+      discovery: { synced: true, watching: false, instances: [{ namespace: 'argocd', version: '2.14.3' }] },
+    });
     expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
   });
 
@@ -213,7 +300,10 @@ describe('Argo CD discovery', () => {
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
     const { discovery, lines } = discover(server.kubeConfig(), { ...SETTINGS, watchTimeoutSeconds: 1 });
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'version 2.14.3');
-    const watchesOf = () => server.requests.filter((request) => request.query.watch === 'true' && request.path === '/apis/apps/v1/statefulsets');
+    const watchesOf = () =>
+      server.requests.filter(
+        (request) => request.query.watch === 'true' && request.path === '/apis/apps/v1/statefulsets',
+      );
     await eventually(() => watchesOf().length >= 3, 'two watch renewals', 5000);
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.4'));
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4 on a renewed watch');
@@ -233,7 +323,13 @@ describe('Argo CD discovery', () => {
     // Two watch paths, backing off 10-20 ms, doubling to at most 200 ms: a few dozen tries in half a second, not thousands.
     expect(watches).toBeGreaterThanOrEqual(4);
     expect(watches).toBeLessThan(40);
-    expect(lines).toContainEqual(expect.objectContaining({ level: 40, msg: 'lost the watch on the API server; using the last known Argo CD versions', error: 'watch closed by the server early, before any event' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: 'lost the watch on the API server; using the last known Argo CD versions',
+        error: 'watch closed by the server early, before any event',
+      }),
+    );
   });
 
   it.each([
@@ -243,10 +339,23 @@ describe('Argo CD discovery', () => {
     const server = await fakeServer();
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
     server.watchFault = fault;
-    const { discovery, lines } = discover(server.kubeConfig(), { ...SETTINGS, watchTimeoutSeconds: 1, stallGraceMs: 200 });
+    const { discovery, lines } = discover(server.kubeConfig(), {
+      ...SETTINGS,
+      watchTimeoutSeconds: 1,
+      stallGraceMs: 200,
+    });
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'the list still syncs');
-    await eventually(() => server.requests.filter((request) => request.query.watch === 'true' && request.path === '/apis/apps/v1/statefulsets').length >= 2, 'a second watch', 5000);
-    expect(lines).toContainEqual(expect.objectContaining({ level: 40, error: 'watch silent for over 1200 ms: restarting it' }));
+    await eventually(
+      () =>
+        server.requests.filter(
+          (request) => request.query.watch === 'true' && request.path === '/apis/apps/v1/statefulsets',
+        ).length >= 2,
+      'a second watch',
+      5000,
+    );
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 40, error: 'watch silent for over 1200 ms: restarting it' }),
+    );
     // Back to a healthy API server: the next watch delivers.
     server.watchFault = 'none';
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.4'));

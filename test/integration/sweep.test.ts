@@ -38,7 +38,8 @@ async function run(server: FakeApiServer, overrides: Partial<SweepOptions> = {})
 }
 
 const patches = (server: FakeApiServer) => server.requests.filter((request) => request.method === 'PATCH');
-const finalizersOf = (server: FakeApiServer, kind: string, name: string, namespace = 'apps') => server.get(kind, namespace, name)?.metadata.finalizers;
+const finalizersOf = (server: FakeApiServer, kind: string, name: string, namespace = 'apps') =>
+  server.get(kind, namespace, name)?.metadata.finalizers;
 
 describe('sweep', () => {
   it('in a dry run, names what qualifies and why, and sends no write', async () => {
@@ -68,7 +69,9 @@ describe('sweep', () => {
 
   it('with --apply removes only the hook finalizer of qualifying objects, guarded by a test op, with an audit line each', async () => {
     const server = await cluster();
-    const untouched = ['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) => server.get('Job', 'apps', name));
+    const untouched = ['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) =>
+      server.get('Job', 'apps', name),
+    );
     const { outcome, lines } = await run(server);
     expect(outcome).toEqual({
       'keeps-other': 'removed',
@@ -83,9 +86,15 @@ describe('sweep', () => {
     expect(server.get('Job', 'apps', 'failed-only-hook')).toBeUndefined();
     expect(server.get('Pod', 'team-b', 'pod-done')).toBeUndefined();
     // Objects that do not qualify are byte for byte what they were.
-    expect(['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) => server.get('Job', 'apps', name))).toEqual(untouched);
+    expect(
+      ['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) =>
+        server.get('Job', 'apps', name),
+      ),
+    ).toEqual(untouched);
 
-    const keepsOther = patches(server).find((request) => request.path === '/apis/batch/v1/namespaces/apps/jobs/keeps-other');
+    const keepsOther = patches(server).find(
+      (request) => request.path === '/apis/batch/v1/namespaces/apps/jobs/keeps-other',
+    );
     expect(keepsOther).toMatchObject({
       contentType: 'application/json-patch+json',
       body: [
@@ -94,13 +103,19 @@ describe('sweep', () => {
       ],
       status: 200,
     });
-    expect(patches(server).map((request) => request.path).sort()).toEqual([
+    expect(
+      patches(server)
+        .map((request) => request.path)
+        .sort(),
+    ).toEqual([
       '/api/v1/namespaces/team-b/pods/pod-done',
       '/apis/batch/v1/namespaces/apps/jobs/failed-only-hook',
       '/apis/batch/v1/namespaces/apps/jobs/keeps-other',
       '/apis/batch/v1/namespaces/apps/jobs/running-old',
     ]);
-    const audits = lines.filter((line) => line.audit !== undefined).map((line) => line.audit as Record<string, unknown>);
+    const audits = lines
+      .filter((line) => line.audit !== undefined)
+      .map((line) => line.audit as Record<string, unknown>);
     expect(audits).toHaveLength(4);
     expect(audits.find((audit) => audit.name === 'keeps-other')).toEqual({
       action: 'hook-finalizer-removed',
@@ -120,9 +135,9 @@ describe('sweep', () => {
     const server = await cluster();
     const { outcome } = await run(server, { namespace: 'team-b' });
     expect(outcome).toEqual({ 'pod-done': 'removed' });
-    expect(new Set(server.requests.filter((request) => request.method === 'GET').map((request) => request.path))).toEqual(
-      new Set(['/apis/batch/v1/namespaces/team-b/jobs', '/api/v1/namespaces/team-b/pods']),
-    );
+    expect(
+      new Set(server.requests.filter((request) => request.method === 'GET').map((request) => request.path)),
+    ).toEqual(new Set(['/apis/batch/v1/namespaces/team-b/jobs', '/api/v1/namespaces/team-b/pods']));
   });
 
   it('fails safely when the finalizers change under it: the test op fails (422), it judges again and keeps the new finalizer', async () => {
@@ -131,14 +146,21 @@ describe('sweep', () => {
     server.beforePatch = (object) => {
       if (raced || object.metadata.name !== 'keeps-other') return;
       raced = true;
-      server.modify('Job', 'apps', 'keeps-other', (job) => ((job.metadata.finalizers as string[]).push('example.com/late')));
+      server.modify('Job', 'apps', 'keeps-other', (job) =>
+        (job.metadata.finalizers as string[]).push('example.com/late'),
+      );
     };
     const { report } = await run(server, { namespace: 'apps' });
-    expect(report.results.find((result) => result.name === 'keeps-other')).toMatchObject({ action: 'removed', finalizersBefore: [KEEP, HOOK_FINALIZER, 'example.com/late'] });
+    expect(report.results.find((result) => result.name === 'keeps-other')).toMatchObject({
+      action: 'removed',
+      finalizersBefore: [KEEP, HOOK_FINALIZER, 'example.com/late'],
+    });
     expect(finalizersOf(server, 'Job', 'keeps-other')).toEqual([KEEP, 'example.com/late']);
     const attempts = patches(server).filter((request) => request.path.endsWith('/keeps-other'));
     expect(attempts.map((request) => request.status)).toEqual([422, 200]);
-    expect(server.requests.filter((request) => request.method === 'GET' && request.path.endsWith('/jobs/keeps-other'))).toHaveLength(1);
+    expect(
+      server.requests.filter((request) => request.method === 'GET' && request.path.endsWith('/jobs/keeps-other')),
+    ).toHaveLength(1);
   });
 
   it('leaves an object alone when Argo CD removed the finalizer meanwhile, and reports a failure when it keeps changing', async () => {
@@ -147,14 +169,22 @@ describe('sweep', () => {
       const name = object.metadata.name;
       if (name === 'running-old') server.modify('Job', 'apps', name, (job) => (job.metadata.finalizers = [KEEP]));
       // Someone keeps adding finalizers: every test op fails.
-      if (name === 'keeps-other') server.modify('Job', 'apps', name, (job) => ((job.metadata.finalizers as string[]).push(`example.com/${server.requests.length}`)));
+      if (name === 'keeps-other')
+        server.modify('Job', 'apps', name, (job) =>
+          (job.metadata.finalizers as string[]).push(`example.com/${server.requests.length}`),
+        );
     };
     const { report } = await run(server, { namespace: 'apps' });
     const byName = (name: string) => report.results.find((result) => result.name === name);
-    expect(byName('running-old')).toMatchObject({ action: 'skipped', reasons: ['changed meanwhile: no argocd.argoproj.io/hook-finalizer'] });
+    expect(byName('running-old')).toMatchObject({
+      action: 'skipped',
+      reasons: ['changed meanwhile: no argocd.argoproj.io/hook-finalizer'],
+    });
     expect(byName('keeps-other')).toMatchObject({
       action: 'failed',
-      reasons: expect.arrayContaining(['patch failed: HTTP 422: the server rejected our request due to an error in our request']),
+      reasons: expect.arrayContaining([
+        'patch failed: HTTP 422: the server rejected our request due to an error in our request',
+      ]),
     });
     // Nothing was dropped: the hook finalizer and every added one are still there.
     expect(finalizersOf(server, 'Job', 'keeps-other')).toEqual(expect.arrayContaining([KEEP, HOOK_FINALIZER]));
@@ -166,14 +196,21 @@ describe('sweep', () => {
     server.fail({ method: 'PATCH', pathIncludes: '/keeps-other', status: 409 });
     const { outcome } = await run(server, { namespace: 'apps' });
     expect(outcome['keeps-other']).toBe('removed');
-    expect(patches(server).filter((request) => request.path.endsWith('/keeps-other')).map((request) => request.status)).toEqual([409, 200]);
+    expect(
+      patches(server)
+        .filter((request) => request.path.endsWith('/keeps-other'))
+        .map((request) => request.status),
+    ).toEqual([409, 200]);
   });
 
   it('reports an object deleted before the patch as already gone, not as a failure', async () => {
     const server = await cluster();
     server.fail({ method: 'PATCH', pathIncludes: '/failed-only-hook', status: 404 });
     const { report } = await run(server, { namespace: 'apps' });
-    expect(report.results.find((result) => result.name === 'failed-only-hook')).toMatchObject({ action: 'gone', finalizersAfter: [] });
+    expect(report.results.find((result) => result.name === 'failed-only-hook')).toMatchObject({
+      action: 'gone',
+      finalizersAfter: [],
+    });
   });
 
   it('retries 429 after its Retry-After, and 5xx with backoff', async () => {
@@ -187,8 +224,14 @@ describe('sweep', () => {
     const keepsOther = patches(server).filter((request) => request.path.endsWith('/keeps-other'));
     expect(keepsOther.map((request) => request.status)).toEqual([429, 200]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
-    expect(patches(server).filter((request) => request.path.endsWith('/running-old')).map((request) => request.status)).toEqual([503, 503, 200]);
-    expect(lines.filter((line) => line.msg === 'API call failed; retrying').map((line) => [line.status, line.call])).toEqual([
+    expect(
+      patches(server)
+        .filter((request) => request.path.endsWith('/running-old'))
+        .map((request) => request.status),
+    ).toEqual([503, 503, 200]);
+    expect(
+      lines.filter((line) => line.msg === 'API call failed; retrying').map((line) => [line.status, line.call]),
+    ).toEqual([
       [500, 'list Jobs'],
       [429, 'patch Job apps/keeps-other'],
       [503, 'patch Job apps/running-old'],
@@ -200,10 +243,18 @@ describe('sweep', () => {
   it('gives up after sweep.maxAttempts on a persistent 5xx and reports the reason; other objects still get done', async () => {
     const server = await cluster();
     server.fail({ method: 'PATCH', pathIncludes: '/running-old', status: 500, times: 10 });
-    const { report, outcome } = await run(server, { namespace: 'apps', retry: { maxAttempts: 3, backoff: { initialMs: 5, maxMs: 10 } } });
+    const { report, outcome } = await run(server, {
+      namespace: 'apps',
+      retry: { maxAttempts: 3, backoff: { initialMs: 5, maxMs: 10 } },
+    });
     expect(report.results.find((result) => result.name === 'running-old')).toMatchObject({
       action: 'failed',
-      reasons: ['Argo CD PreSync hook', 'not finished', expect.stringMatching(/^deleting for 20m\ds, at least 10m0s$/), 'patch failed: HTTP 500: injected failure 500'],
+      reasons: [
+        'Argo CD PreSync hook',
+        'not finished',
+        expect.stringMatching(/^deleting for 20m\ds, at least 10m0s$/),
+        'patch failed: HTTP 500: injected failure 500',
+      ],
       finalizersAfter: [HOOK_FINALIZER],
     });
     expect(patches(server).filter((request) => request.path.endsWith('/running-old'))).toHaveLength(3);
@@ -214,7 +265,8 @@ describe('sweep', () => {
   it('reads every page of a large cluster', async () => {
     const server = await new FakeApiServer().start();
     servers.push(server);
-    for (let index = 0; index < 501; index += 1) server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
+    for (let index = 0; index < 501; index += 1)
+      server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
     const { report } = await run(server, { apply: false });
     expect(report.results).toHaveLength(501);
     expect(report.results.every((result) => result.action === 'would-remove')).toBe(true);

@@ -9,9 +9,31 @@ import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 
-const word = fc.constantFrom('kubectl', 'delete', 'get', 'scale', '-n', 'ns', 'cm', 'x', '-l', 'a=b', '--ignore-not-found', '--wait=false', 'echo', 'sleep', '1');
+const word = fc.constantFrom(
+  'kubectl',
+  'delete',
+  'get',
+  'scale',
+  '-n',
+  'ns',
+  'cm',
+  'x',
+  '-l',
+  'a=b',
+  '--ignore-not-found',
+  '--wait=false',
+  'echo',
+  'sleep',
+  '1',
+);
 const script = fc
-  .array(fc.oneof(word, fc.constantFrom(' ', ' ', '\n', ' | xargs ', ' && ', '; ', ' || true', "'q d'", '"$(kubectl get po -o name)"')), { maxLength: 14 })
+  .array(
+    fc.oneof(
+      word,
+      fc.constantFrom(' ', ' ', '\n', ' | xargs ', ' && ', '; ', ' || true', "'q d'", '"$(kubectl get po -o name)"'),
+    ),
+    { maxLength: 14 },
+  )
   .map((parts) => parts.join(' '));
 const argv = fc.array(word, { minLength: 1, maxLength: 7 });
 
@@ -19,22 +41,38 @@ const container = fc.record(
   {
     name: fc.constantFrom('main', 'kubectl', 'cleanup'),
     image: fc.constantFrom('bitnami/kubectl:1.32.3', 'registry.k8s.io/kubectl:v1.32.7', 'alpine:3.20', 'busybox'),
-    command: fc.oneof(argv, script.map((text) => ['/bin/sh', '-c', text]), fc.constant(['/bin/sh', '-c'])),
-    args: fc.oneof(argv, script.map((text) => [text])),
+    command: fc.oneof(
+      argv,
+      script.map((text) => ['/bin/sh', '-c', text]),
+      fc.constant(['/bin/sh', '-c']),
+    ),
+    args: fc.oneof(
+      argv,
+      script.map((text) => [text]),
+    ),
   },
   { requiredKeys: ['name', 'image'] },
 );
 
-const annotations = fc.record(
-  {
-    'helm.sh/hook': fc.constantFrom('pre-install', 'post-upgrade', 'pre-delete', 'post-delete', 'test', 'pre-install,pre-upgrade'),
-    'helm.sh/hook-delete-policy': fc.constantFrom('hook-succeeded', 'before-hook-creation,hook-succeeded'),
-    'argocd.argoproj.io/hook': fc.constantFrom('PreSync', 'Sync', 'PostSync', 'PostDelete'),
-    'argocd.argoproj.io/hook-delete-policy': fc.constantFrom('HookSucceeded', 'BeforeHookCreation'),
-    'hookguard.io/min-runtime-seconds': fc.constantFrom('0', '5', '30', 'abc'),
-  },
-  { requiredKeys: [] },
-).filter((value) => value['helm.sh/hook'] !== undefined || value['argocd.argoproj.io/hook'] !== undefined);
+const annotations = fc
+  .record(
+    {
+      'helm.sh/hook': fc.constantFrom(
+        'pre-install',
+        'post-upgrade',
+        'pre-delete',
+        'post-delete',
+        'test',
+        'pre-install,pre-upgrade',
+      ),
+      'helm.sh/hook-delete-policy': fc.constantFrom('hook-succeeded', 'before-hook-creation,hook-succeeded'),
+      'argocd.argoproj.io/hook': fc.constantFrom('PreSync', 'Sync', 'PostSync', 'PostDelete'),
+      'argocd.argoproj.io/hook-delete-policy': fc.constantFrom('HookSucceeded', 'BeforeHookCreation'),
+      'hookguard.io/min-runtime-seconds': fc.constantFrom('0', '5', '30', 'abc'),
+    },
+    { requiredKeys: [] },
+  )
+  .filter((value) => value['helm.sh/hook'] !== undefined || value['argocd.argoproj.io/hook'] !== undefined);
 
 const podSpec = fc.record(
   {
@@ -65,7 +103,12 @@ const job = fc
   .map(({ annotations: values, finalizers: held, podSpec: pod, jobSpec }): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name: 'generated', namespace: 'apps', annotations: values, ...(held.length ? { finalizers: held } : {}) },
+    metadata: {
+      name: 'generated',
+      namespace: 'apps',
+      annotations: values,
+      ...(held.length ? { finalizers: held } : {}),
+    },
     spec: { ...jobSpec, template: { spec: pod } },
   }));
 
@@ -85,7 +128,13 @@ describe('idempotence over generated hook objects', () => {
     fc.assert(
       fc.property(fc.oneof(job, pod), requester, version, mode, (object, username, argocdVersion, chosenMode) => {
         const context = decisionContext(loadConfig({ overrides: { mode: chosenMode } }), argocdVersion);
-        const request: AdmissionRequest = { uid: 'p', operation: 'CREATE', namespace: 'apps', userInfo: { username }, object };
+        const request: AdmissionRequest = {
+          uid: 'p',
+          operation: 'CREATE',
+          namespace: 'apps',
+          userInfo: { username },
+          object,
+        };
         const first = decide(request, 'mutate', context);
         const patch = computedPatch(first);
         const stored = applyPatch(structuredClone(object), patch, true, false).newDocument as KubeObject;
@@ -95,7 +144,8 @@ describe('idempotence over generated hook objects', () => {
         expect(second.patch).toEqual([]);
         expect(second.withheldPatch).toEqual([]);
         const newFindings = second.findings.filter(
-          (finding) => !first.findings.some((earlier) => earlier.rule === finding.rule && earlier.message === finding.message),
+          (finding) =>
+            !first.findings.some((earlier) => earlier.rule === finding.rule && earlier.message === finding.message),
         );
         expect(newFindings).toEqual([]);
       }),

@@ -15,7 +15,15 @@ import { cliPath } from '../support/cli.js';
 import { hookJob } from '../support/objects.js';
 import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
-import { freePort, hookguardArgs, startServerProcess, tlsEnv, writeCertificate, type CertificateFiles, type ServerProcess } from '../support/server-process.js';
+import {
+  freePort,
+  hookguardArgs,
+  startServerProcess,
+  tlsEnv,
+  writeCertificate,
+  type CertificateFiles,
+  type ServerProcess,
+} from '../support/server-process.js';
 
 const haveCli = existsSync(cliPath);
 
@@ -29,7 +37,12 @@ describe.skipIf(!haveCli)('slow and abusive clients (built server, child process
     certificate = writeCertificate(await generateDevCertificate());
     config = loadConfig();
     const port = await freePort();
-    server = await startServerProcess({ args: hookguardArgs(port), port, ca: certificate.cert, env: tlsEnv(certificate) });
+    server = await startServerProcess({
+      args: hookguardArgs(port),
+      port,
+      ca: certificate.cert,
+      env: tlsEnv(certificate),
+    });
     agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   });
 
@@ -39,13 +52,24 @@ describe.skipIf(!haveCli)('slow and abusive clients (built server, child process
     certificate?.remove();
   });
 
-  const validBody = JSON.stringify(admissionReview({ uid: 'uid-probe', operation: 'CREATE', object: hookJob({ 'helm.sh/hook': 'post-delete' }) }));
+  const validBody = JSON.stringify(
+    admissionReview({ uid: 'uid-probe', operation: 'CREATE', object: hookJob({ 'helm.sh/hook': 'post-delete' }) }),
+  );
 
   /** One well-behaved request; resolves with its status and how long it took. */
   async function probe(): Promise<{ status: number; uid: string | undefined; ms: number }> {
     const started = performance.now();
     const { status, body } = await requestOnce(
-      { host: '127.0.0.1', port: server.port, path: '/mutate', method: 'POST', agent, ca: certificate.cert, servername: 'localhost', headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/mutate',
+        method: 'POST',
+        agent,
+        ca: certificate.cert,
+        servername: 'localhost',
+        headers: { 'content-type': 'application/json' },
+      },
       validBody,
     );
     const uid = (JSON.parse(body) as { response?: { uid?: string } }).response?.uid;
@@ -88,28 +112,42 @@ describe.skipIf(!haveCli)('slow and abusive clients (built server, child process
   }
 
   // Declared up front, the size is refused before the body is read; chunked, the count stops it mid-stream.
-  it.each(['Content-Length', 'chunked'] as const)('answers a body over the limit (%s) with 413 naming the limit, and keeps answering others', async (framing) => {
-    const limit = config.server.bodyLimitBytes;
-    await servedThroughout(async () => {
-      const socket = await connect();
-      const closed = closedAfter(socket);
-      const length = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${limit + 1024}`;
-      socket.write(`POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${length}\r\n\r\n`);
-      // Sent gently (one chunk in flight, none once the answer starts), so the answer is not lost to a reset
-      // caused by the server closing a socket with unread data; with a declared length no body is needed at all.
-      let answered = false;
-      socket.once('data', () => (answered = true));
-      const chunk = Buffer.alloc(16 * 1024, 'x');
-      const framed = framing === 'chunked' ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]) : undefined;
-      for (let sent = 0; framed && sent < limit + 1024 && !answered && !socket.destroyed; sent += chunk.length) {
-        if (!socket.write(framed)) await Promise.race([once(socket, 'drain'), once(socket, 'close'), once(socket, 'data')]).catch(() => undefined);
-      }
-      const { received } = await Promise.race([closed, new Promise<{ received: string }>((resolve) => setTimeout(() => resolve({ received: 'no close within 10 s' }), 10_000))]);
-      socket.destroy();
-      expect(received).toMatch(/^HTTP\/1\.1 413 /);
-      expect(received).toContain(`{"error":"request body is larger than the ${limit}-byte limit"}`);
-    });
-  });
+  it.each(['Content-Length', 'chunked'] as const)(
+    'answers a body over the limit (%s) with 413 naming the limit, and keeps answering others',
+    async (framing) => {
+      const limit = config.server.bodyLimitBytes;
+      await servedThroughout(async () => {
+        const socket = await connect();
+        const closed = closedAfter(socket);
+        const length = framing === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${limit + 1024}`;
+        socket.write(`POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${length}\r\n\r\n`);
+        // Sent gently (one chunk in flight, none once the answer starts), so the answer is not lost to a reset
+        // caused by the server closing a socket with unread data; with a declared length no body is needed at all.
+        let answered = false;
+        socket.once('data', () => (answered = true));
+        const chunk = Buffer.alloc(16 * 1024, 'x');
+        const framed =
+          framing === 'chunked'
+            ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
+            : undefined;
+        for (let sent = 0; framed && sent < limit + 1024 && !answered && !socket.destroyed; sent += chunk.length) {
+          if (!socket.write(framed))
+            await Promise.race([once(socket, 'drain'), once(socket, 'close'), once(socket, 'data')]).catch(
+              () => undefined,
+            );
+        }
+        const { received } = await Promise.race([
+          closed,
+          new Promise<{ received: string }>((resolve) =>
+            setTimeout(() => resolve({ received: 'no close within 10 s' }), 10_000),
+          ),
+        ]);
+        socket.destroy();
+        expect(received).toMatch(/^HTTP\/1\.1 413 /);
+        expect(received).toContain(`{"error":"request body is larger than the ${limit}-byte limit"}`);
+      });
+    },
+  );
 
   it('keeps answering while 300 idle TLS connections are open', async () => {
     await servedThroughout(async () => {
@@ -121,7 +159,11 @@ describe.skipIf(!haveCli)('slow and abusive clients (built server, child process
 
   it('shrugs off plaintext HTTP and garbage bytes on the TLS port while serving TLS clients', async () => {
     await servedThroughout(async () => {
-      for (const garbage of ['GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', '\x16\x03\x01\x00\x05hello', Buffer.alloc(4096, 0xff).toString('latin1')]) {
+      for (const garbage of [
+        'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n',
+        '\x16\x03\x01\x00\x05hello',
+        Buffer.alloc(4096, 0xff).toString('latin1'),
+      ]) {
         const socket = net.connect(server.port, '127.0.0.1');
         socket.on('error', () => undefined);
         await once(socket, 'connect');

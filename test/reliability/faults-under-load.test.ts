@@ -92,7 +92,12 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
     // Each answer records the certificate its connection was served with, which must be one of the two. (Both are
     // self-signed with the same subject, so OpenSSL cannot hold both as trust anchors: the check is by fingerprint.)
     // No TLS session resumption, so that every new connection shows the certificate being served now.
-    const agent = new https.Agent({ keepAlive: true, maxSockets: CLIENTS, rejectUnauthorized: false, maxCachedSessions: 0 });
+    const agent = new https.Agent({
+      keepAlive: true,
+      maxSockets: CLIENTS,
+      rejectUnauthorized: false,
+      maxCachedSessions: 0,
+    });
     const certificateOf = new WeakMap<TLSSocket, string>();
     const servedCertificates = new Set([fingerprintOf(first.cert), fingerprintOf(second.cert)]);
     const outcomes: Outcome[] = [];
@@ -107,7 +112,16 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
         const settle = (fields: Partial<Outcome>) => {
           // It reached hookguard if an answer came, or if the TLS handshake with it had completed.
           const reached = fields.status !== undefined || servedWith !== undefined;
-          resolve({ phase, request, startedAt: started, ms: performance.now() - started, reached, newConnection, ...(servedWith ? { certificate: servedWith } : {}), ...fields });
+          resolve({
+            phase,
+            request,
+            startedAt: started,
+            ms: performance.now() - started,
+            reached,
+            newConnection,
+            ...(servedWith ? { certificate: servedWith } : {}),
+            ...fields,
+          });
         };
         const req = https.request(
           {
@@ -121,7 +135,9 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
           (response) => {
             const chunks: Buffer[] = [];
             response.on('data', (chunk: Buffer) => chunks.push(chunk));
-            response.on('end', () => settle({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+            response.on('end', () =>
+              settle({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+            );
             response.on('error', (error) => settle({ error: error.message }));
           },
         );
@@ -146,7 +162,10 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
     // Each client sends one request after another until the server refuses its connection after SIGTERM.
     const clients = Array.from({ length: CLIENTS }, async () => {
       for (let sent = 1; ; sent++) {
-        const outcome = await send(requests[next++ % requests.length] as BenchRequest, sent % REQUESTS_PER_CONNECTION === 0);
+        const outcome = await send(
+          requests[next++ % requests.length] as BenchRequest,
+          sent % REQUESTS_PER_CONNECTION === 0,
+        );
         outcomes.push(outcome);
         if (outcome.phase === 'after SIGTERM' && !outcome.reached) return;
         if (outcome.phase !== 'after SIGTERM' && outcome.error) return; // a failure before shutdown: reported below
@@ -162,7 +181,9 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
     await pause(1_500);
     phase = 'API server down';
     await api.stop();
-    await serve.waitForLog((line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions');
+    await serve.waitForLog(
+      (line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions',
+    );
     await pause(1_500);
     phase = 'after SIGTERM';
     const signalled = performance.now();
@@ -174,34 +195,48 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
 
     // The answer each request got in the steady phase, to compare every later answer with.
     const steadyAnswers = new Map<string, string>();
-    for (const outcome of outcomes) if (outcome.phase === 'steady' && outcome.body) steadyAnswers.set(outcome.request.uid, outcome.body);
+    for (const outcome of outcomes)
+      if (outcome.phase === 'steady' && outcome.body) steadyAnswers.set(outcome.request.uid, outcome.body);
     const phases: Phase[] = ['steady', 'after certificate rotation', 'API server down', 'after SIGTERM'];
     const figures = phases.map((name) => {
       const mine = outcomes.filter((outcome) => outcome.phase === name);
       const answered = mine.filter((outcome) => outcome.status !== undefined);
       const latencies = answered.map((outcome) => outcome.ms).sort((a, b) => a - b);
-      const at = (quantile: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? NaN);
+      const at = (quantile: number) =>
+        Math.round(latencies[Math.min(latencies.length - 1, Math.floor(quantile * latencies.length))] ?? NaN);
       return {
         phase: name,
         answered: answered.length,
         failedAfterReaching: mine.filter((outcome) => outcome.reached && outcome.status !== 200).length,
         refusedBeforeReaching: mine.filter((outcome) => !outcome.reached).length,
         newConnections: answered.filter((outcome) => outcome.newConnection).length,
-        newConnectionsOnNewCertificate: answered.filter((outcome) => outcome.newConnection && outcome.certificate === fingerprintOf(second.cert)).length,
+        newConnectionsOnNewCertificate: answered.filter(
+          (outcome) => outcome.newConnection && outcome.certificate === fingerprintOf(second.cert),
+        ).length,
         p50Ms: at(0.5),
         p99Ms: at(0.99),
         maxMs: Math.round(latencies[latencies.length - 1] ?? NaN),
       };
     });
-    console.log(`faults under load: ${JSON.stringify({ clients: CLIENTS, exitCode, sigtermToExitMs: exitMs, phases: figures })}`);
+    console.log(
+      `faults under load: ${JSON.stringify({ clients: CLIENTS, exitCode, sigtermToExitMs: exitMs, phases: figures })}`,
+    );
 
     const failures = outcomes.filter((outcome) => outcome.reached && (outcome.status !== 200 || !outcome.body));
-    expect(failures.map((outcome) => `${outcome.phase} ${outcome.request.source} ${outcome.status ?? outcome.error}`)).toEqual([]);
-    expect(outcomes.filter((outcome) => outcome.error && outcome.phase !== 'after SIGTERM').map((outcome) => `${outcome.phase}: ${outcome.error}`)).toEqual([]);
-    for (const outcome of outcomes.filter((entry) => entry.reached)) expect(servedCertificates.has(outcome.certificate ?? 'none')).toBe(true);
+    expect(
+      failures.map((outcome) => `${outcome.phase} ${outcome.request.source} ${outcome.status ?? outcome.error}`),
+    ).toEqual([]);
+    expect(
+      outcomes
+        .filter((outcome) => outcome.error && outcome.phase !== 'after SIGTERM')
+        .map((outcome) => `${outcome.phase}: ${outcome.error}`),
+    ).toEqual([]);
+    for (const outcome of outcomes.filter((entry) => entry.reached))
+      expect(servedCertificates.has(outcome.certificate ?? 'none')).toBe(true);
     // Nothing was refused before SIGTERM; after it, only connections the server never accepted.
     expect(outcomes.filter((outcome) => !outcome.reached && outcome.phase !== 'after SIGTERM')).toEqual([]);
-    for (const outcome of outcomes.filter((entry) => !entry.reached)) expect(['ECONNREFUSED', 'ECONNRESET']).toContain(outcome.error);
+    for (const outcome of outcomes.filter((entry) => !entry.reached))
+      expect(['ECONNREFUSED', 'ECONNRESET']).toContain(outcome.error);
     // Same answer as in the steady phase: the rotation and the lost API server change no decision.
     for (const outcome of outcomes) {
       const steady = steadyAnswers.get(outcome.request.uid);
@@ -210,7 +245,9 @@ describe.skipIf(!existsSync(cliPath))('faults under steady load (built server, r
     expect(steadyAnswers.size).toBe(requests.length);
     for (const figure of figures.slice(0, 3)) expect(figure.answered, figure.phase).toBeGreaterThan(100);
     // Connections made after the rotation were served the new certificate; during the drain, answers kept coming.
-    const laterConnections = outcomes.filter((outcome) => outcome.startedAt > reloadedAt && outcome.newConnection && outcome.certificate);
+    const laterConnections = outcomes.filter(
+      (outcome) => outcome.startedAt > reloadedAt && outcome.newConnection && outcome.certificate,
+    );
     expect(laterConnections.length).toBeGreaterThan(10);
     expect(laterConnections.filter((outcome) => outcome.certificate !== fingerprintOf(second.cert))).toEqual([]);
     expect(figures[3]?.answered).toBeGreaterThan(0);

@@ -25,7 +25,12 @@ const PROTO = '@@proto@@';
 const CONSTRUCTOR = '@@constructor@@';
 // Stands for bytes that are not UTF-8, spliced into the body after encoding.
 const BAD_UTF8 = '@@bad-utf8@@';
-const BAD_BYTES = [Buffer.from([0xff]), Buffer.from([0xc3, 0x28]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xf0, 0x28, 0x8c, 0x28])];
+const BAD_BYTES = [
+  Buffer.from([0xff]),
+  Buffer.from([0xc3, 0x28]),
+  Buffer.from([0xed, 0xa0, 0x80]),
+  Buffer.from([0xf0, 0x28, 0x8c, 0x28]),
+];
 
 const fixtureObjects = loadSharedFixtures().map((fixture) => fixture.object as Json);
 const baseObjects: Json[] = [
@@ -109,7 +114,9 @@ function applyEdit(review: Json, { path, value: shared, remove }: Edit): unknown
 const validReview = fc
   .record({
     object: fc.constantFrom(...baseObjects),
-    operation: fc.constantFrom('CREATE', 'CREATE', 'UPDATE', 'DELETE', 'CONNECT') as fc.Arbitrary<'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT'>,
+    operation: fc.constantFrom('CREATE', 'CREATE', 'UPDATE', 'DELETE', 'CONNECT') as fc.Arbitrary<
+      'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT'
+    >,
     username: fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER),
     uid: fc.oneof(fc.uuid(), fc.string({ minLength: 1, maxLength: 30 })),
   })
@@ -134,19 +141,42 @@ function encode(value: unknown): Buffer {
     .replaceAll(`"${CONSTRUCTOR}"`, '"constructor"')
     .replace(DEEP, (_match, depth: string) => nestedText(Number(depth)));
   const parts = text.split(BAD_UTF8);
-  return Buffer.concat(parts.flatMap((part, index) => (index === 0 ? [Buffer.from(part)] : [BAD_BYTES[index % BAD_BYTES.length] as Buffer, Buffer.from(part)])));
+  return Buffer.concat(
+    parts.flatMap((part, index) =>
+      index === 0 ? [Buffer.from(part)] : [BAD_BYTES[index % BAD_BYTES.length] as Buffer, Buffer.from(part)],
+    ),
+  );
 }
 
 const jsonCase: fc.Arbitrary<Case> = fc
-  .tuple(validReview, fc.array(edit, { maxLength: 2 }), fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8'))
-  .map(([review, edits, contentType]) => ({ body: encode(edits.reduce<unknown>((value, change) => applyEdit(value as Json, change), review)), contentType }));
+  .tuple(
+    validReview,
+    fc.array(edit, { maxLength: 2 }),
+    fc.constantFrom('application/json', 'application/json', 'application/json; charset=utf-8'),
+  )
+  .map(([review, edits, contentType]) => ({
+    body: encode(edits.reduce<unknown>((value, change) => applyEdit(value as Json, change), review)),
+    contentType,
+  }));
 
-const nonJsonCase: fc.Arbitrary<Case> = fc.oneof(
-  validReview.chain((review) => fc.integer({ min: 0, max: JSON.stringify(review).length - 1 }).map((cut) => Buffer.from(JSON.stringify(review).slice(0, cut)))),
-  fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
-  fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
-  fc.constantFrom('', 'null', '[]', '"AdmissionReview"', '{"kind":"AdmissionReview"}', '{"a":1}{"b":2}', '\ufeff{}').map((text) => Buffer.from(text)),
-).chain((body) => fc.constantFrom<string | undefined>('application/json', 'text/plain', undefined, 'application/x-yaml').map((contentType) => ({ body, contentType })));
+const nonJsonCase: fc.Arbitrary<Case> = fc
+  .oneof(
+    validReview.chain((review) =>
+      fc
+        .integer({ min: 0, max: JSON.stringify(review).length - 1 })
+        .map((cut) => Buffer.from(JSON.stringify(review).slice(0, cut))),
+    ),
+    fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
+    fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
+    fc
+      .constantFrom('', 'null', '[]', '"AdmissionReview"', '{"kind":"AdmissionReview"}', '{"a":1}{"b":2}', '\ufeff{}')
+      .map((text) => Buffer.from(text)),
+  )
+  .chain((body) =>
+    fc
+      .constantFrom<string | undefined>('application/json', 'text/plain', undefined, 'application/x-yaml')
+      .map((contentType) => ({ body, contentType })),
+  );
 
 const anyCase = fc.oneof({ weight: 4, arbitrary: jsonCase }, { weight: 1, arbitrary: nonJsonCase });
 
@@ -182,7 +212,8 @@ function hasPrototypeKey(root: unknown): boolean {
     if (typeof node !== 'object' || node === null) continue;
     for (const [key, value] of Object.entries(node)) {
       if (key === '__proto__') return true;
-      if (key === 'constructor' && typeof value === 'object' && value !== null && Object.hasOwn(value, 'prototype')) return true;
+      if (key === 'constructor' && typeof value === 'object' && value !== null && Object.hasOwn(value, 'prototype'))
+        return true;
       pending.push(value);
     }
   }
@@ -212,10 +243,14 @@ function checkAnswer(testCase: Case, answer: Answer): void {
     expect(ops.length).toBeGreaterThan(0);
     for (const op of ops) expect(['add', 'remove', 'replace']).toContain(op.op);
   }
-  if (response.allowed === false) expect(response.status).toMatchObject({ code: 403, message: expect.stringMatching(/^hookguard denied: /) });
+  if (response.allowed === false)
+    expect(response.status).toMatchObject({ code: 403, message: expect.stringMatching(/^hookguard denied: /) });
 }
 
-const prototypeKeys = () => [Object.prototype, Array.prototype, Function.prototype, String.prototype].map((proto) => Object.getOwnPropertyNames(proto).sort());
+const prototypeKeys = () =>
+  [Object.prototype, Array.prototype, Function.prototype, String.prototype].map((proto) =>
+    Object.getOwnPropertyNames(proto).sort(),
+  );
 const prototypesBefore = prototypeKeys();
 
 function expectPrototypesUntouched(): void {
@@ -225,7 +260,9 @@ function expectPrototypesUntouched(): void {
 }
 
 describe('fuzzed AdmissionReviews through inject()', () => {
-  const app = buildApp(loadConfig({ overrides: { 'argocd.version': '2.14.3' } }), { logger: pino({ level: 'silent' }) });
+  const app = buildApp(loadConfig({ overrides: { 'argocd.version': '2.14.3' } }), {
+    logger: pino({ level: 'silent' }),
+  });
   afterAll(() => app.close());
 
   it('always answers, never 5xx; a valid envelope gets its uid back in a valid AdmissionReview, anything else a clear 4xx', async () => {
@@ -246,9 +283,16 @@ describe('fuzzed AdmissionReviews through inject()', () => {
 
   it('refuses a body with a __proto__ key with 400 naming the cause, and a constructor.prototype too', async () => {
     for (const key of ['__proto__', 'constructor']) {
-      const review = JSON.stringify(admissionReview({ uid: 'uid-proto', operation: 'CREATE', object: baseObjects[0] as Json }));
+      const review = JSON.stringify(
+        admissionReview({ uid: 'uid-proto', operation: 'CREATE', object: baseObjects[0] as Json }),
+      );
       const payload = review.replace('"metadata":{', `"metadata":{"${key}":{"prototype":{"polluted":"yes"}},`);
-      const reply = await app.inject({ method: 'POST', url: '/mutate', payload, headers: { 'content-type': 'application/json' } });
+      const reply = await app.inject({
+        method: 'POST',
+        url: '/mutate',
+        payload,
+        headers: { 'content-type': 'application/json' },
+      });
       expect([reply.statusCode, reply.json()]).toEqual([
         400,
         {
@@ -267,7 +311,12 @@ describe('fuzzed AdmissionReviews through inject()', () => {
     ['huge', JSON.stringify('k'.repeat(1024 * 1024)), `expected kind AdmissionReview, got "${'k'.repeat(99)}…`],
   ])('names a %s wrong kind in a short 400', async (_name, kind, error) => {
     const payload = `{"apiVersion":"admission.k8s.io/v1","kind":${kind},"request":{"uid":"u"}}`;
-    const reply = await app.inject({ method: 'POST', url: '/validate', payload, headers: { 'content-type': 'application/json' } });
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/validate',
+      payload,
+      headers: { 'content-type': 'application/json' },
+    });
     expect([reply.statusCode, reply.json()]).toEqual([400, { error }]);
   });
 
@@ -275,8 +324,16 @@ describe('fuzzed AdmissionReviews through inject()', () => {
     const object = structuredClone(baseObjects[0] as Json) as { metadata: { annotations: Record<string, string> } };
     object.metadata.annotations.huge = 'x'.repeat(DEFAULTS.server.bodyLimitBytes);
     const payload = JSON.stringify(admissionReview({ uid: 'uid-huge', operation: 'CREATE', object }));
-    const reply = await app.inject({ method: 'POST', url: '/mutate', payload, headers: { 'content-type': 'application/json' } });
-    expect([reply.statusCode, reply.json()]).toEqual([413, { error: `request body is larger than the ${DEFAULTS.server.bodyLimitBytes}-byte limit` }]);
+    const reply = await app.inject({
+      method: 'POST',
+      url: '/mutate',
+      payload,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([reply.statusCode, reply.json()]).toEqual([
+      413,
+      { error: `request body is larger than the ${DEFAULTS.server.bodyLimitBytes}-byte limit` },
+    ]);
   });
 });
 
@@ -289,10 +346,13 @@ describe('a __proto__ key inside the object changes no decision (core, as a YAML
       const text = JSON.stringify(admissionReview({ uid: 'uid', operation: 'CREATE', object, username }));
       const plain = (JSON.parse(text) as { request: AdmissionRequest }).request;
       for (const place of places) {
-        const payload = '{"__proto__":{"polluted":"yes","allowed":false,"metadata":{"annotations":{"hookguard.io/skip":"delete-policy"}}},';
+        const payload =
+          '{"__proto__":{"polluted":"yes","allowed":false,"metadata":{"annotations":{"hookguard.io/skip":"delete-policy"}}},';
         const needle = place === '' ? '"object":{' : place;
         if (!text.includes(needle)) continue;
-        const poisoned = (JSON.parse(text.replace(needle, `${needle}${payload.slice(1)}`)) as { request: AdmissionRequest }).request;
+        const poisoned = (
+          JSON.parse(text.replace(needle, `${needle}${payload.slice(1)}`)) as { request: AdmissionRequest }
+        ).request;
         for (const endpoint of ['mutate', 'validate'] as const) {
           const expected = decide(plain, endpoint, context);
           const actual = decide(poisoned, endpoint, context);
@@ -333,8 +393,14 @@ describe('fuzzed AdmissionReviews over a real TLS socket (keep-alive, 127.0.0.1)
   });
 
   async function send(url: string, testCase: Case): Promise<Answer> {
-    const headers = { 'content-length': testCase.body.length, ...(testCase.contentType === undefined ? {} : { 'content-type': testCase.contentType }) };
-    const { status, body } = await requestOnce({ host: '127.0.0.1', port, path: url, method: 'POST', agent, ca, servername: 'localhost', headers }, testCase.body);
+    const headers = {
+      'content-length': testCase.body.length,
+      ...(testCase.contentType === undefined ? {} : { 'content-type': testCase.contentType }),
+    };
+    const { status, body } = await requestOnce(
+      { host: '127.0.0.1', port, path: url, method: 'POST', agent, ca, servername: 'localhost', headers },
+      testCase.body,
+    );
     return { status, body };
   }
 
@@ -354,7 +420,12 @@ describe('fuzzed AdmissionReviews over a real TLS socket (keep-alive, 127.0.0.1)
       { numRuns: 150 },
     );
     // Still serving: a plain valid review after all of it.
-    const valid = { body: Buffer.from(JSON.stringify(admissionReview({ uid: 'uid-after', operation: 'CREATE', object: baseObjects[0] as Json }))), contentType: 'application/json' };
+    const valid = {
+      body: Buffer.from(
+        JSON.stringify(admissionReview({ uid: 'uid-after', operation: 'CREATE', object: baseObjects[0] as Json })),
+      ),
+      contentType: 'application/json',
+    };
     checkAnswer(valid, await send('/mutate', valid));
     expectPrototypesUntouched();
   });

@@ -66,7 +66,8 @@ describe.skipIf(!haveCli)('memory under 100k requests (built server, child proce
       headers: { 'content-type': 'application/json' },
       body: entry.body.replace(`"uid":"${entry.uid}"`, `"uid":"${entry.uid}-[<id>]"`),
     }));
-    const load = (amount: number) => autocannon({ url: server.url, connections: 32, pipelining: 1, amount, requests: mix, idReplacement: true });
+    const load = (amount: number) =>
+      autocannon({ url: server.url, connections: 32, pipelining: 1, amount, requests: mix, idReplacement: true });
 
     const warmup = await load(WARMUP_REQUESTS);
     expect([warmup.errors, warmup.timeouts, warmup.non2xx]).toEqual([0, 0, 0]);

@@ -26,7 +26,7 @@ const SCRIPT_PIECES = [
   'echo "multi\nline string"',
   'echo $((6 * 7)) ${UNSET_VARIABLE:-default}',
   'kubectl delete pod x',
-  "kubectl -n 'my ns' delete configmap \"a b\"",
+  'kubectl -n \'my ns\' delete configmap "a b"',
   "kubectl delete cm 'it'\"'\"'s'",
   'kubectl delete pod "$(echo from-substitution)"',
   'kubectl get pods -o name | xargs kubectl delete',
@@ -46,7 +46,24 @@ const script = fc
 
 // Exec-form words: no shell reads them, so anything is literal, including what would be syntax in a shell.
 const word = fc.oneof(
-  fc.constantFrom('delete', 'get', 'pod', 'cm', '-n', 'my ns', '$(rm -rf /)', '`id`', '*', "it's", '"q"', 'a\nb', 'ümlaut ✓', '--', '-l', 'a=b'),
+  fc.constantFrom(
+    'delete',
+    'get',
+    'pod',
+    'cm',
+    '-n',
+    'my ns',
+    '$(rm -rf /)',
+    '`id`',
+    '*',
+    "it's",
+    '"q"',
+    'a\nb',
+    'ümlaut ✓',
+    '--',
+    '-l',
+    'a=b',
+  ),
   fc.string({ unit: 'grapheme', maxLength: 12 }).filter((text) => !text.includes('\0')),
 );
 const execArgs = fc.array(word, { maxLength: 6 }).map((words) => ['delete', ...words]);
@@ -69,7 +86,11 @@ const job = fc
   .map(({ containers, hook, argocd }): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'Job',
-    metadata: { name: 'hook', namespace: 'apps', annotations: argocd ? { 'argocd.argoproj.io/hook': 'PreSync' } : { 'helm.sh/hook': hook } },
+    metadata: {
+      name: 'hook',
+      namespace: 'apps',
+      annotations: argocd ? { 'argocd.argoproj.io/hook': 'PreSync' } : { 'helm.sh/hook': hook },
+    },
     spec: {
       backoffLimit: 0,
       template: {
@@ -89,14 +110,17 @@ afterAll(() => sandbox.remove());
 
 const context = decisionContext(loadConfig(), '2.14.3');
 const withoutFlag = (calls: string[][]) => calls.map((call) => call.filter((arg) => arg !== FLAG));
-const containersOf = (object: KubeObject) => ((object.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers);
+const containersOf = (object: KubeObject) =>
+  (object.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers;
 
 describe('container commands keep their meaning through every mutation', () => {
   it('same exit status, stdout and kubectl calls in a real shell, deletes only gaining --ignore-not-found', () => {
     let deletesSeen = 0;
     fc.assert(
       fc.property(job, fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER), (object, username) => {
-        const request = (admissionReview({ uid: 'uid', operation: 'CREATE', object, username }) as { request: AdmissionRequest }).request;
+        const request = (
+          admissionReview({ uid: 'uid', operation: 'CREATE', object, username }) as { request: AdmissionRequest }
+        ).request;
         const decision = decide(request, 'mutate', context);
         expect(decision.allowed).toBe(true);
         const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
@@ -104,7 +128,11 @@ describe('container commands keep their meaning through every mutation', () => {
         for (const [index, before] of containersOf(object).entries()) {
           const mutated = after[index] as Container;
           // Only command and args may change, and only by the one flag.
-          expect({ ...mutated, command: undefined, args: undefined }).toEqual({ ...before, command: undefined, args: undefined });
+          expect({ ...mutated, command: undefined, args: undefined }).toEqual({
+            ...before,
+            command: undefined,
+            args: undefined,
+          });
           const original = sandbox.run(argvOf(before), sandbox.present);
           const rewritten = sandbox.run(argvOf(mutated), sandbox.present);
           expect(rewritten.status, rewritten.stderr).toBe(original.status);

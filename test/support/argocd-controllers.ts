@@ -6,8 +6,19 @@ export function controller(namespace: string, image: string, kind: 'StatefulSet'
   return {
     apiVersion: 'apps/v1',
     kind,
-    metadata: { name: 'argocd-application-controller', namespace, labels: { 'app.kubernetes.io/name': 'argocd-application-controller', 'app.kubernetes.io/part-of': 'argocd' } },
-    spec: { template: { spec: { serviceAccountName: 'argocd-application-controller', containers: [{ name: 'argocd-application-controller', image }] } } },
+    metadata: {
+      name: 'argocd-application-controller',
+      namespace,
+      labels: { 'app.kubernetes.io/name': 'argocd-application-controller', 'app.kubernetes.io/part-of': 'argocd' },
+    },
+    spec: {
+      template: {
+        spec: {
+          serviceAccountName: 'argocd-application-controller',
+          containers: [{ name: 'argocd-application-controller', image }],
+        },
+      },
+    },
   };
 }
 
@@ -19,7 +30,9 @@ export function readyWithController(version: string, image: string) {
       enabled: true,
       synced: true,
       watching: true,
-      instances: [{ namespace: 'argocd', version, source: `StatefulSet argocd-application-controller: image ${image}` }],
+      instances: [
+        { namespace: 'argocd', version, source: `StatefulSet argocd-application-controller: image ${image}` },
+      ],
     },
   };
 }

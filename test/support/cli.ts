@@ -27,7 +27,11 @@ export function runCli(args: readonly string[], input?: string, env: Record<stri
 /** runCli without blocking this process, for commands that talk to a server the test itself runs. */
 export function runCliAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first (npm test does)`);
-  const child = spawn(process.execPath, [cliPath, ...args], { cwd: repoRoot, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 30_000 });
+  const child = spawn(process.execPath, [cliPath, ...args], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 30_000,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -37,4 +41,3 @@ export function runCliAsync(args: readonly string[], env: Record<string, string>
     child.once('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
-

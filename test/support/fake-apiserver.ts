@@ -13,7 +13,11 @@ import { applyPatch, type Operation } from 'fast-json-patch/index.mjs';
 import { KubeConfig } from '@kubernetes/client-node';
 
 type Json = Record<string, unknown>;
-export type KubeItem = Json & { apiVersion: string; kind: string; metadata: Json & { name: string; namespace: string } };
+export type KubeItem = Json & {
+  apiVersion: string;
+  kind: string;
+  metadata: Json & { name: string; namespace: string };
+};
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 interface Resource {
@@ -79,7 +83,12 @@ const REASONS: Readonly<Record<number, string>> = {
 };
 
 /** A Status body as kube-apiserver writes it. */
-export function statusBody(code: number, message: string, details: Json = {}, reason = REASONS[code] ?? 'Unknown'): Json {
+export function statusBody(
+  code: number,
+  message: string,
+  details: Json = {},
+  reason = REASONS[code] ?? 'Unknown',
+): Json {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code };
 }
 
@@ -87,7 +96,8 @@ function parseSelector(raw: string | undefined): Record<string, string> {
   const selector: Record<string, string> = {};
   for (const term of (raw ?? '').split(',').filter(Boolean)) {
     const [key, value] = term.split('=');
-    if (key === undefined || value === undefined) throw new Error(`the fake API server only supports key=value selectors, got ${term}`);
+    if (key === undefined || value === undefined)
+      throw new Error(`the fake API server only supports key=value selectors, got ${term}`);
     selector[key] = value;
   }
   return selector;
@@ -164,15 +174,19 @@ export class FakeApiServer {
   }
 
   private resourceOf(object: Json): Resource {
-    const resource = RESOURCES.find((candidate) => candidate.kind === object.kind && candidate.apiVersion === object.apiVersion);
-    if (!resource) throw new Error(`the fake API server does not serve ${String(object.apiVersion)} ${String(object.kind)}`);
+    const resource = RESOURCES.find(
+      (candidate) => candidate.kind === object.kind && candidate.apiVersion === object.apiVersion,
+    );
+    if (!resource)
+      throw new Error(`the fake API server does not serve ${String(object.apiVersion)} ${String(object.kind)}`);
     return resource;
   }
 
   private record(resource: Resource, type: EventType, object: KubeItem): void {
     this.history.push({ resourceVersion: this.resourceVersion, resource, type, object: structuredClone(object) });
     for (const watch of this.watches) {
-      if (watch.resource === resource && matches(object, watch.namespace, watch.selector)) writeEvent(watch.response, type, object);
+      if (watch.resource === resource && matches(object, watch.namespace, watch.selector))
+        writeEvent(watch.response, type, object);
     }
   }
 
@@ -214,7 +228,11 @@ export class FakeApiServer {
   }
 
   /** The stored object itself (not a copy), with its resource and key. */
-  private lookup(kind: string, namespace: string, name: string): { resource: Resource; key: string; item: KubeItem } | undefined {
+  private lookup(
+    kind: string,
+    namespace: string,
+    name: string,
+  ): { resource: Resource; key: string; item: KubeItem } | undefined {
     const resource = RESOURCES.find((candidate) => candidate.kind === kind);
     if (!resource) return undefined;
     const key = this.key(resource, namespace, name);
@@ -268,7 +286,11 @@ export class FakeApiServer {
   bookmark(): void {
     for (const watch of this.watches) {
       const { kind, apiVersion } = watch.resource;
-      writeEvent(watch.response, 'BOOKMARK', { kind, apiVersion, metadata: { resourceVersion: String(this.resourceVersion) } });
+      writeEvent(watch.response, 'BOOKMARK', {
+        kind,
+        apiVersion,
+        metadata: { resourceVersion: String(this.resourceVersion) },
+      });
     }
   }
 
@@ -284,7 +306,13 @@ export class FakeApiServer {
     return statusBody(410, `too old resource version: ${requested} (${this.compactedThrough + 1})`, {}, 'Expired');
   }
 
-  private reply(response: ServerResponse, recorded: RecordedRequest, status: number, body: Json, headers: Record<string, string> = {}): void {
+  private reply(
+    response: ServerResponse,
+    recorded: RecordedRequest,
+    status: number,
+    body: Json,
+    headers: Record<string, string> = {},
+  ): void {
     recorded.status = status;
     response.writeHead(status, { 'content-type': 'application/json', ...headers });
     response.end(JSON.stringify(body));
@@ -308,10 +336,15 @@ export class FakeApiServer {
   private route(path: string): { resource: Resource; namespace?: string; name?: string } | undefined {
     for (const resource of RESOURCES) {
       if (!path.startsWith(`${resource.prefix}/`)) continue;
-      const rest = path.slice(resource.prefix.length + 1).split('/').map(decodeURIComponent);
+      const rest = path
+        .slice(resource.prefix.length + 1)
+        .split('/')
+        .map(decodeURIComponent);
       if (rest.length === 1 && rest[0] === resource.plural) return { resource };
-      if (rest.length === 3 && rest[0] === 'namespaces' && rest[2] === resource.plural) return { resource, namespace: rest[1] };
-      if (rest.length === 4 && rest[0] === 'namespaces' && rest[2] === resource.plural) return { resource, namespace: rest[1], name: rest[3] };
+      if (rest.length === 3 && rest[0] === 'namespaces' && rest[2] === resource.plural)
+        return { resource, namespace: rest[1] };
+      if (rest.length === 4 && rest[0] === 'namespaces' && rest[2] === resource.plural)
+        return { resource, namespace: rest[1], name: rest[3] };
     }
     return undefined;
   }
@@ -332,9 +365,16 @@ export class FakeApiServer {
     const failure = this.injected(method, url.pathname, watch);
     if (failure) {
       const retryAfter = failure.retryAfterSeconds;
-      const message = failure.status === 429 ? 'Too many requests, please try again later.' : `injected failure ${failure.status}`;
+      const message =
+        failure.status === 429 ? 'Too many requests, please try again later.' : `injected failure ${failure.status}`;
       const details = retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {};
-      this.reply(response, recorded, failure.status, statusBody(failure.status, message, details), retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {});
+      this.reply(
+        response,
+        recorded,
+        failure.status,
+        statusBody(failure.status, message, details),
+        retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {},
+      );
       return;
     }
     const route = this.route(url.pathname);
@@ -348,7 +388,12 @@ export class FakeApiServer {
       const key = this.key(resource, namespace ?? '', name);
       const stored = this.objects.get(key);
       if (!stored) {
-        this.reply(response, recorded, 404, statusBody(404, `${qualified} "${name}" not found`, { name, group: resource.group, kind: resource.plural }));
+        this.reply(
+          response,
+          recorded,
+          404,
+          statusBody(404, `${qualified} "${name}" not found`, { name, group: resource.group, kind: resource.plural }),
+        );
         return;
       }
       if (method === 'GET') {
@@ -361,7 +406,12 @@ export class FakeApiServer {
       }
     }
     if (method !== 'GET' || name !== undefined) {
-      this.reply(response, recorded, 405, statusBody(405, `the fake API server does not implement ${method} ${url.pathname}`, {}, 'MethodNotAllowed'));
+      this.reply(
+        response,
+        recorded,
+        405,
+        statusBody(405, `the fake API server does not implement ${method} ${url.pathname}`, {}, 'MethodNotAllowed'),
+      );
       return;
     }
     const selector = parseSelector(query.labelSelector);
@@ -369,7 +419,9 @@ export class FakeApiServer {
       this.watch(resource, namespace, selector, query, response, recorded);
       return;
     }
-    const items = [...this.objects.values()].filter((item) => this.resourceOf(item) === resource && matches(item, namespace, selector));
+    const items = [...this.objects.values()].filter(
+      (item) => this.resourceOf(item) === resource && matches(item, namespace, selector),
+    );
     // Pages: `limit`, and an opaque `continue` token to pass back for the next page.
     const offset = query.continue ? Number(Buffer.from(query.continue, 'base64').toString('utf8')) : 0;
     const limit = query.limit ? Number(query.limit) : items.length;
@@ -378,14 +430,33 @@ export class FakeApiServer {
     this.reply(response, recorded, 200, {
       kind: `${resource.kind}List`,
       apiVersion: resource.apiVersion,
-      metadata: { resourceVersion: String(this.resourceVersion), ...(more ? { continue: Buffer.from(String(offset + limit)).toString('base64') } : {}) },
+      metadata: {
+        resourceVersion: String(this.resourceVersion),
+        ...(more ? { continue: Buffer.from(String(offset + limit)).toString('base64') } : {}),
+      },
       items: page,
     });
   }
 
-  private patch(resource: Resource, stored: KubeItem, text: string, contentType: string | undefined, response: ServerResponse, recorded: RecordedRequest, qualified: string): void {
+  private patch(
+    resource: Resource,
+    stored: KubeItem,
+    text: string,
+    contentType: string | undefined,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+    qualified: string,
+  ): void {
     if (contentType?.split(';', 1)[0] !== 'application/json-patch+json') {
-      this.reply(response, recorded, 415, statusBody(415, `the body of the request was in an unknown format - accepted media types include: application/json-patch+json`));
+      this.reply(
+        response,
+        recorded,
+        415,
+        statusBody(
+          415,
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json`,
+        ),
+      );
       return;
     }
     this.beforePatch?.(stored);
@@ -394,12 +465,17 @@ export class FakeApiServer {
       applyPatch(working, JSON.parse(text) as Operation[], true, true);
     } catch (error) {
       // What kube-apiserver answers when a JSON patch cannot be applied, a failed `test` op included.
-      const cause = (error as { name?: string }).name === 'TEST_OPERATION_FAILED' ? 'testing value failed' : (error as Error).message;
+      const cause =
+        (error as { name?: string }).name === 'TEST_OPERATION_FAILED'
+          ? 'testing value failed'
+          : (error as Error).message;
       this.reply(
         response,
         recorded,
         422,
-        statusBody(422, 'the server rejected our request due to an error in our request', { causes: [{ reason: 'UnexpectedServerResponse', message: cause }] }),
+        statusBody(422, 'the server rejected our request due to an error in our request', {
+          causes: [{ reason: 'UnexpectedServerResponse', message: cause }],
+        }),
       );
       return;
     }
@@ -408,18 +484,29 @@ export class FakeApiServer {
         response,
         recorded,
         409,
-        statusBody(409, `Operation cannot be fulfilled on ${qualified} "${stored.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`, {
-          name: stored.metadata.name,
-          group: resource.group,
-          kind: resource.plural,
-        }),
+        statusBody(
+          409,
+          `Operation cannot be fulfilled on ${qualified} "${stored.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+          {
+            name: stored.metadata.name,
+            group: resource.group,
+            kind: resource.plural,
+          },
+        ),
       );
       return;
     }
     this.reply(response, recorded, 200, this.commit(resource, working));
   }
 
-  private watch(resource: Resource, namespace: string | undefined, selector: Record<string, string>, query: Record<string, string>, response: ServerResponse, recorded: RecordedRequest): void {
+  private watch(
+    resource: Resource,
+    namespace: string | undefined,
+    selector: Record<string, string>,
+    query: Record<string, string>,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+  ): void {
     const from = Number(query.resourceVersion ?? '0');
     if (from !== 0 && from <= this.compactedThrough) {
       if (this.goneAsHttpStatus) {
@@ -447,10 +534,13 @@ export class FakeApiServer {
     const open: OpenWatch = { resource, namespace, selector, response };
     // resourceVersion 0 or absent: "any", the API server starts with synthetic ADDED events for what exists.
     if (from === 0) {
-      for (const item of this.objects.values()) if (this.resourceOf(item) === resource && matches(item, namespace, selector)) writeEvent(response, 'ADDED', item);
+      for (const item of this.objects.values())
+        if (this.resourceOf(item) === resource && matches(item, namespace, selector))
+          writeEvent(response, 'ADDED', item);
     } else {
       for (const entry of this.history) {
-        if (entry.resourceVersion > from && entry.resource === resource && matches(entry.object, namespace, selector)) writeEvent(response, entry.type, entry.object);
+        if (entry.resourceVersion > from && entry.resource === resource && matches(entry.object, namespace, selector))
+          writeEvent(response, entry.type, entry.object);
       }
     }
     this.watches.add(open);

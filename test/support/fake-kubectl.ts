@@ -89,7 +89,12 @@ export function createSandbox(): Sandbox {
         timeout: 10_000,
       });
       if (result.error) throw result.error;
-      return { status: result.status, stdout: result.stdout, stderr: result.stderr.toString(), calls: readCalls(world.log) };
+      return {
+        status: result.status,
+        stdout: result.stdout,
+        stderr: result.stderr.toString(),
+        calls: readCalls(world.log),
+      };
     },
     remove: () => rmSync(root, { recursive: true, force: true }),
   };
@@ -99,7 +104,7 @@ function readCalls(log: string): string[][] {
   if (!existsSync(log)) return [];
   const fields = readFileSync(log, 'utf8').split('\0').slice(0, -1);
   const calls: string[][] = [];
-  for (let i = 0; i < fields.length; ) {
+  for (let i = 0; i < fields.length;) {
     const argc = Number(fields[i]);
     calls.push(fields.slice(i + 1, i + 1 + argc));
     i += 1 + argc;

@@ -82,7 +82,9 @@ export function assertValidKubeObject(obj: unknown): void {
 
   const Model = MODELS[`${String(apiVersion)}/${String(kind)}`];
   if (!Model) {
-    throw new Error(`unsupported kind: ${String(apiVersion)}/${String(kind)} (supported: ${Object.keys(MODELS).join(', ')})`);
+    throw new Error(
+      `unsupported kind: ${String(apiVersion)}/${String(kind)} (supported: ${Object.keys(MODELS).join(', ')})`,
+    );
   }
   const model = new Model(data as never);
 

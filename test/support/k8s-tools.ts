@@ -173,16 +173,12 @@ async function extractZip(zip: string, dest: string): Promise<void> {
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { stderr?: string };
       failures.push(
-        e.code === 'ENOENT'
-          ? `${a.label}: not found on PATH`
-          : `${a.label}: ${(e.stderr || e.message).trim()}`,
+        e.code === 'ENOENT' ? `${a.label}: not found on PATH` : `${a.label}: ${(e.stderr || e.message).trim()}`,
       );
       // Clear partial output before the next attempt.
       await rm(dest, { recursive: true, force: true });
       await mkdir(dest, { recursive: true });
     }
   }
-  throw new Error(
-    `k8s-tools: cannot extract ${zip}; need 'unzip' or 'python3' on PATH.\n  ${failures.join('\n  ')}`,
-  );
+  throw new Error(`k8s-tools: cannot extract ${zip}; need 'unzip' or 'python3' on PATH.\n  ${failures.join('\n  ')}`);
 }

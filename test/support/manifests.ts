@@ -18,23 +18,30 @@ export type Overlay = (typeof OVERLAYS)[number];
 /** `kubectl kustomize manifests/<dir>`, parsed. */
 export async function render(dir: string): Promise<Manifest[]> {
   const { kubectl } = await helmAndKubectl();
-  const { stdout } = await execFileAsync(kubectl, ['kustomize', join(repoRoot, 'manifests', dir)], { maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await execFileAsync(kubectl, ['kustomize', join(repoRoot, 'manifests', dir)], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return parseAllDocuments(stdout).map((document) => {
-    if (document.errors.length > 0) throw new Error(`kubectl kustomize ${dir} printed invalid YAML: ${document.errors[0]?.message}`);
+    if (document.errors.length > 0)
+      throw new Error(`kubectl kustomize ${dir} printed invalid YAML: ${document.errors[0]?.message}`);
     return document.toJS() as Manifest;
   });
 }
 
 export function find(objects: readonly Manifest[], kind: string, name: string): Manifest {
   const found = objects.find((object) => object.kind === kind && object.metadata?.name === name);
-  if (!found) throw new Error(`no ${kind} ${name} in ${objects.map((object) => `${object.kind}/${object.metadata?.name}`).join(', ')}`);
+  if (!found)
+    throw new Error(
+      `no ${kind} ${name} in ${objects.map((object) => `${object.kind}/${object.metadata?.name}`).join(', ')}`,
+    );
   return found;
 }
 
 /** JSON as CEL sees it in the API server: objects are maps. */
 function celValue(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(celValue);
-  if (value !== null && typeof value === 'object') return new Map(Object.entries(value).map(([key, item]) => [key, celValue(item)]));
+  if (value !== null && typeof value === 'object')
+    return new Map(Object.entries(value).map(([key, item]) => [key, celValue(item)]));
   return value;
 }
 

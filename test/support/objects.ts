@@ -9,13 +9,21 @@ export const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-applicatio
 export const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 
 /** A small hook Job of our own: override any part with `patch`. */
-export function hookJob(annotations: Record<string, string> = { 'helm.sh/hook': 'pre-upgrade' }, spec: Record<string, unknown> = {}): KubeObject {
+export function hookJob(
+  annotations: Record<string, string> = { 'helm.sh/hook': 'pre-upgrade' },
+  spec: Record<string, unknown> = {},
+): KubeObject {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: { name: 'migrate', namespace: 'apps', annotations },
     spec: {
-      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo hi'] }] } },
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'main', image: 'alpine:3.20', command: ['sh', '-c', 'echo hi'] }],
+        },
+      },
       ...spec,
     },
   };
@@ -31,7 +39,10 @@ export function hookPod(annotations: Record<string, string>): KubeObject {
 }
 
 /** The context a rule sees, for an object applied as `username` with the given Argo CD version. */
-export function contextFor(object: KubeObject, options: { username?: string; argocdVersion?: string } = {}): RuleContext {
+export function contextFor(
+  object: KubeObject,
+  options: { username?: string; argocdVersion?: string } = {},
+): RuleContext {
   const context = decisionContext(loadConfig(), options.argocdVersion);
   const hook = readHook(object, options.username ?? 'kubernetes-admin', context.config.hookDetection);
   if (!hook) throw new Error('test object is not a hook');

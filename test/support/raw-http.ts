@@ -65,7 +65,10 @@ export class RawConnection {
         this.buffer = this.buffer.subarray(parsed.length);
         return parsed.response;
       }
-      if (this.socket.destroyed || this.socket.readableEnded) throw new Error(`connection closed before a complete response: ${JSON.stringify(this.buffer.toString('utf8'))}`);
+      if (this.socket.destroyed || this.socket.readableEnded)
+        throw new Error(
+          `connection closed before a complete response: ${JSON.stringify(this.buffer.toString('utf8'))}`,
+        );
       await new Promise<void>((resolve) => (this.waiting = resolve));
     }
   }
@@ -100,7 +103,11 @@ function parseResponse(buffer: Buffer): { response: RawResponse; length: number 
   const total = end + 4 + bodyLength;
   if (buffer.length < total) return undefined;
   return {
-    response: { status: Number(statusLine.split(' ')[1]), headers, body: buffer.subarray(end + 4, total).toString('utf8') },
+    response: {
+      status: Number(statusLine.split(' ')[1]),
+      headers,
+      body: buffer.subarray(end + 4, total).toString('utf8'),
+    },
     length: total,
   };
 }

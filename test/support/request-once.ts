@@ -10,7 +10,11 @@ export interface Reply {
 }
 
 /** Sends `options` with `body` (if any) through `client`, and resolves once the whole answer is in. */
-export function requestOnce(options: https.RequestOptions, body?: string | Buffer, client: typeof http | typeof https = https): Promise<Reply> {
+export function requestOnce(
+  options: https.RequestOptions,
+  body?: string | Buffer,
+  client: typeof http | typeof https = https,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const request = client.request(options, (response) => {
       // Read now: a keep-alive agent takes the socket back once the body has ended.
@@ -18,7 +22,9 @@ export function requestOnce(options: https.RequestOptions, body?: string | Buffe
       const protocol = socket?.getProtocol?.() ?? undefined;
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), protocol }));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), protocol }),
+      );
       response.on('error', reject);
     });
     request.on('error', reject);

@@ -43,7 +43,11 @@ export class ServeProcess {
    * Starts `hookguard serve --host 127.0.0.1 --port <free port> ...args` and waits for its "hookguard ready" line;
    * `cli` is the built main.js to run (the checkout's by default).
    */
-  static async start(args: readonly string[] = [], env: Record<string, string> = {}, cli = cliPath): Promise<ServeProcess> {
+  static async start(
+    args: readonly string[] = [],
+    env: Record<string, string> = {},
+    cli = cliPath,
+  ): Promise<ServeProcess> {
     const port = await freePort();
     const child = spawn(process.execPath, [cli, 'serve', '--host', '127.0.0.1', '--port', String(port), ...args], {
       cwd: dirname(dirname(dirname(cli))),
@@ -66,7 +70,8 @@ export class ServeProcess {
           resolve(found);
         }
       };
-      const exited = (code: number | null) => reject(new Error(`hookguard serve exited (${code}) before logging the expected line; stderr: ${this.stderr}`));
+      const exited = (code: number | null) =>
+        reject(new Error(`hookguard serve exited (${code}) before logging the expected line; stderr: ${this.stderr}`));
       child.stdout.on('data', check);
       child.once('exit', exited);
       check();
@@ -75,7 +80,10 @@ export class ServeProcess {
 
   /** The exit code, or a message if it has not exited within `ms`. */
   exitWithin(ms: number): Promise<number | null | string> {
-    return Promise.race([this.exit, new Promise<string>((resolve) => setTimeout(() => resolve(`still running after ${ms} ms`), ms))]);
+    return Promise.race([
+      this.exit,
+      new Promise<string>((resolve) => setTimeout(() => resolve(`still running after ${ms} ms`), ms)),
+    ]);
   }
 
   /** Kills it if it is still running (test cleanup). */

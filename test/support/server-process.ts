@@ -75,12 +75,15 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
   const url = `https://127.0.0.1:${options.port}`;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 15_000);
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before it was ready: ${stderr}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`server exited (${child.exitCode ?? child.signalCode}) before it was ready: ${stderr}`);
     const status = await probe(options.port, options.readyPath ?? '/healthz', options.ca).catch(() => 0);
     if (status === 200) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`server on port ${options.port} not ready within ${options.readyTimeoutMs ?? 15_000} ms: ${stderr}`);
+      throw new Error(
+        `server on port ${options.port} not ready within ${options.readyTimeoutMs ?? 15_000} ms: ${stderr}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -98,7 +101,8 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
       for (;;) {
         const found = /gc-probe heapUsed=(\d+)\n/.exec(stderr.slice(seen));
         if (found) return Number(found[1]);
-        if (Date.now() > deadline) throw new Error(`no gc-probe answer within 10 s (was the server started with gcProbeOptions?): ${stderr}`);
+        if (Date.now() > deadline)
+          throw new Error(`no gc-probe answer within 10 s (was the server started with gcProbeOptions?): ${stderr}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
@@ -127,10 +131,13 @@ export function tlsEnv(files: Pick<CertificateFiles, 'certFile' | 'keyFile'>): R
 
 function probe(port: number, path: string, ca: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = https.get({ host: '127.0.0.1', port, path, ca, servername: 'localhost', agent: false, timeout: 2000 }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-    });
+    const request = https.get(
+      { host: '127.0.0.1', port, path, ca, servername: 'localhost', agent: false, timeout: 2000 },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
     request.on('timeout', () => request.destroy(new Error('probe timed out')));
     request.on('error', reject);
   });

@@ -14,7 +14,10 @@ interface Stuck {
   status?: Record<string, unknown>;
 }
 
-const COMPLETE = { conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: '2026-11-22T10:00:00Z' }], succeeded: 1 };
+const COMPLETE = {
+  conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: '2026-11-22T10:00:00Z' }],
+  succeeded: 1,
+};
 
 export function stuckJob(shape: Stuck): Record<string, unknown> {
   return {
@@ -25,7 +28,9 @@ export function stuckJob(shape: Stuck): Record<string, unknown> {
       namespace: shape.namespace ?? 'apps',
       finalizers: shape.finalizers ?? [HOOK_FINALIZER],
       annotations: shape.annotations ?? { 'argocd.argoproj.io/hook': 'PreSync' },
-      ...(shape.deletedSecondsAgo !== undefined ? { deletionTimestamp: secondsAgo(shape.deletedSecondsAgo), deletionGracePeriodSeconds: 0 } : {}),
+      ...(shape.deletedSecondsAgo !== undefined
+        ? { deletionTimestamp: secondsAgo(shape.deletedSecondsAgo), deletionGracePeriodSeconds: 0 }
+        : {}),
     },
     spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20' }] } } },
     status: shape.status ?? COMPLETE,
@@ -33,13 +38,25 @@ export function stuckJob(shape: Stuck): Record<string, unknown> {
 }
 
 export function stuckPod(shape: Stuck): Record<string, unknown> {
-  return { ...stuckJob(shape), apiVersion: 'v1', kind: 'Pod', spec: { containers: [{ name: 'main', image: 'alpine:3.20' }] }, status: shape.status ?? { phase: 'Succeeded' } };
+  return {
+    ...stuckJob(shape),
+    apiVersion: 'v1',
+    kind: 'Pod',
+    spec: { containers: [{ name: 'main', image: 'alpine:3.20' }] },
+    status: shape.status ?? { phase: 'Succeeded' },
+  };
 }
 
 /** The cluster of the mission: stuck hooks, and look-alikes that must not be touched. */
 export function seed(server: FakeApiServer): void {
   server.put(stuckJob({ name: 'keeps-other', deletedSecondsAgo: 30, finalizers: [KEEP, HOOK_FINALIZER] }));
-  server.put(stuckJob({ name: 'failed-only-hook', deletedSecondsAgo: 45, status: { conditions: [{ type: 'Failed', status: 'True' }], failed: 1 } }));
+  server.put(
+    stuckJob({
+      name: 'failed-only-hook',
+      deletedSecondsAgo: 45,
+      status: { conditions: [{ type: 'Failed', status: 'True' }], failed: 1 },
+    }),
+  );
   server.put(stuckPod({ name: 'pod-done', namespace: 'team-b', deletedSecondsAgo: 90 }));
   server.put(stuckJob({ name: 'running-old', deletedSecondsAgo: 1200, status: { active: 1 } }));
   server.put(stuckJob({ name: 'running-new', deletedSecondsAgo: 30, status: { active: 1 } }));
@@ -47,4 +64,3 @@ export function seed(server: FakeApiServer): void {
   server.put(stuckJob({ name: 'not-a-hook', deletedSecondsAgo: 3000, annotations: {} }));
   server.put(stuckJob({ name: 'other-finalizer-only', deletedSecondsAgo: 3000, finalizers: [KEEP] }));
 }
-

@@ -40,7 +40,14 @@ describe('defaults', () => {
     ['argocd.controllerUsernames', ['system:serviceaccount:argocd:argocd-application-controller']],
     ['argocd.trackingLabel', null],
     ['excludedNamespaces', ['kube-system']],
-    ['rules.deletePolicy', { helm: 'before-hook-creation,hook-succeeded', helmTest: 'before-hook-creation', argocd: 'BeforeHookCreation,HookSucceeded' }],
+    [
+      'rules.deletePolicy',
+      {
+        helm: 'before-hook-creation,hook-succeeded',
+        helmTest: 'before-hook-creation',
+        argocd: 'BeforeHookCreation,HookSucceeded',
+      },
+    ],
     ['rules.idempotentCleanup.minBackoffLimit', 3],
     ['rules.minRuntime.minRuntimeSeconds', 10],
     ['rules.minRuntime.maxRuntimeSeconds', 3600],
@@ -48,7 +55,17 @@ describe('defaults', () => {
     ['rules.minRuntime.command', ['sleep']],
     ['rules.minRuntime.runAsUser', 65534],
     ['rules.ttlFloor.minTtlSecondsAfterFinished', 60],
-    ['discovery', { enabled: true, labelSelector: 'app.kubernetes.io/name=argocd-application-controller', namespaces: [], backoffInitialMs: 500, backoffMaxMs: 30_000, watchTimeoutSeconds: 300 }],
+    [
+      'discovery',
+      {
+        enabled: true,
+        labelSelector: 'app.kubernetes.io/name=argocd-application-controller',
+        namespaces: [],
+        backoffInitialMs: 500,
+        backoffMaxMs: 30_000,
+        watchTimeoutSeconds: 300,
+      },
+    ],
     ['sweep', { minAgeSeconds: 600, maxAttempts: 5, backoffInitialMs: 500, backoffMaxMs: 10_000 }],
   ])('%s is %j', (path, value) => {
     expect(at(loadConfig(), path)).toEqual(value);
@@ -72,17 +89,41 @@ describe('precedence: defaults < file < environment < flags', () => {
   it.each<[string, () => ConfigSources, number, string]>([
     ['defaults', () => ({}), 8443, 'enforce'],
     ['the file over the defaults', () => ({ file: file() }), 9000, 'audit'],
-    ['the environment over the file', () => ({ file: file(), env: { HOOKGUARD_PORT: '9100', HOOKGUARD_MODE: 'enforce' } }), 9100, 'enforce'],
+    [
+      'the environment over the file',
+      () => ({ file: file(), env: { HOOKGUARD_PORT: '9100', HOOKGUARD_MODE: 'enforce' } }),
+      9100,
+      'enforce',
+    ],
     [
       'flags over the environment',
-      () => ({ file: file(), env: { HOOKGUARD_PORT: '9100', HOOKGUARD_MODE: 'enforce' }, overrides: { 'server.port': '9200', mode: 'audit' } }),
+      () => ({
+        file: file(),
+        env: { HOOKGUARD_PORT: '9100', HOOKGUARD_MODE: 'enforce' },
+        overrides: { 'server.port': '9200', mode: 'audit' },
+      }),
       9200,
       'audit',
     ],
     ['a flag given as a number', () => ({ overrides: { 'server.port': 9300 } }), 9300, 'enforce'],
-    ['an empty environment value, which is ignored', () => ({ file: file(), env: { HOOKGUARD_PORT: '', HOOKGUARD_MODE: '' } }), 9000, 'audit'],
-    ['an unset flag, which is ignored', () => ({ file: file(), overrides: { 'server.port': undefined, mode: undefined } }), 9000, 'audit'],
-    ['environment variables hookguard does not read', () => ({ env: { PORT: '1', HOOKGUARD_SERVER_PORT: '2', MODE: 'audit' } }), 8443, 'enforce'],
+    [
+      'an empty environment value, which is ignored',
+      () => ({ file: file(), env: { HOOKGUARD_PORT: '', HOOKGUARD_MODE: '' } }),
+      9000,
+      'audit',
+    ],
+    [
+      'an unset flag, which is ignored',
+      () => ({ file: file(), overrides: { 'server.port': undefined, mode: undefined } }),
+      9000,
+      'audit',
+    ],
+    [
+      'environment variables hookguard does not read',
+      () => ({ env: { PORT: '1', HOOKGUARD_SERVER_PORT: '2', MODE: 'audit' } }),
+      8443,
+      'enforce',
+    ],
   ])('%s', (_name, sources, port, mode) => {
     const config = loadConfig(sources());
     expect([config.server.port, config.mode]).toEqual([port, mode]);
@@ -93,7 +134,12 @@ describe('precedence: defaults < file < environment < flags', () => {
     ['HOOKGUARD_TLS_CERT_FILE', '/certs/tls.crt', 'server.tls.certFile', '/certs/tls.crt'],
     ['HOOKGUARD_LOG_LEVEL', 'debug', 'log.level', 'debug'],
     ['HOOKGUARD_ARGOCD_VERSION', 'v2.14.8', 'argocd.version', 'v2.14.8'],
-    ['HOOKGUARD_EXCLUDED_NAMESPACES', ' kube-system, argocd ,,monitoring', 'excludedNamespaces', ['kube-system', 'argocd', 'monitoring']],
+    [
+      'HOOKGUARD_EXCLUDED_NAMESPACES',
+      ' kube-system, argocd ,,monitoring',
+      'excludedNamespaces',
+      ['kube-system', 'argocd', 'monitoring'],
+    ],
     ['HOOKGUARD_DISCOVERY_ENABLED', 'false', 'discovery.enabled', false],
     ['HOOKGUARD_DISCOVERY_NAMESPACES', 'argocd,team-b', 'discovery.namespaces', ['argocd', 'team-b']],
   ])('%s=%j sets %s', (variable, raw, path, value) => {
@@ -104,8 +150,14 @@ describe('precedence: defaults < file < environment < flags', () => {
   });
 
   it('merges a partial file into the defaults, key by key', () => {
-    const config = loadConfig({ file: yamlFile('rules:\n  minRuntime:\n    minRuntimeSeconds: 20\n    requests: { cpu: 5m }\n') });
-    expect(config.rules.minRuntime).toEqual({ ...DEFAULTS.rules.minRuntime, minRuntimeSeconds: 20, requests: { cpu: '5m', memory: '16Mi' } });
+    const config = loadConfig({
+      file: yamlFile('rules:\n  minRuntime:\n    minRuntimeSeconds: 20\n    requests: { cpu: 5m }\n'),
+    });
+    expect(config.rules.minRuntime).toEqual({
+      ...DEFAULTS.rules.minRuntime,
+      minRuntimeSeconds: 20,
+      requests: { cpu: '5m', memory: '16Mi' },
+    });
     expect(config.rules.ttlFloor).toEqual(DEFAULTS.rules.ttlFloor);
   });
 
@@ -119,33 +171,132 @@ describe('invalid configuration names the bad key', () => {
   const builtIn = 'argocd-fast-hook-finalizer-race';
 
   it.each<[string, () => ConfigSources, string, string]>([
-    ['minRuntimeSeconds 0', () => ({ file: yamlFile('rules:\n  minRuntime:\n    minRuntimeSeconds: 0\n') }), 'rules.minRuntime.minRuntimeSeconds', 'must be an integer 1..3600, got 0'],
-    ['minRuntimeSeconds above maxRuntimeSeconds', () => ({ file: yamlFile('rules: { minRuntime: { minRuntimeSeconds: 90, maxRuntimeSeconds: 60 } }\n') }), 'rules.minRuntime.minRuntimeSeconds', 'must be an integer 1..60, got 90'],
-    ['a misspelt key', () => ({ file: yamlFile('rules:\n  minRuntime:\n    imag: busybox\n') }), 'rules.minRuntime.imag', 'unknown key'],
+    [
+      'minRuntimeSeconds 0',
+      () => ({ file: yamlFile('rules:\n  minRuntime:\n    minRuntimeSeconds: 0\n') }),
+      'rules.minRuntime.minRuntimeSeconds',
+      'must be an integer 1..3600, got 0',
+    ],
+    [
+      'minRuntimeSeconds above maxRuntimeSeconds',
+      () => ({ file: yamlFile('rules: { minRuntime: { minRuntimeSeconds: 90, maxRuntimeSeconds: 60 } }\n') }),
+      'rules.minRuntime.minRuntimeSeconds',
+      'must be an integer 1..60, got 90',
+    ],
+    [
+      'a misspelt key',
+      () => ({ file: yamlFile('rules:\n  minRuntime:\n    imag: busybox\n') }),
+      'rules.minRuntime.imag',
+      'unknown key',
+    ],
     ['an unknown top-level key', () => ({ file: yamlFile('modes: audit\n') }), 'modes', 'unknown key'],
     ['an unknown key given as a flag', () => ({ overrides: { 'server.portt': '1' } }), 'server.portt', 'unknown key'],
     ['mode block', () => ({ file: yamlFile('mode: block\n') }), 'mode', 'must be one of enforce, audit, got "block"'],
-    ['mode block as a flag', () => ({ overrides: { mode: 'block' } }), 'mode', 'must be one of enforce, audit, got "block"'],
-    ['HOOKGUARD_PORT=abc', () => ({ env: { HOOKGUARD_PORT: 'abc' } }), 'server.port', 'must be a number, got string "abc"'],
-    ['port 70000', () => ({ file: yamlFile('server: { port: 70000 }\n') }), 'server.port', 'must be an integer 1..65535, got 70000'],
+    [
+      'mode block as a flag',
+      () => ({ overrides: { mode: 'block' } }),
+      'mode',
+      'must be one of enforce, audit, got "block"',
+    ],
+    [
+      'HOOKGUARD_PORT=abc',
+      () => ({ env: { HOOKGUARD_PORT: 'abc' } }),
+      'server.port',
+      'must be a number, got string "abc"',
+    ],
+    [
+      'port 70000',
+      () => ({ file: yamlFile('server: { port: 70000 }\n') }),
+      'server.port',
+      'must be an integer 1..65535, got 70000',
+    ],
     ['port 0', () => ({ overrides: { 'server.port': '0' } }), 'server.port', 'must be an integer 1..65535, got 0'],
-    ['a port written as a YAML string', () => ({ file: yamlFile('server: { port: "8443" }\n') }), 'server.port', 'must be a number, got string "8443"'],
-    ['log level loud', () => ({ env: { HOOKGUARD_LOG_LEVEL: 'loud' } }), 'log.level', 'must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
-    ['argocd.version latest', () => ({ file: yamlFile('argocd:\n  version: latest\n') }), 'argocd.version', '"latest" is not a semantic version like 2.14.3'],
-    ['argocd.version as a YAML number', () => ({ file: yamlFile('argocd:\n  version: 2.14\n') }), 'argocd.version', 'must be a string, got number 2.14'],
-    ['certFile without keyFile', () => ({ file: yamlFile('server:\n  tls:\n    certFile: /certs/tls.crt\n') }), 'server.tls', 'certFile and keyFile go together: set both or neither'],
-    ['keyFile without certFile', () => ({ env: { HOOKGUARD_TLS_KEY_FILE: '/certs/tls.key' } }), 'server.tls', 'certFile and keyFile go together: set both or neither'],
-    ['a headers timeout longer than the request timeout', () => ({ file: yamlFile('server: { headersTimeoutMs: 40000, requestTimeoutMs: 30000 }\n') }), 'server.headersTimeoutMs', 'must be an integer 100..30000, got 40000'],
-    ['a shutdown delay that leaves no time to drain', () => ({ file: yamlFile('server: { shutdownDelayMs: 20000, shutdownTimeoutMs: 20000 }\n') }), 'server.shutdownDelayMs', 'must be an integer 0..19000, got 20000'],
-    ['a certificate re-read every few milliseconds', () => ({ file: yamlFile('server: { tls: { reloadIntervalMs: 10 } }\n') }), 'server.tls.reloadIntervalMs', 'must be an integer 1000..86400000, got 10'],
-    ['no connections at all', () => ({ file: yamlFile('server: { maxConnections: 0 }\n') }), 'server.maxConnections', 'must be an integer 1..1000000, got 0'],
-    ['excludedNamespaces as a string', () => ({ file: yamlFile('excludedNamespaces: kube-system\n') }), 'excludedNamespaces', 'must be a list of strings, got string "kube-system"'],
+    [
+      'a port written as a YAML string',
+      () => ({ file: yamlFile('server: { port: "8443" }\n') }),
+      'server.port',
+      'must be a number, got string "8443"',
+    ],
+    [
+      'log level loud',
+      () => ({ env: { HOOKGUARD_LOG_LEVEL: 'loud' } }),
+      'log.level',
+      'must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ],
+    [
+      'argocd.version latest',
+      () => ({ file: yamlFile('argocd:\n  version: latest\n') }),
+      'argocd.version',
+      '"latest" is not a semantic version like 2.14.3',
+    ],
+    [
+      'argocd.version as a YAML number',
+      () => ({ file: yamlFile('argocd:\n  version: 2.14\n') }),
+      'argocd.version',
+      'must be a string, got number 2.14',
+    ],
+    [
+      'certFile without keyFile',
+      () => ({ file: yamlFile('server:\n  tls:\n    certFile: /certs/tls.crt\n') }),
+      'server.tls',
+      'certFile and keyFile go together: set both or neither',
+    ],
+    [
+      'keyFile without certFile',
+      () => ({ env: { HOOKGUARD_TLS_KEY_FILE: '/certs/tls.key' } }),
+      'server.tls',
+      'certFile and keyFile go together: set both or neither',
+    ],
+    [
+      'a headers timeout longer than the request timeout',
+      () => ({ file: yamlFile('server: { headersTimeoutMs: 40000, requestTimeoutMs: 30000 }\n') }),
+      'server.headersTimeoutMs',
+      'must be an integer 100..30000, got 40000',
+    ],
+    [
+      'a shutdown delay that leaves no time to drain',
+      () => ({ file: yamlFile('server: { shutdownDelayMs: 20000, shutdownTimeoutMs: 20000 }\n') }),
+      'server.shutdownDelayMs',
+      'must be an integer 0..19000, got 20000',
+    ],
+    [
+      'a certificate re-read every few milliseconds',
+      () => ({ file: yamlFile('server: { tls: { reloadIntervalMs: 10 } }\n') }),
+      'server.tls.reloadIntervalMs',
+      'must be an integer 1000..86400000, got 10',
+    ],
+    [
+      'no connections at all',
+      () => ({ file: yamlFile('server: { maxConnections: 0 }\n') }),
+      'server.maxConnections',
+      'must be an integer 1..1000000, got 0',
+    ],
+    [
+      'excludedNamespaces as a string',
+      () => ({ file: yamlFile('excludedNamespaces: kube-system\n') }),
+      'excludedNamespaces',
+      'must be a list of strings, got string "kube-system"',
+    ],
     ['rules as a list', () => ({ file: yamlFile('rules: []\n') }), 'rules', 'must be a mapping, got a list'],
-    ['an empty guard command', () => ({ file: yamlFile('rules: { minRuntime: { command: [] } }\n') }), 'rules.minRuntime.command', 'must not be empty'],
-    ['a bad CPU quantity', () => ({ file: yamlFile('rules: { minRuntime: { limits: { cpu: 1 core } } }\n') }), 'rules.minRuntime.limits.cpu', 'must be a Kubernetes quantity like 10m or 16Mi'],
+    [
+      'an empty guard command',
+      () => ({ file: yamlFile('rules: { minRuntime: { command: [] } }\n') }),
+      'rules.minRuntime.command',
+      'must not be empty',
+    ],
+    [
+      'a bad CPU quantity',
+      () => ({ file: yamlFile('rules: { minRuntime: { limits: { cpu: 1 core } } }\n') }),
+      'rules.minRuntime.limits.cpu',
+      'must be a Kubernetes quantity like 10m or 16Mi',
+    ],
     [
       'an advisory with a bad semver range',
-      () => ({ file: yamlFile('advisories:\n  - id: my-race\n    summary: a race\n    affected: not a range\n    mitigatedBy: [ttl-floor]\n') }),
+      () => ({
+        file: yamlFile(
+          'advisories:\n  - id: my-race\n    summary: a race\n    affected: not a range\n    mitigatedBy: [ttl-floor]\n',
+        ),
+      }),
       'advisories[0].affected',
       '"not a range" is not a semver range',
     ],
@@ -157,7 +308,11 @@ describe('invalid configuration names the bad key', () => {
     ],
     [
       'an advisory mitigated by an unknown rule',
-      () => ({ file: yamlFile('advisories:\n  - id: my-race\n    summary: a race\n    affected: "<9.0.0"\n    mitigatedBy: [ttl-floor, no-such-rule]\n') }),
+      () => ({
+        file: yamlFile(
+          'advisories:\n  - id: my-race\n    summary: a race\n    affected: "<9.0.0"\n    mitigatedBy: [ttl-floor, no-such-rule]\n',
+        ),
+      }),
       'advisories[0].mitigatedBy',
       'unknown rule "no-such-rule"',
     ],
@@ -167,16 +322,61 @@ describe('invalid configuration names the bad key', () => {
       'advisories[0].summary',
       'must be a non-empty string',
     ],
-    ['an advisory without an id', () => ({ file: yamlFile('advisories:\n  - summary: a race\n') }), 'advisories[0].id', 'every advisory needs an id'],
-    ['an advisory with an unknown key', () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affects: "<3.0.0"\n`) }), 'advisories[0].affects', 'unknown key'],
-    ['an advisory fixed in no version', () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    fixed: soon\n`) }), 'advisories[0].fixed', 'must be a version'],
+    [
+      'an advisory without an id',
+      () => ({ file: yamlFile('advisories:\n  - summary: a race\n') }),
+      'advisories[0].id',
+      'every advisory needs an id',
+    ],
+    [
+      'an advisory with an unknown key',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affects: "<3.0.0"\n`) }),
+      'advisories[0].affects',
+      'unknown key',
+    ],
+    [
+      'an advisory fixed in no version',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    fixed: soon\n`) }),
+      'advisories[0].fixed',
+      'must be a version',
+    ],
     ['advisories as a mapping', () => ({ file: yamlFile('advisories:\n  id: x\n') }), 'advisories', 'must be a list'],
-    ['HOOKGUARD_DISCOVERY_ENABLED=yes', () => ({ env: { HOOKGUARD_DISCOVERY_ENABLED: 'yes' } }), 'discovery.enabled', 'must be a boolean, got string "yes"'],
-    ['an empty discovery selector', () => ({ file: yamlFile('discovery: { labelSelector: " " }\n') }), 'discovery.labelSelector', 'must not be empty'],
-    ['discovery backoff max below its initial delay', () => ({ file: yamlFile('discovery: { backoffInitialMs: 1000, backoffMaxMs: 10 }\n') }), 'discovery.backoffMaxMs', 'must be an integer 1000..600000, got 10'],
-    ['a watch timeout of 0', () => ({ file: yamlFile('discovery: { watchTimeoutSeconds: 0 }\n') }), 'discovery.watchTimeoutSeconds', 'must be an integer 1..3600, got 0'],
-    ['a negative sweep age', () => ({ overrides: { 'sweep.minAgeSeconds': '-5' } }), 'sweep.minAgeSeconds', 'must be a number, got string "-5"'],
-    ['sweep attempts 0', () => ({ file: yamlFile('sweep: { maxAttempts: 0 }\n') }), 'sweep.maxAttempts', 'must be an integer 1..20, got 0'],
+    [
+      'HOOKGUARD_DISCOVERY_ENABLED=yes',
+      () => ({ env: { HOOKGUARD_DISCOVERY_ENABLED: 'yes' } }),
+      'discovery.enabled',
+      'must be a boolean, got string "yes"',
+    ],
+    [
+      'an empty discovery selector',
+      () => ({ file: yamlFile('discovery: { labelSelector: " " }\n') }),
+      'discovery.labelSelector',
+      'must not be empty',
+    ],
+    [
+      'discovery backoff max below its initial delay',
+      () => ({ file: yamlFile('discovery: { backoffInitialMs: 1000, backoffMaxMs: 10 }\n') }),
+      'discovery.backoffMaxMs',
+      'must be an integer 1000..600000, got 10',
+    ],
+    [
+      'a watch timeout of 0',
+      () => ({ file: yamlFile('discovery: { watchTimeoutSeconds: 0 }\n') }),
+      'discovery.watchTimeoutSeconds',
+      'must be an integer 1..3600, got 0',
+    ],
+    [
+      'a negative sweep age',
+      () => ({ overrides: { 'sweep.minAgeSeconds': '-5' } }),
+      'sweep.minAgeSeconds',
+      'must be a number, got string "-5"',
+    ],
+    [
+      'sweep attempts 0',
+      () => ({ file: yamlFile('sweep: { maxAttempts: 0 }\n') }),
+      'sweep.maxAttempts',
+      'must be an integer 1..20, got 0',
+    ],
   ])('%s', (_name, sources, key, problem) => {
     const error = captureError(() => loadConfig(sources()));
     expect(error).toBeInstanceOf(ConfigError);
@@ -186,8 +386,16 @@ describe('invalid configuration names the bad key', () => {
 
   it.each<[string, () => string, RegExp]>([
     ['a missing file', () => join(dir, 'missing.yaml'), /^invalid config: file: cannot read .*missing\.yaml: ENOENT/],
-    ['a file that is not YAML', () => yamlFile('mode: [enforce\n'), /^invalid config: file: .*\.yaml is not valid YAML: /],
-    ['a file holding a list', () => yamlFile('- mode: audit\n'), /^invalid config: file: .*\.yaml must hold a mapping$/],
+    [
+      'a file that is not YAML',
+      () => yamlFile('mode: [enforce\n'),
+      /^invalid config: file: .*\.yaml is not valid YAML: /,
+    ],
+    [
+      'a file holding a list',
+      () => yamlFile('- mode: audit\n'),
+      /^invalid config: file: .*\.yaml must hold a mapping$/,
+    ],
   ])('%s names the file', (_name, path, message) => {
     const error = captureError(() => loadConfig({ file: path() }));
     expect(error).toBeInstanceOf(ConfigError);
@@ -215,9 +423,18 @@ describe('the loaded config', () => {
   }
 
   it('is deeply frozen, advisories included', () => {
-    const config = loadConfig({ file: yamlFile('advisories:\n  - id: mine\n    summary: s\n    affected: "<9"\n    references: [https://example.com]\n') });
+    const config = loadConfig({
+      file: yamlFile(
+        'advisories:\n  - id: mine\n    summary: s\n    affected: "<9"\n    references: [https://example.com]\n',
+      ),
+    });
     expect(unfrozen(config, '', [])).toEqual([]);
-    const mutable = config as unknown as { mode: string; server: { port: number }; excludedNamespaces: string[]; advisories: Array<{ references: string[] }> };
+    const mutable = config as unknown as {
+      mode: string;
+      server: { port: number };
+      excludedNamespaces: string[];
+      advisories: Array<{ references: string[] }>;
+    };
     expect(() => (mutable.mode = 'audit')).toThrow(TypeError);
     expect(() => (mutable.server.port = 1)).toThrow(TypeError);
     expect(() => mutable.excludedNamespaces.push('apps')).toThrow(TypeError);
@@ -234,31 +451,66 @@ describe('advisories from the config', () => {
   const builtIn = (id: string) => builtIns.find((advisory) => advisory.id === id)!;
 
   it('overrides a built-in by id, keeping its other fields and its place', () => {
-    const config = loadConfig({ file: yamlFile('advisories:\n  - id: argocd-fast-hook-finalizer-race\n    affected: ">=2.14.0 <3.5.0"\n    fixed: 3.5.0\n') });
+    const config = loadConfig({
+      file: yamlFile(
+        'advisories:\n  - id: argocd-fast-hook-finalizer-race\n    affected: ">=2.14.0 <3.5.0"\n    fixed: 3.5.0\n',
+      ),
+    });
     expect(config.advisories.map((advisory) => advisory.id)).toEqual(BUILT_IN_IDS);
-    expect(config.advisories[1]).toEqual({ ...builtIn('argocd-fast-hook-finalizer-race'), affected: '>=2.14.0 <3.5.0', fixed: '3.5.0' });
+    expect(config.advisories[1]).toEqual({
+      ...builtIn('argocd-fast-hook-finalizer-race'),
+      affected: '>=2.14.0 <3.5.0',
+      fixed: '3.5.0',
+    });
     expect(config.advisories[0]).toEqual(builtIn('argocd-hook-finalizer-partial'));
   });
 
   it('adds a new advisory after the built-ins, with empty lists for what it leaves out', () => {
-    const config = loadConfig({ file: yamlFile('advisories:\n  - id: my-race\n    summary: our own race\n    affected: ">=3.4.0 <3.4.2"\n    mitigatedBy: [ttl-floor]\n') });
+    const config = loadConfig({
+      file: yamlFile(
+        'advisories:\n  - id: my-race\n    summary: our own race\n    affected: ">=3.4.0 <3.4.2"\n    mitigatedBy: [ttl-floor]\n',
+      ),
+    });
     expect(config.advisories.map((advisory) => advisory.id)).toEqual([...BUILT_IN_IDS, 'my-race']);
-    expect(config.advisories[3]).toEqual({ id: 'my-race', summary: 'our own race', affected: '>=3.4.0 <3.4.2', references: [], mitigatedBy: ['ttl-floor'] });
+    expect(config.advisories[3]).toEqual({
+      id: 'my-race',
+      summary: 'our own race',
+      affected: '>=3.4.0 <3.4.2',
+      references: [],
+      mitigatedBy: ['ttl-floor'],
+    });
   });
 
   it('removes a built-in marked disabled: true', () => {
     const config = loadConfig({ file: yamlFile('advisories:\n  - id: argocd-hook-ttl-race\n    disabled: true\n') });
-    expect(config.advisories.map((advisory) => advisory.id)).toEqual(['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race']);
+    expect(config.advisories.map((advisory) => advisory.id)).toEqual([
+      'argocd-hook-finalizer-partial',
+      'argocd-fast-hook-finalizer-race',
+    ]);
   });
 
   it('changes decisions: an override extending the affected range denies on a version the built-in does not cover', () => {
     const job = {
       apiVersion: 'batch/v1',
       kind: 'Job',
-      metadata: { name: 'fast', namespace: 'apps', annotations: { 'argocd.argoproj.io/hook': 'PreSync', 'hookguard.io/skip': 'min-runtime' } },
-      spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['true'] }] } } },
+      metadata: {
+        name: 'fast',
+        namespace: 'apps',
+        annotations: { 'argocd.argoproj.io/hook': 'PreSync', 'hookguard.io/skip': 'min-runtime' },
+      },
+      spec: {
+        template: {
+          spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'alpine:3.20', command: ['true'] }] },
+        },
+      },
     };
-    const request = { uid: 'u', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'someone' }, object: job };
+    const request = {
+      uid: 'u',
+      operation: 'CREATE',
+      namespace: 'apps',
+      userInfo: { username: 'someone' },
+      object: job,
+    };
     const stock = loadConfig({ overrides: { 'argocd.version': '3.4.1' } });
     expect(decide(request, 'validate', decisionContext(stock)).allowed).toBe(true);
     const extended = loadConfig({
@@ -280,9 +532,21 @@ describe('hookguard serve with a bad config (the built CLI)', () => {
       () => ({ args: ['--config', yamlFile('rules:\n  minRuntime:\n    imag: busybox\n')] }),
       'hookguard serve: invalid config: rules.minRuntime.imag: unknown key\n',
     ],
-    ['HOOKGUARD_CONFIG naming a file with a bad mode', () => ({ args: [], env: { HOOKGUARD_CONFIG: yamlFile('mode: block\n') } }), 'hookguard serve: invalid config: mode: must be one of enforce, audit, got "block"\n'],
-    ['HOOKGUARD_PORT=abc', () => ({ args: [], env: { HOOKGUARD_PORT: 'abc' } }), 'hookguard serve: invalid config: server.port: must be a number, got string "abc"\n'],
-    ['--argocd-version latest', () => ({ args: ['--argocd-version', 'latest'] }), 'hookguard serve: invalid config: argocd.version: "latest" is not a semantic version like 2.14.3\n'],
+    [
+      'HOOKGUARD_CONFIG naming a file with a bad mode',
+      () => ({ args: [], env: { HOOKGUARD_CONFIG: yamlFile('mode: block\n') } }),
+      'hookguard serve: invalid config: mode: must be one of enforce, audit, got "block"\n',
+    ],
+    [
+      'HOOKGUARD_PORT=abc',
+      () => ({ args: [], env: { HOOKGUARD_PORT: 'abc' } }),
+      'hookguard serve: invalid config: server.port: must be a number, got string "abc"\n',
+    ],
+    [
+      '--argocd-version latest',
+      () => ({ args: ['--argocd-version', 'latest'] }),
+      'hookguard serve: invalid config: argocd.version: "latest" is not a semantic version like 2.14.3\n',
+    ],
   ])(haveCli ? 'exits 2 naming the bad key: %s' : `skipped: ${cliPath} is missing (%s)`, (_name, input, stderr) => {
     const { args, env } = input();
     const run = runCli(['serve', ...args], undefined, env);
@@ -294,9 +558,14 @@ describe('hookguard serve with a bad config (the built CLI)', () => {
 
 describe('hookguard serve with unusable TLS files or port (the built CLI)', () => {
   it.skipIf(!haveCli)('exits 2 naming server.tls.certFile when the certificate file is missing', () => {
-    const run = runCli(['serve'], undefined, { HOOKGUARD_TLS_CERT_FILE: '/nope/tls.crt', HOOKGUARD_TLS_KEY_FILE: '/nope/tls.key' });
+    const run = runCli(['serve'], undefined, {
+      HOOKGUARD_TLS_CERT_FILE: '/nope/tls.crt',
+      HOOKGUARD_TLS_KEY_FILE: '/nope/tls.key',
+    });
     expect(run.status).toBe(2);
-    expect(run.stderr).toBe("hookguard serve: invalid config: server.tls.certFile: cannot read /nope/tls.crt: ENOENT: no such file or directory, open '/nope/tls.crt'\n");
+    expect(run.stderr).toBe(
+      "hookguard serve: invalid config: server.tls.certFile: cannot read /nope/tls.crt: ENOENT: no such file or directory, open '/nope/tls.crt'\n",
+    );
   });
 
   it.skipIf(!haveCli)('exits 2 naming server.tls when the files hold no usable certificate and key', () => {
@@ -304,7 +573,9 @@ describe('hookguard serve with unusable TLS files or port (the built CLI)', () =
     const key = yamlFile('not a key\n');
     const run = runCli(['serve'], undefined, { HOOKGUARD_TLS_CERT_FILE: cert, HOOKGUARD_TLS_KEY_FILE: key });
     expect(run.status).toBe(2);
-    expect(run.stderr).toMatch(/^hookguard serve: invalid config: server\.tls: .* are not a usable certificate and key: /);
+    expect(run.stderr).toMatch(
+      /^hookguard serve: invalid config: server\.tls: .* are not a usable certificate and key: /,
+    );
   });
 
   it.skipIf(!haveCli)('exits 2 naming server.port when the port is taken', async () => {
@@ -314,7 +585,11 @@ describe('hookguard serve with unusable TLS files or port (the built CLI)', () =
     try {
       const run = runCli(['serve', '--host', '127.0.0.1', '--port', String(port)]);
       expect(run.status).toBe(2);
-      expect(run.stderr).toMatch(new RegExp(`^hookguard serve: invalid config: server\\.port: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`));
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^hookguard serve: invalid config: server\\.port: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`,
+        ),
+      );
     } finally {
       taken.close();
     }

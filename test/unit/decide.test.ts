@@ -5,24 +5,51 @@ import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
 
 function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
-  return { uid: 'u-1', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'kubernetes-admin' }, object, ...overrides };
+  return {
+    uid: 'u-1',
+    operation: 'CREATE',
+    namespace: 'apps',
+    userInfo: { username: 'kubernetes-admin' },
+    object,
+    ...overrides,
+  };
 }
 
 const enforce = decisionContext(loadConfig());
 const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
-const DELETE_POLICY_OP = { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation,hook-succeeded' };
+const DELETE_POLICY_OP = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+  value: 'before-hook-creation,hook-succeeded',
+};
 
 describe('decide', () => {
   it.each([
-    ['a ConfigMap', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', annotations: { 'helm.sh/hook': 'pre-install' } } }],
+    [
+      'a ConfigMap',
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', annotations: { 'helm.sh/hook': 'pre-install' } } },
+    ],
     ['a Job without hook annotations', { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'x' }, spec: {} }],
-    ['a Deployment with a hook annotation', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { annotations: { 'helm.sh/hook': 'pre-install' } } }],
-    ['a hook annotation that is not a string', { apiVersion: 'batch/v1', kind: 'Job', metadata: { annotations: { 'helm.sh/hook': 5 } } }],
+    [
+      'a Deployment with a hook annotation',
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { annotations: { 'helm.sh/hook': 'pre-install' } } },
+    ],
+    [
+      'a hook annotation that is not a string',
+      { apiVersion: 'batch/v1', kind: 'Job', metadata: { annotations: { 'helm.sh/hook': 5 } } },
+    ],
     ['no object at all', undefined],
     ['a string object', 'job'],
   ])('passes %s untouched', (_name, object) => {
     expect(decide(request(object), 'mutate', enforce)).toEqual({
-      allowed: true, mode: 'enforce', patch: [], withheldPatch: [], warnings: [], findings: [], reason: 'not a hook object', rules: [],
+      allowed: true,
+      mode: 'enforce',
+      patch: [],
+      withheldPatch: [],
+      warnings: [],
+      findings: [],
+      reason: 'not a hook object',
+      rules: [],
     });
   });
 
@@ -38,7 +65,14 @@ describe('decide', () => {
 
   it('patches a hook in enforce mode with exactly the diff', () => {
     const decision = decide(request(hookJob()), 'mutate', enforce);
-    expect(decision).toMatchObject({ allowed: true, mode: 'enforce', patch: [DELETE_POLICY_OP], withheldPatch: [], warnings: [], reason: 'mutated' });
+    expect(decision).toMatchObject({
+      allowed: true,
+      mode: 'enforce',
+      patch: [DELETE_POLICY_OP],
+      withheldPatch: [],
+      warnings: [],
+      reason: 'mutated',
+    });
     expect(decision.rules).toEqual(['delete-policy', 'idempotent-cleanup']);
   });
 
@@ -49,21 +83,29 @@ describe('decide', () => {
       mode: 'audit',
       patch: [],
       withheldPatch: [DELETE_POLICY_OP],
-      warnings: ['hookguard audit would change [delete-policy]: set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded'],
+      warnings: [
+        'hookguard audit would change [delete-policy]: set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+      ],
       reason: 'would mutate (audit)',
     });
   });
 
   it('lets one object ask for audit mode', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/mode': 'audit' });
-    expect(decide(request(job), 'mutate', enforce)).toMatchObject({ mode: 'audit', patch: [], withheldPatch: [DELETE_POLICY_OP] });
+    expect(decide(request(job), 'mutate', enforce)).toMatchObject({
+      mode: 'audit',
+      patch: [],
+      withheldPatch: [DELETE_POLICY_OP],
+    });
   });
 
   it('honours hookguard.io/skip and warns about rule ids it does not know', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'delete-policy, no-such-rule' });
     const decision = decide(request(job), 'mutate', enforce);
     expect(decision.patch).toEqual([]);
-    expect(decision.findings).toEqual([{ rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: no-such-rule' }]);
+    expect(decision.findings).toEqual([
+      { rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: no-such-rule' },
+    ]);
     expect(decision.warnings).toEqual(['hookguard [skip]: hookguard.io/skip names unknown rules: no-such-rule']);
     // Once per object: the validating webhook does not repeat it.
     expect(decide(request(job), 'validate', enforce).warnings).toEqual([]);
@@ -74,16 +116,28 @@ describe('decide', () => {
     const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
     const denied = decide(request(job, argo), 'validate', decisionContext(loadConfig(), '2.14.8'));
     expect(denied.allowed).toBe(false);
-    expect(denied.denial).toMatch(/^hookguard denied: Job apps\/migrate races with Argo CD 2\.14\.8 \(argocd-fast-hook-finalizer-race/);
-    const audited = decide(request(job, argo), 'validate', decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'));
+    expect(denied.denial).toMatch(
+      /^hookguard denied: Job apps\/migrate races with Argo CD 2\.14\.8 \(argocd-fast-hook-finalizer-race/,
+    );
+    const audited = decide(
+      request(job, argo),
+      'validate',
+      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
+    );
     expect(audited).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
-    expect(audited.warnings[0]).toMatch(/^hookguard audit would deny \[version-race\]: Job apps\/migrate races with Argo CD 2\.14\.8/);
+    expect(audited.warnings[0]).toMatch(
+      /^hookguard audit would deny \[version-race\]: Job apps\/migrate races with Argo CD 2\.14\.8/,
+    );
     expect(audited.warnings[0]!.length).toBeLessThanOrEqual(120);
   });
 
   it('judges in audit mode what enforce mode would have stored, so mitigated hooks pass', () => {
     const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
-    const decision = decide(request(hookJob(), argo), 'validate', decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'));
+    const decision = decide(
+      request(hookJob(), argo),
+      'validate',
+      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
+    );
     expect(decision).toMatchObject({ allowed: true, findings: [], warnings: [] });
   });
 
@@ -92,13 +146,19 @@ describe('decide', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
     const context = decisionContext(loadConfig(), 'latest');
     expect(decide(request(job, argo), 'validate', context).allowed).toBe(true);
-    expect(decide(request(hookJob(), argo), 'mutate', context).rules).toEqual(['delete-policy', 'idempotent-cleanup', 'ttl-floor', 'min-runtime']);
+    expect(decide(request(hookJob(), argo), 'mutate', context).rules).toEqual([
+      'delete-policy',
+      'idempotent-cleanup',
+      'ttl-floor',
+      'min-runtime',
+    ]);
   });
 
   it('denies a template-changing UPDATE at /mutate only', () => {
     const oldObject = hookJob();
     const object = structuredClone(oldObject) as KubeObject;
-    (object.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image = 'alpine:3.21';
+    (object.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image =
+      'alpine:3.21';
     const update = request(object, { operation: 'UPDATE', oldObject });
     expect(decide(update, 'mutate', enforce)).toMatchObject({ allowed: false, patch: [], reason: 'denied' });
     expect(decide(update, 'validate', enforce)).toMatchObject({ allowed: true });
@@ -107,7 +167,9 @@ describe('decide', () => {
 
   it('never patches an UPDATE', () => {
     const object = hookJob();
-    expect(decide(request(object, { operation: 'UPDATE', oldObject: structuredClone(object) }), 'mutate', enforce)).toMatchObject({
+    expect(
+      decide(request(object, { operation: 'UPDATE', oldObject: structuredClone(object) }), 'mutate', enforce),
+    ).toMatchObject({
       allowed: true,
       patch: [],
       reason: 'compliant',

@@ -18,7 +18,9 @@ describe('cloneJson', () => {
   });
 
   it('keeps an own __proto__ key a plain key: the copy has Object.prototype and the key as data', () => {
-    const parsed = JSON.parse('{"metadata":{"__proto__":{"polluted":true},"name":"x"}}') as { metadata: Record<string, unknown> };
+    const parsed = JSON.parse('{"metadata":{"__proto__":{"polluted":true},"name":"x"}}') as {
+      metadata: Record<string, unknown>;
+    };
     const copy = cloneJson(parsed);
     expect(Object.getPrototypeOf(copy.metadata)).toBe(Object.prototype);
     expect(Object.keys(copy.metadata)).toEqual(['__proto__', 'name']);

@@ -119,7 +119,12 @@ describe('assertValidKubeObject on hand-made objects', () => {
       ['/spec/template/spec/containers/0: must have required property name'],
     ],
     ['backoffLimit as a string', baseJob, (o) => (o.spec.backoffLimit = '3'), ['/spec/backoffLimit: must be integer']],
-    ['backoffLimit not an integer', baseJob, (o) => (o.spec.backoffLimit = 2.5), ['/spec/backoffLimit: must be integer']],
+    [
+      'backoffLimit not an integer',
+      baseJob,
+      (o) => (o.spec.backoffLimit = 2.5),
+      ['/spec/backoffLimit: must be integer'],
+    ],
     [
       'ttlSecondsAfterFinished as a string',
       baseJob,
@@ -211,7 +216,12 @@ describe('assertValidKubeObject on hand-made objects', () => {
       },
       ['/spec/backoffLimit: must be integer', '/spec/template/spec/containers/0: must have required property name'],
     ],
-    ['Pod without containers', basePod, (o) => delete o.spec.containers, ['/spec: must have required property containers']],
+    [
+      'Pod without containers',
+      basePod,
+      (o) => delete o.spec.containers,
+      ['/spec: must have required property containers'],
+    ],
     [
       'Pod container without name',
       basePod,
@@ -236,8 +246,14 @@ describe('assertValidKubeObject on hand-made objects', () => {
   });
 
   const unsupported: Array<[string, unknown]> = [
-    ['Ingress (nothing of ours makes one)', { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' } }],
-    ['Deployment with an old apiVersion', { apiVersion: 'extensions/v1beta1', kind: 'Deployment', metadata: { name: 'x' } }],
+    [
+      'Ingress (nothing of ours makes one)',
+      { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' } },
+    ],
+    [
+      'Deployment with an old apiVersion',
+      { apiVersion: 'extensions/v1beta1', kind: 'Deployment', metadata: { name: 'x' } },
+    ],
     ['Job with another apiVersion', { ...baseJob(), apiVersion: 'batch/v1beta1' }],
     ['object without kind', { apiVersion: 'v1', metadata: { name: 'x' } }],
     ['null', null],

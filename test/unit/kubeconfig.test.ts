@@ -24,7 +24,9 @@ const NO_TOKEN = join(dir, 'no-such-root');
 describe('kubeConnection', () => {
   it('is undefined outside a cluster: no KUBECONFIG, no service account, no ~/.kube/config', () => {
     expect(kubeConnection({ HOME: dir }, NO_TOKEN)).toBeUndefined();
-    expect(kubeConnection({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, NO_TOKEN)).toBeUndefined();
+    expect(
+      kubeConnection({ KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }, NO_TOKEN),
+    ).toBeUndefined();
   });
 
   it('takes the first existing file of KUBECONFIG', () => {
@@ -46,14 +48,19 @@ describe('kubeConnection', () => {
 describe('actingIdentity', () => {
   it('names the service account a token was issued to', () => {
     const path = kubeconfigFile('sa.yaml', serviceAccountToken('system:serviceaccount:hookguard:hookguard-sweep'));
-    expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe('system:serviceaccount:hookguard:hookguard-sweep');
+    expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe(
+      'system:serviceaccount:hookguard:hookguard-sweep',
+    );
   });
 
   it('names the service account of the in-cluster token (what the sweep CronJob runs as)', () => {
     const root = mkdtempSync(join(dir, 'root-'));
     const accountDir = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
     mkdirSync(accountDir, { recursive: true });
-    writeFileSync(join(accountDir, 'token'), `${serviceAccountToken('system:serviceaccount:hookguard:hookguard-sweep')}\n`);
+    writeFileSync(
+      join(accountDir, 'token'),
+      `${serviceAccountToken('system:serviceaccount:hookguard:hookguard-sweep')}\n`,
+    );
     writeFileSync(join(accountDir, 'namespace'), 'hookguard');
     const connection = kubeConnection({ KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, root);
     expect(connection?.source).toBe('in-cluster service account');
@@ -62,6 +69,8 @@ describe('actingIdentity', () => {
 
   it('names the kubeconfig user and context otherwise', () => {
     const path = kubeconfigFile('user.yaml', 'not-a-jwt');
-    expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe('kubeconfig user alice (context fake)');
+    expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe(
+      'kubeconfig user alice (context fake)',
+    );
   });
 });

@@ -25,7 +25,11 @@ function checkRewriteEndToEnd(container: ContainerCommand): Run {
   const rewrite = makeKubectlDeletesIdempotent(container, ['bitnami/kubectl']);
   expect(rewrite).toBeDefined();
   const original = argvOf(container);
-  const rewritten = argvOf({ ...container, command: rewrite?.command ?? container.command, args: rewrite?.args ?? container.args });
+  const rewritten = argvOf({
+    ...container,
+    command: rewrite?.command ?? container.command,
+    args: rewrite?.args ?? container.args,
+  });
 
   const retriedOriginal = sandbox.run(original, sandbox.gone);
   expect(retriedOriginal.status).not.toBe(0);
@@ -56,7 +60,7 @@ const SHELL_FEATURES = [
   'kubectl delete pod heredoc-text $(echo expanded)',
   'EOF',
   '# kubectl delete pod commented-out',
-  "echo 'kubectl delete not-a-command'; echo \"kubectl delete x\"",
+  'echo \'kubectl delete not-a-command\'; echo "kubectl delete x"',
   'x=$(kubectl -n ns delete pod b); echo "got [$x]"',
   'kubectl get pods | xargs -n 1 kubectl delete',
   'echo "done ✓"',
@@ -74,7 +78,9 @@ describe('rewritten commands run for real against a fake kubectl', () => {
   });
 
   it('xargs pipeline (sh -c)', () => {
-    const result = checkRewriteEndToEnd({ command: ['/bin/sh', '-c', 'kubectl get pods -o name | xargs kubectl delete'] });
+    const result = checkRewriteEndToEnd({
+      command: ['/bin/sh', '-c', 'kubectl get pods -o name | xargs kubectl delete'],
+    });
     expect(result.calls).toEqual([
       ['get', 'pods', '-o', 'name'],
       ['delete', FLAG, 'pod/a', 'pod/b'],
@@ -116,17 +122,25 @@ describe('rewritten commands run for real against a fake kubectl', () => {
     const result = checkRewriteEndToEnd({
       command: ['kubectl', 'delete', 'mutatingwebhookconfiguration', '-l', 'webhook.kyverno.io/managed-by=kyverno'],
     });
-    expect(result.calls).toEqual([['delete', 'mutatingwebhookconfiguration', '-l', 'webhook.kyverno.io/managed-by=kyverno', FLAG]]);
+    expect(result.calls).toEqual([
+      ['delete', 'mutatingwebhookconfiguration', '-l', 'webhook.kyverno.io/managed-by=kyverno', FLAG],
+    ]);
   });
 
   it('exec form: arguments with spaces, quotes and newlines reach kubectl intact', () => {
     const name = `it's "odd"\nname ✓`;
-    const result = checkRewriteEndToEnd({ command: ['kubectl'], args: ['-n', 'my ns', 'delete', 'configmap', name, '--', '-dash'] });
+    const result = checkRewriteEndToEnd({
+      command: ['kubectl'],
+      args: ['-n', 'my ns', 'delete', 'configmap', name, '--', '-dash'],
+    });
     expect(result.calls).toEqual([['-n', 'my ns', 'delete', 'configmap', name, FLAG, '--', '-dash']]);
   });
 
   it('args-only container of a kubectl image (entrypoint kubectl)', () => {
-    const result = checkRewriteEndToEnd({ image: 'bitnami/kubectl:1.30', args: ['-n', 'ns', 'delete', 'job', 'old-hook'] });
+    const result = checkRewriteEndToEnd({
+      image: 'bitnami/kubectl:1.30',
+      args: ['-n', 'ns', 'delete', 'job', 'old-hook'],
+    });
     expect(result.calls).toEqual([['-n', 'ns', 'delete', 'job', 'old-hook', FLAG]]);
   });
 });

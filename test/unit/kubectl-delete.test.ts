@@ -29,7 +29,14 @@ describe('exec form', () => {
       'kyverno webhook cleanup: appended to command',
       { command: ['kubectl', 'delete', 'mutatingwebhookconfiguration', '-l', 'webhook.kyverno.io/managed-by=kyverno'] },
       {
-        command: ['kubectl', 'delete', 'mutatingwebhookconfiguration', '-l', 'webhook.kyverno.io/managed-by=kyverno', FLAG],
+        command: [
+          'kubectl',
+          'delete',
+          'mutatingwebhookconfiguration',
+          '-l',
+          'webhook.kyverno.io/managed-by=kyverno',
+          FLAG,
+        ],
         changes: ['kubectl delete mutatingwebhookconfiguration -l webhook.kyverno.io/m… (exec form)'],
       },
     ],
@@ -41,18 +48,38 @@ describe('exec form', () => {
     [
       'appended to command when args is empty',
       { command: ['/usr/local/bin/kubectl', 'delete', 'pod', 'a'], args: [] },
-      { command: ['/usr/local/bin/kubectl', 'delete', 'pod', 'a', FLAG], changes: ['kubectl delete pod a (exec form)'] },
+      {
+        command: ['/usr/local/bin/kubectl', 'delete', 'pod', 'a', FLAG],
+        changes: ['kubectl delete pod a (exec form)'],
+      },
     ],
     [
       'global -n before delete',
       { command: ['kubectl', '-n', 'ns', 'delete', 'deploy', '-l', 'x'] },
-      { command: ['kubectl', '-n', 'ns', 'delete', 'deploy', '-l', 'x', FLAG], changes: ['kubectl -n ns delete deploy -l x (exec form)'] },
+      {
+        command: ['kubectl', '-n', 'ns', 'delete', 'deploy', '-l', 'x', FLAG],
+        changes: ['kubectl -n ns delete deploy -l x (exec form)'],
+      },
     ],
     [
       'several global flags with separate values',
       { command: ['kubectl', '--context', 'c', '--kubeconfig', '/k', '-v', '5', '--as', 'me', 'delete', 'cm', 'a'] },
       {
-        command: ['kubectl', '--context', 'c', '--kubeconfig', '/k', '-v', '5', '--as', 'me', 'delete', 'cm', 'a', FLAG],
+        command: [
+          'kubectl',
+          '--context',
+          'c',
+          '--kubeconfig',
+          '/k',
+          '-v',
+          '5',
+          '--as',
+          'me',
+          'delete',
+          'cm',
+          'a',
+          FLAG,
+        ],
         changes: ['kubectl --context c --kubeconfig /k -v 5 --as me delete cm a (exec form)'],
       },
     ],
@@ -67,7 +94,10 @@ describe('exec form', () => {
     [
       'inserted before a bare -- in command',
       { command: ['kubectl', 'delete', 'pod', '--', '-odd-name'] },
-      { command: ['kubectl', 'delete', 'pod', FLAG, '--', '-odd-name'], changes: ['kubectl delete pod -- -odd-name (exec form)'] },
+      {
+        command: ['kubectl', 'delete', 'pod', FLAG, '--', '-odd-name'],
+        changes: ['kubectl delete pod -- -odd-name (exec form)'],
+      },
     ],
     [
       'inserted before a bare -- in args',
@@ -82,18 +112,37 @@ describe('exec form', () => {
     [
       '--ignore-not-found after -- is a pod name, not the flag',
       { command: ['kubectl', 'delete', 'pod', '--', FLAG] },
-      { command: ['kubectl', 'delete', 'pod', FLAG, '--', FLAG], changes: ['kubectl delete pod -- --ignore-not-found (exec form)'] },
+      {
+        command: ['kubectl', 'delete', 'pod', FLAG, '--', FLAG],
+        changes: ['kubectl delete pod -- --ignore-not-found (exec form)'],
+      },
     ],
     ['already --ignore-not-found', { command: ['kubectl', 'delete', 'pod', 'a', FLAG] }, undefined],
-    ['already --ignore-not-found=true', { command: ['kubectl'], args: ['delete', '--ignore-not-found=true', 'pod', 'a'] }, undefined],
-    ['explicit --ignore-not-found=false is the author’s choice', { command: ['kubectl', 'delete', 'pod', 'a', '--ignore-not-found=false'] }, undefined],
+    [
+      'already --ignore-not-found=true',
+      { command: ['kubectl'], args: ['delete', '--ignore-not-found=true', 'pod', 'a'] },
+      undefined,
+    ],
+    [
+      'explicit --ignore-not-found=false is the author’s choice',
+      { command: ['kubectl', 'delete', 'pod', 'a', '--ignore-not-found=false'] },
+      undefined,
+    ],
     ['not delete', { command: ['kubectl', 'get', 'pods'] }, undefined],
-    ['namespace named delete is not the subcommand', { command: ['kubectl', '-n', 'delete', 'get', 'pods'] }, undefined],
+    [
+      'namespace named delete is not the subcommand',
+      { command: ['kubectl', '-n', 'delete', 'get', 'pods'] },
+      undefined,
+    ],
     ['delete as a later argument', { command: ['kubectl', 'annotate', 'pod', 'a', 'delete=yes'] }, undefined],
     ['no subcommand at all', { command: ['kubectl', '-n', 'ns'] }, undefined],
     ['not kubectl', { command: ['echo', 'kubectl', 'delete', 'x'] }, undefined],
     ['kubectl-lookalike binary', { command: ['/bin/kubectl-neat', 'delete', 'x'] }, undefined],
-    ['no exec-form wrappers (only shell scripts understand them)', { command: ['timeout', '60', 'kubectl', 'delete', 'x'] }, undefined],
+    [
+      'no exec-form wrappers (only shell scripts understand them)',
+      { command: ['timeout', '60', 'kubectl', 'delete', 'x'] },
+      undefined,
+    ],
     ['no command and no args', {}, undefined],
   ])('%s', (_name, container, expected) => {
     expect(rewrite(container)).toEqual(expected);
@@ -117,7 +166,11 @@ describe('args-only containers of kubectl images', () => {
       { image: 'docker.io/bitnami/kubectl', command: [], args: ['delete', 'pod', '--', 'a'] },
       { args: ['delete', 'pod', FLAG, '--', 'a'], changes: ['kubectl delete pod -- a (kubectl image args)'] },
     ],
-    ['gatekeeper CRD image is not a kubectl image', { image: 'openpolicyagent/gatekeeper-crds:v3.23.0', args: ['apply', '-f', 'crds/'] }, undefined],
+    [
+      'gatekeeper CRD image is not a kubectl image',
+      { image: 'openpolicyagent/gatekeeper-crds:v3.23.0', args: ['apply', '-f', 'crds/'] },
+      undefined,
+    ],
     ['unknown image, even with a delete', { image: 'alpine/k8s:1.30', args: ['delete', 'pod', 'a'] }, undefined],
     ['kubectl image but not delete', { image: 'bitnami/kubectl', args: ['get', 'pods'] }, undefined],
     ['kubectl image already idempotent', { image: 'bitnami/kubectl', args: ['delete', 'pod', 'a', FLAG] }, undefined],
@@ -132,17 +185,61 @@ describe('shell scripts: which argv element is the script', () => {
   const script = 'kubectl delete pod a';
   const fixed = `kubectl delete ${FLAG} pod a`;
   it.each<[string, ContainerCommand, DeleteRewrite | undefined]>([
-    ['sh -c', { command: ['sh', '-c', script] }, { command: ['sh', '-c', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['/bin/sh -c with the script in args', { command: ['/bin/sh', '-c'], args: [script] }, { args: [fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['/bin/sh with -c and the script in args', { command: ['/bin/sh'], args: ['-c', script] }, { args: ['-c', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['bash -ec', { command: ['/bin/bash', '-ec', script] }, { command: ['/bin/bash', '-ec', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['bash -euc', { command: ['bash', '-euc', script] }, { command: ['bash', '-euc', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['ash -xc', { command: ['ash', '-xc', script] }, { command: ['ash', '-xc', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['dash -e -c', { command: ['dash', '-e', '-c', script] }, { command: ['dash', '-e', '-c', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['zsh -c -e (options after -c)', { command: ['zsh', '-c', '-e', script] }, { command: ['zsh', '-c', '-e', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['bash -o pipefail -c', { command: ['bash', '-o', 'pipefail', '-c', script] }, { command: ['bash', '-o', 'pipefail', '-c', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['bash --norc -c -- script', { command: ['bash', '--norc', '-c', '--', script] }, { command: ['bash', '--norc', '-c', '--', fixed], changes: ['kubectl delete pod a (shell script)'] }],
-    ['/usr/bin/env bash -c', { command: ['/usr/bin/env', 'bash', '-c'], args: [script] }, { args: [fixed], changes: ['kubectl delete pod a (shell script)'] }],
+    [
+      'sh -c',
+      { command: ['sh', '-c', script] },
+      { command: ['sh', '-c', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      '/bin/sh -c with the script in args',
+      { command: ['/bin/sh', '-c'], args: [script] },
+      { args: [fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      '/bin/sh with -c and the script in args',
+      { command: ['/bin/sh'], args: ['-c', script] },
+      { args: ['-c', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'bash -ec',
+      { command: ['/bin/bash', '-ec', script] },
+      { command: ['/bin/bash', '-ec', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'bash -euc',
+      { command: ['bash', '-euc', script] },
+      { command: ['bash', '-euc', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'ash -xc',
+      { command: ['ash', '-xc', script] },
+      { command: ['ash', '-xc', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'dash -e -c',
+      { command: ['dash', '-e', '-c', script] },
+      { command: ['dash', '-e', '-c', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'zsh -c -e (options after -c)',
+      { command: ['zsh', '-c', '-e', script] },
+      { command: ['zsh', '-c', '-e', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'bash -o pipefail -c',
+      { command: ['bash', '-o', 'pipefail', '-c', script] },
+      { command: ['bash', '-o', 'pipefail', '-c', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      'bash --norc -c -- script',
+      { command: ['bash', '--norc', '-c', '--', script] },
+      { command: ['bash', '--norc', '-c', '--', fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
+    [
+      '/usr/bin/env bash -c',
+      { command: ['/usr/bin/env', 'bash', '-c'], args: [script] },
+      { args: [fixed], changes: ['kubectl delete pod a (shell script)'] },
+    ],
     ['script file, no -c', { command: ['/bin/sh', '/scripts/cleanup.sh'] }, undefined],
     ['-e without -c', { command: ['/bin/sh', '-e', 'kubectl delete pod a'] }, undefined],
     ['-c without a script', { command: ['/bin/sh', '-c'] }, undefined],
@@ -153,7 +250,6 @@ describe('shell scripts: which argv element is the script', () => {
     expect(rewrite(container)).toEqual(expected);
   });
 });
-
 
 const OPENEBS_CRD_KEEP =
   '(kubectl annotate --overwrite crd a b c helm.sh/resource-policy=keep || true) && ' +
@@ -184,7 +280,9 @@ describe('shell scripts: real chart hooks', () => {
   });
 
   it('kyverno configmap cleanup that already ignores NotFound is unchanged', () => {
-    expect(rewrite({ command: ['/bin/sh', '-c', 'kubectl delete cm --ignore-not-found -n ns rel-kyverno'] })).toBeUndefined();
+    expect(
+      rewrite({ command: ['/bin/sh', '-c', 'kubectl delete cm --ignore-not-found -n ns rel-kyverno'] }),
+    ).toBeUndefined();
   });
 
   it('openebs CRD keep script is unchanged', () => {
@@ -195,39 +293,95 @@ describe('shell scripts: real chart hooks', () => {
 describe('shell scripts: what counts as a kubectl delete', () => {
   it.each<[string, string, string | undefined]>([
     // separators
-    ['two commands on one line', 'kubectl get pods; kubectl delete pod a', 'kubectl get pods; kubectl delete --ignore-not-found pod a'],
-    ['&& and ||', 'true && kubectl delete pod a || kubectl delete pod b', 'true && kubectl delete --ignore-not-found pod a || kubectl delete --ignore-not-found pod b'],
+    [
+      'two commands on one line',
+      'kubectl get pods; kubectl delete pod a',
+      'kubectl get pods; kubectl delete --ignore-not-found pod a',
+    ],
+    [
+      '&& and ||',
+      'true && kubectl delete pod a || kubectl delete pod b',
+      'true && kubectl delete --ignore-not-found pod a || kubectl delete --ignore-not-found pod b',
+    ],
     ['background &', 'kubectl delete pod a & wait', 'kubectl delete --ignore-not-found pod a & wait'],
-    ['subshell and group', '(kubectl delete pod a) && { kubectl delete pod b; }', '(kubectl delete --ignore-not-found pod a) && { kubectl delete --ignore-not-found pod b; }'],
-    ['case branch', 'case "$1" in\n  x) kubectl delete pod a;;\nesac', 'case "$1" in\n  x) kubectl delete --ignore-not-found pod a;;\nesac'],
+    [
+      'subshell and group',
+      '(kubectl delete pod a) && { kubectl delete pod b; }',
+      '(kubectl delete --ignore-not-found pod a) && { kubectl delete --ignore-not-found pod b; }',
+    ],
+    [
+      'case branch',
+      'case "$1" in\n  x) kubectl delete pod a;;\nesac',
+      'case "$1" in\n  x) kubectl delete --ignore-not-found pod a;;\nesac',
+    ],
     ['line continuation', 'kubectl delete \\\n  pod a', 'kubectl delete --ignore-not-found \\\n  pod a'],
     ['no space before ;', 'kubectl delete pod a;echo done', 'kubectl delete --ignore-not-found pod a;echo done'],
     ['a delete that is the last word', 'kubectl delete', 'kubectl delete --ignore-not-found'],
     // pipelines and loops
-    ['xargs pipeline', 'kubectl get pods -o name | xargs kubectl delete', 'kubectl get pods -o name | xargs kubectl delete --ignore-not-found'],
+    [
+      'xargs pipeline',
+      'kubectl get pods -o name | xargs kubectl delete',
+      'kubectl get pods -o name | xargs kubectl delete --ignore-not-found',
+    ],
     [
       'for loop over $(kubectl get)',
       'for p in $(kubectl get po -o name); do kubectl delete $p; done',
       'for p in $(kubectl get po -o name); do kubectl delete --ignore-not-found $p; done',
     ],
-    ['while read loop', 'kubectl get po -o name | while read p; do kubectl delete "$p"; done', 'kubectl get po -o name | while read p; do kubectl delete --ignore-not-found "$p"; done'],
+    [
+      'while read loop',
+      'kubectl get po -o name | while read p; do kubectl delete "$p"; done',
+      'kubectl get po -o name | while read p; do kubectl delete --ignore-not-found "$p"; done',
+    ],
     // substitutions count: the command inside them runs
     ['inside $(…)', 'out=$(kubectl delete pod a)', 'out=$(kubectl delete --ignore-not-found pod a)'],
-    ['inside "$(…)"', 'echo "deleted: $(kubectl delete pod a)"', 'echo "deleted: $(kubectl delete --ignore-not-found pod a)"'],
+    [
+      'inside "$(…)"',
+      'echo "deleted: $(kubectl delete pod a)"',
+      'echo "deleted: $(kubectl delete --ignore-not-found pod a)"',
+    ],
     ['inside backticks', 'echo `kubectl delete pod a`', 'echo `kubectl delete --ignore-not-found pod a`'],
-    ['nested $( $( ) )', 'echo $(echo $(kubectl delete pod a))', 'echo $(echo $(kubectl delete --ignore-not-found pod a))'],
-    ['subshell inside $(…)', 'x=$( (kubectl delete pod a) ; kubectl delete pod b)', 'x=$( (kubectl delete --ignore-not-found pod a) ; kubectl delete --ignore-not-found pod b)'],
+    [
+      'nested $( $( ) )',
+      'echo $(echo $(kubectl delete pod a))',
+      'echo $(echo $(kubectl delete --ignore-not-found pod a))',
+    ],
+    [
+      'subshell inside $(…)',
+      'x=$( (kubectl delete pod a) ; kubectl delete pod b)',
+      'x=$( (kubectl delete --ignore-not-found pod a) ; kubectl delete --ignore-not-found pod b)',
+    ],
     // global flags and words we cannot evaluate
     ['-n before delete', 'kubectl -n ns delete deploy -l x', 'kubectl -n ns delete --ignore-not-found deploy -l x'],
-    ['quoted variable namespace', 'kubectl -n "$NS" --context=c delete pod a', 'kubectl -n "$NS" --context=c delete --ignore-not-found pod a'],
-    ['full path to kubectl', '/usr/local/bin/kubectl delete pod a', '/usr/local/bin/kubectl delete --ignore-not-found pod a'],
+    [
+      'quoted variable namespace',
+      'kubectl -n "$NS" --context=c delete pod a',
+      'kubectl -n "$NS" --context=c delete --ignore-not-found pod a',
+    ],
+    [
+      'full path to kubectl',
+      '/usr/local/bin/kubectl delete pod a',
+      '/usr/local/bin/kubectl delete --ignore-not-found pod a',
+    ],
     ['quoted kubectl still runs kubectl', '"kubectl" delete pod a', '"kubectl" delete --ignore-not-found pod a'],
     ['kubectl held in a variable is not evaluated', '$KUBECTL delete pod a', undefined],
     ['namespace named delete', 'kubectl -n delete get pods', undefined],
     // redirections
-    ['redirections after', 'kubectl delete pod a >/dev/null 2>&1', 'kubectl delete --ignore-not-found pod a >/dev/null 2>&1'],
-    ['&> redirection', 'kubectl delete pod a &>/dev/null; echo ok', 'kubectl delete --ignore-not-found pod a &>/dev/null; echo ok'],
-    ['redirection before the command', '2>/dev/null kubectl delete pod a', '2>/dev/null kubectl delete --ignore-not-found pod a'],
+    [
+      'redirections after',
+      'kubectl delete pod a >/dev/null 2>&1',
+      'kubectl delete --ignore-not-found pod a >/dev/null 2>&1',
+    ],
+    [
+      '&> redirection',
+      'kubectl delete pod a &>/dev/null; echo ok',
+      'kubectl delete --ignore-not-found pod a &>/dev/null; echo ok',
+    ],
+    [
+      'redirection before the command',
+      '2>/dev/null kubectl delete pod a',
+      '2>/dev/null kubectl delete --ignore-not-found pod a',
+    ],
     // already idempotent, or deliberately not
     ['already --ignore-not-found', 'kubectl delete pod a --ignore-not-found', undefined],
     ['quoted --ignore-not-found', 'kubectl delete pod a "--ignore-not-found"', undefined],
@@ -238,7 +392,11 @@ describe('shell scripts: what counts as a kubectl delete', () => {
       'kubectl delete pod a --ignore-not-found; kubectl delete pod b',
       'kubectl delete pod a --ignore-not-found; kubectl delete --ignore-not-found pod b',
     ],
-    ['the flag on the other side of a pipe does not count', 'kubectl delete pod a | grep --ignore-not-found', 'kubectl delete --ignore-not-found pod a | grep --ignore-not-found'],
+    [
+      'the flag on the other side of a pipe does not count',
+      'kubectl delete pod a | grep --ignore-not-found',
+      'kubectl delete --ignore-not-found pod a | grep --ignore-not-found',
+    ],
     // not a command
     ["'delete' quoted", "kubectl 'delete' pod a", undefined],
     ['"delete" quoted', 'kubectl "delete" pod a', undefined],
@@ -246,7 +404,7 @@ describe('shell scripts: what counts as a kubectl delete', () => {
     ['delete built from a variable', 'kubectl ${VERB} pod a', undefined],
     ['inside double quotes', 'echo "kubectl delete x"', undefined],
     ['inside single quotes', "echo 'kubectl delete x; kubectl delete y'", undefined],
-    ['inside $\'…\'', "echo $'kubectl delete x\\'s'", undefined],
+    ["inside $'…'", "echo $'kubectl delete x\\'s'", undefined],
     ['comment line', '# kubectl delete x\necho hi', undefined],
     ['trailing comment', 'echo hi # kubectl delete x', undefined],
     ['# inside a word is not a comment', 'echo a#b; kubectl delete x', 'echo a#b; kubectl delete --ignore-not-found x'],
@@ -254,16 +412,44 @@ describe('shell scripts: what counts as a kubectl delete', () => {
     ['argument of echo', 'echo kubectl delete x', undefined],
     ['${…} default containing the words', 'echo ${X:-kubectl delete x}', undefined],
     ['arithmetic', 'echo $((1 << 2)); kubectl delete x', 'echo $((1 << 2)); kubectl delete --ignore-not-found x'],
-    ['other kubectl subcommands', 'kubectl get pods; kubectl scale deploy a --replicas=0; kubectl apply -f -', undefined],
+    [
+      'other kubectl subcommands',
+      'kubectl get pods; kubectl scale deploy a --replicas=0; kubectl apply -f -',
+      undefined,
+    ],
     ['no kubectl at all', 'rm -rf /tmp/x && delete x', undefined],
     // heredocs are data
-    ['heredoc body', 'cat <<EOF\nkubectl delete pod a\nEOF\nkubectl delete pod b', 'cat <<EOF\nkubectl delete pod a\nEOF\nkubectl delete --ignore-not-found pod b'],
-    ["quoted heredoc delimiter", "cat <<'EOF' > /tmp/x\nkubectl delete pod a\nEOF\nkubectl delete pod b", "cat <<'EOF' > /tmp/x\nkubectl delete pod a\nEOF\nkubectl delete --ignore-not-found pod b"],
-    ['<<- strips tabs before the delimiter', 'cat <<-EOF\n\tkubectl delete pod a\n\tEOF\nkubectl delete pod b', 'cat <<-EOF\n\tkubectl delete pod a\n\tEOF\nkubectl delete --ignore-not-found pod b'],
+    [
+      'heredoc body',
+      'cat <<EOF\nkubectl delete pod a\nEOF\nkubectl delete pod b',
+      'cat <<EOF\nkubectl delete pod a\nEOF\nkubectl delete --ignore-not-found pod b',
+    ],
+    [
+      'quoted heredoc delimiter',
+      "cat <<'EOF' > /tmp/x\nkubectl delete pod a\nEOF\nkubectl delete pod b",
+      "cat <<'EOF' > /tmp/x\nkubectl delete pod a\nEOF\nkubectl delete --ignore-not-found pod b",
+    ],
+    [
+      '<<- strips tabs before the delimiter',
+      'cat <<-EOF\n\tkubectl delete pod a\n\tEOF\nkubectl delete pod b',
+      'cat <<-EOF\n\tkubectl delete pod a\n\tEOF\nkubectl delete --ignore-not-found pod b',
+    ],
     ['heredoc fed to kubectl apply', 'kubectl apply -f - <<EOF\nkind: delete\nEOF', undefined],
-    ['command after the heredoc operator on the same line', 'cat <<EOF; kubectl delete pod a\nkubectl delete pod b\nEOF', 'cat <<EOF; kubectl delete --ignore-not-found pod a\nkubectl delete pod b\nEOF'],
-    ['here-string is not a heredoc', 'cat <<< x\nkubectl delete pod a', 'cat <<< x\nkubectl delete --ignore-not-found pod a'],
-    ['non-ASCII and odd spacing preserved', 'echo "héllo ✓"\t;  kubectl   delete\tpod  a', 'echo "héllo ✓"\t;  kubectl   delete --ignore-not-found\tpod  a'],
+    [
+      'command after the heredoc operator on the same line',
+      'cat <<EOF; kubectl delete pod a\nkubectl delete pod b\nEOF',
+      'cat <<EOF; kubectl delete --ignore-not-found pod a\nkubectl delete pod b\nEOF',
+    ],
+    [
+      'here-string is not a heredoc',
+      'cat <<< x\nkubectl delete pod a',
+      'cat <<< x\nkubectl delete --ignore-not-found pod a',
+    ],
+    [
+      'non-ASCII and odd spacing preserved',
+      'echo "héllo ✓"\t;  kubectl   delete\tpod  a',
+      'echo "héllo ✓"\t;  kubectl   delete --ignore-not-found\tpod  a',
+    ],
   ])('%s', (_name, script, expected) => {
     expect(rewriteScript(script)).toBe(expected);
   });
@@ -375,9 +561,48 @@ describe('properties', () => {
   // Scripts mix plausible kubectl commands with shell noise (unbalanced quotes, substitutions,
   // heredoc operators, comments…) so that roughly a fifth of them contain something to rewrite.
   const noise = [
-    'kubectl', 'delete', 'get', '-n', 'ns', 'pods', '|', 'xargs', ';', '&&', '||', '&', '(', ')', '{', '}',
-    "'", '"', '\\', '$(', '`', '${', '$', '#', '\n', '\t', 'then', FLAG, '--', 'env', 'A=1',
-    'timeout', '5', '<<EOF', "<<'EOF'", 'EOF', '<<<', '>', '2>&1', 'echo', 'héllo ✓', 'done',
+    'kubectl',
+    'delete',
+    'get',
+    '-n',
+    'ns',
+    'pods',
+    '|',
+    'xargs',
+    ';',
+    '&&',
+    '||',
+    '&',
+    '(',
+    ')',
+    '{',
+    '}',
+    "'",
+    '"',
+    '\\',
+    '$(',
+    '`',
+    '${',
+    '$',
+    '#',
+    '\n',
+    '\t',
+    'then',
+    FLAG,
+    '--',
+    'env',
+    'A=1',
+    'timeout',
+    '5',
+    '<<EOF',
+    "<<'EOF'",
+    'EOF',
+    '<<<',
+    '>',
+    '2>&1',
+    'echo',
+    'héllo ✓',
+    'done',
   ];
   const kubectlCommand = fc
     .tuple(
@@ -385,12 +610,18 @@ describe('properties', () => {
       fc.constantFrom('kubectl', '/bin/kubectl', '"kubectl"'),
       fc.constantFrom('', ' -n ns', ' --context=c', ' -n "$NS"', ' -v'),
       fc.constantFrom(' delete', ' delete', ' get', " 'delete'"),
-      fc.array(fc.constantFrom(' pods', ' pod/a', ' -l x=y', ` ${FLAG}`, ' --ignore-not-found=false', ' --', ' "a b"', ' $p'), {
-        maxLength: 3,
-      }),
+      fc.array(
+        fc.constantFrom(' pods', ' pod/a', ' -l x=y', ` ${FLAG}`, ' --ignore-not-found=false', ' --', ' "a b"', ' $p'),
+        {
+          maxLength: 3,
+        },
+      ),
     )
     .map(([prefix, kubectl, global, verb, rest]) => prefix + kubectl + global + verb + rest.join(''));
-  const fragment = fc.oneof({ weight: 1, arbitrary: kubectlCommand }, { weight: 2, arbitrary: fc.constantFrom(...noise) });
+  const fragment = fc.oneof(
+    { weight: 1, arbitrary: kubectlCommand },
+    { weight: 2, arbitrary: fc.constantFrom(...noise) },
+  );
   const separator = fc.constantFrom(' ', '', '\n', '; ', ' | ', ' && ', '$(', ')');
   const script = fc.array(fc.tuple(fragment, separator), { maxLength: 12 }).map((parts) => parts.flat().join(''));
 
@@ -399,7 +630,9 @@ describe('properties', () => {
       fc.constantFrom('kubectl', '/usr/bin/kubectl', 'kubectl-x'),
       fc.array(fc.constantFrom('-n', 'ns', '--context=c', '-v', '--insecure-skip-tls-verify'), { maxLength: 3 }),
       fc.constantFrom('delete', 'delete', 'get'),
-      fc.array(fc.constantFrom('pods', 'pod/a', '-l', 'x=y', FLAG, '--ignore-not-found=false', '--', 'delete'), { maxLength: 4 }),
+      fc.array(fc.constantFrom('pods', 'pod/a', '-l', 'x=y', FLAG, '--ignore-not-found=false', '--', 'delete'), {
+        maxLength: 4,
+      }),
     )
     .map(([kubectl, globals, verb, rest]) => [kubectl, ...globals, verb, ...rest]);
   const execContainer = fc.tuple(kubectlArgv, fc.nat()).map(([argv, n]) => {
@@ -426,7 +659,11 @@ describe('properties', () => {
       fc.property(containers, (container) => {
         const first = rewrite(container);
         if (first === undefined) return;
-        const again = rewrite({ ...container, command: first.command ?? container.command, args: first.args ?? container.args });
+        const again = rewrite({
+          ...container,
+          command: first.command ?? container.command,
+          args: first.args ?? container.args,
+        });
         expect(again).toBeUndefined();
       }),
       RUNS,
@@ -464,7 +701,9 @@ describe('properties', () => {
 
   it('never changes a script that does not mention kubectl', () => {
     const withoutKubectl = fc.constantFrom(...noise.filter((token) => token !== 'kubectl'));
-    const noKubectlScript = fc.array(fc.tuple(withoutKubectl, separator), { maxLength: 30 }).map((parts) => parts.flat().join(''));
+    const noKubectlScript = fc
+      .array(fc.tuple(withoutKubectl, separator), { maxLength: 30 })
+      .map((parts) => parts.flat().join(''));
     fc.assert(
       fc.property(noKubectlScript, (text) => {
         expect(rewriteScript(text)).toBeUndefined();
@@ -475,10 +714,14 @@ describe('properties', () => {
 
   it('never throws on arbitrary strings', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 200 }), fc.array(fc.string({ maxLength: 20 }), { maxLength: 6 }), (text, args) => {
-        rewrite({ command: ['sh', '-c', `kubectl delete ${text}`] });
-        rewrite({ command: ['kubectl', ...args] });
-      }),
+      fc.property(
+        fc.string({ maxLength: 200 }),
+        fc.array(fc.string({ maxLength: 20 }), { maxLength: 6 }),
+        (text, args) => {
+          rewrite({ command: ['sh', '-c', `kubectl delete ${text}`] });
+          rewrite({ command: ['kubectl', ...args] });
+        },
+      ),
       RUNS,
     );
   });
@@ -487,7 +730,11 @@ describe('properties', () => {
 describe('nesting bound', () => {
   it('follows kubectl delete through a few levels of substitution', () => {
     const script = `echo $(echo $(echo \`kubectl delete cm x\`))`;
-    expect(rewrite({ command: ['sh', '-c', script] })?.command).toEqual(['sh', '-c', 'echo $(echo $(echo `kubectl delete --ignore-not-found cm x`))']);
+    expect(rewrite({ command: ['sh', '-c', script] })?.command).toEqual([
+      'sh',
+      '-c',
+      'echo $(echo $(echo `kubectl delete --ignore-not-found cm x`))',
+    ]);
   });
 
   it('leaves a script nested beyond the bound exactly as written, without exhausting the stack', () => {

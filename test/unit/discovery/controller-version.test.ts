@@ -4,11 +4,18 @@ import type { KubeObject } from '../../../src/core/types.js';
 
 const DIGEST = 'sha256:0d62e1e0ad9a4f5c3c3f6a4a8b4c42b0a7f0b1d5b1a3e3f2c6f9c1d2e3f4a5b6';
 
-function statefulSet(containers: Array<{ name: string; image?: string }>, labels: Record<string, string> = {}): KubeObject {
+function statefulSet(
+  containers: Array<{ name: string; image?: string }>,
+  labels: Record<string, string> = {},
+): KubeObject {
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
-    metadata: { name: 'argocd-application-controller', namespace: 'argocd', labels: { 'app.kubernetes.io/name': 'argocd-application-controller', ...labels } },
+    metadata: {
+      name: 'argocd-application-controller',
+      namespace: 'argocd',
+      labels: { 'app.kubernetes.io/name': 'argocd-application-controller', ...labels },
+    },
     spec: { template: { spec: { containers } } },
   };
 }
@@ -28,16 +35,76 @@ describe('imageTag', () => {
 
 describe('controllerVersion', () => {
   it.each<[string, KubeObject, { version: string | undefined; source: string }]>([
-    ['upstream manifest', statefulSet([{ name: 'argocd-application-controller', image: 'quay.io/argoproj/argocd:v2.14.3' }]), { version: '2.14.3', source: 'image quay.io/argoproj/argocd:v2.14.3' }],
-    ['argo-helm container name, mirror with a port, tag without v', statefulSet([{ name: 'application-controller', image: 'mirror.local:5000/argoproj/argocd:2.14.4' }]), { version: '2.14.4', source: 'image mirror.local:5000/argoproj/argocd:2.14.4' }],
-    ['the controller among sidecars', statefulSet([{ name: 'proxy', image: 'envoy:v1.30.0' }, { name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.1.0' }]), { version: '3.1.0', source: 'image quay.io/argoproj/argocd:v3.1.0' }],
-    ['an argocd image in a container with another name', statefulSet([{ name: 'proxy', image: 'envoy:v1.30.0' }, { name: 'main', image: 'quay.io/argoproj/argocd:v2.13.1' }]), { version: '2.13.1', source: 'image quay.io/argoproj/argocd:v2.13.1' }],
-    ['tag and digest: the tag', statefulSet([{ name: 'application-controller', image: `quay.io/argoproj/argocd:v2.14.4@${DIGEST}` }]), { version: '2.14.4', source: `image quay.io/argoproj/argocd:v2.14.4@${DIGEST}` }],
-    ['digest only, version label', statefulSet([{ name: 'application-controller', image: `quay.io/argoproj/argocd@${DIGEST}` }], { 'app.kubernetes.io/version': 'v2.14.3' }), { version: '2.14.3', source: 'label app.kubernetes.io/version=v2.14.3' }],
-    ['latest, no label', statefulSet([{ name: 'application-controller', image: 'quay.io/argoproj/argocd:latest' }]), { version: undefined, source: 'unknown: image tag "latest" is not a version and no app.kubernetes.io/version label' }],
-    ['digest only, no label', statefulSet([{ name: 'application-controller', image: `quay.io/argoproj/argocd@${DIGEST}` }]), { version: undefined, source: `unknown: image quay.io/argoproj/argocd@${DIGEST} is pinned by digest only and no app.kubernetes.io/version label` }],
-    ['no tag, label not a version', statefulSet([{ name: 'application-controller', image: 'quay.io/argoproj/argocd' }], { 'app.kubernetes.io/version': 'stable' }), { version: undefined, source: 'unknown: image quay.io/argoproj/argocd has no tag and label app.kubernetes.io/version="stable" is not a version' }],
-    ['no containers at all', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' } }, { version: undefined, source: 'unknown: no controller container image and no app.kubernetes.io/version label' }],
+    [
+      'upstream manifest',
+      statefulSet([{ name: 'argocd-application-controller', image: 'quay.io/argoproj/argocd:v2.14.3' }]),
+      { version: '2.14.3', source: 'image quay.io/argoproj/argocd:v2.14.3' },
+    ],
+    [
+      'argo-helm container name, mirror with a port, tag without v',
+      statefulSet([{ name: 'application-controller', image: 'mirror.local:5000/argoproj/argocd:2.14.4' }]),
+      { version: '2.14.4', source: 'image mirror.local:5000/argoproj/argocd:2.14.4' },
+    ],
+    [
+      'the controller among sidecars',
+      statefulSet([
+        { name: 'proxy', image: 'envoy:v1.30.0' },
+        { name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.1.0' },
+      ]),
+      { version: '3.1.0', source: 'image quay.io/argoproj/argocd:v3.1.0' },
+    ],
+    [
+      'an argocd image in a container with another name',
+      statefulSet([
+        { name: 'proxy', image: 'envoy:v1.30.0' },
+        { name: 'main', image: 'quay.io/argoproj/argocd:v2.13.1' },
+      ]),
+      { version: '2.13.1', source: 'image quay.io/argoproj/argocd:v2.13.1' },
+    ],
+    [
+      'tag and digest: the tag',
+      statefulSet([{ name: 'application-controller', image: `quay.io/argoproj/argocd:v2.14.4@${DIGEST}` }]),
+      { version: '2.14.4', source: `image quay.io/argoproj/argocd:v2.14.4@${DIGEST}` },
+    ],
+    [
+      'digest only, version label',
+      statefulSet([{ name: 'application-controller', image: `quay.io/argoproj/argocd@${DIGEST}` }], {
+        'app.kubernetes.io/version': 'v2.14.3',
+      }),
+      { version: '2.14.3', source: 'label app.kubernetes.io/version=v2.14.3' },
+    ],
+    [
+      'latest, no label',
+      statefulSet([{ name: 'application-controller', image: 'quay.io/argoproj/argocd:latest' }]),
+      {
+        version: undefined,
+        source: 'unknown: image tag "latest" is not a version and no app.kubernetes.io/version label',
+      },
+    ],
+    [
+      'digest only, no label',
+      statefulSet([{ name: 'application-controller', image: `quay.io/argoproj/argocd@${DIGEST}` }]),
+      {
+        version: undefined,
+        source: `unknown: image quay.io/argoproj/argocd@${DIGEST} is pinned by digest only and no app.kubernetes.io/version label`,
+      },
+    ],
+    [
+      'no tag, label not a version',
+      statefulSet([{ name: 'application-controller', image: 'quay.io/argoproj/argocd' }], {
+        'app.kubernetes.io/version': 'stable',
+      }),
+      {
+        version: undefined,
+        source:
+          'unknown: image quay.io/argoproj/argocd has no tag and label app.kubernetes.io/version="stable" is not a version',
+      },
+    ],
+    [
+      'no containers at all',
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' } },
+      { version: undefined, source: 'unknown: no controller container image and no app.kubernetes.io/version label' },
+    ],
   ])('%s', (_name, workload, expected) => {
     expect(controllerVersion(workload)).toEqual(expected);
   });

@@ -4,10 +4,26 @@ import { hookJob, hookPod, contextFor, ARGOCD_CONTROLLER } from '../../support/o
 
 describe('delete-policy', () => {
   it.each([
-    ['Helm hook without a policy', { 'helm.sh/hook': 'pre-install' }, { 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' }],
-    ['Helm cleanup hook', { 'helm.sh/hook': 'post-delete' }, { 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' }],
-    ['Helm test hook keeps its Pod for --logs', { 'helm.sh/hook': 'test' }, { 'helm.sh/hook-delete-policy': 'before-hook-creation' }],
-    ['Argo CD hook', { 'argocd.argoproj.io/hook': 'PreSync' }, { 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation,HookSucceeded' }],
+    [
+      'Helm hook without a policy',
+      { 'helm.sh/hook': 'pre-install' },
+      { 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' },
+    ],
+    [
+      'Helm cleanup hook',
+      { 'helm.sh/hook': 'post-delete' },
+      { 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' },
+    ],
+    [
+      'Helm test hook keeps its Pod for --logs',
+      { 'helm.sh/hook': 'test' },
+      { 'helm.sh/hook-delete-policy': 'before-hook-creation' },
+    ],
+    [
+      'Argo CD hook',
+      { 'argocd.argoproj.io/hook': 'PreSync' },
+      { 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation,HookSucceeded' },
+    ],
     [
       'both: Argo CD ignores the Helm annotations, so its own policy is added',
       { 'argocd.argoproj.io/hook': 'Sync', 'helm.sh/hook': 'pre-install' },
@@ -22,8 +38,14 @@ describe('delete-policy', () => {
 
   it.each([
     ['a Helm policy the chart set', { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': 'hook-failed' }],
-    ['an empty Helm policy (Helm reads it as its default)', { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': '' }],
-    ['an Argo CD policy', { 'argocd.argoproj.io/hook': 'PostSync', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' }],
+    [
+      'an empty Helm policy (Helm reads it as its default)',
+      { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': '' },
+    ],
+    [
+      'an Argo CD policy',
+      { 'argocd.argoproj.io/hook': 'PostSync', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+    ],
   ])('never overrides %s', (_name, annotations) => {
     const job = hookJob(annotations);
     const report = deletePolicy.mutate(job, contextFor(job, { username: ARGOCD_CONTROLLER }));
@@ -34,6 +56,8 @@ describe('delete-policy', () => {
   it('works on bare Pods too', () => {
     const pod = hookPod({ 'argocd.argoproj.io/hook': 'Sync' });
     deletePolicy.mutate(pod, contextFor(pod));
-    expect(pod.metadata?.annotations?.['argocd.argoproj.io/hook-delete-policy']).toBe('BeforeHookCreation,HookSucceeded');
+    expect(pod.metadata?.annotations?.['argocd.argoproj.io/hook-delete-policy']).toBe(
+      'BeforeHookCreation,HookSucceeded',
+    );
   });
 });

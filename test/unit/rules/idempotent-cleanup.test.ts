@@ -8,7 +8,11 @@ function firstContainer(object: KubeObject): Container {
   return (spec?.containers as Container[])[0]!;
 }
 
-function jobRunning(container: Container, annotations: Record<string, string>, spec: Record<string, unknown> = {}): KubeObject {
+function jobRunning(
+  container: Container,
+  annotations: Record<string, string>,
+  spec: Record<string, unknown> = {},
+): KubeObject {
   const job = hookJob(annotations, spec);
   (job.spec as JobSpec).template!.spec!.containers = [{ name: 'cleanup', ...container }];
   return job;
@@ -28,8 +32,16 @@ describe('idempotent-cleanup', () => {
     ],
     [
       'sh -c script',
-      { image: 'bitnami/kubectl:1.32.3', command: ['/bin/sh', '-c'], args: ['kubectl get po -o name | xargs kubectl delete\necho done'] },
-      { image: 'bitnami/kubectl:1.32.3', command: ['/bin/sh', '-c'], args: ['kubectl get po -o name | xargs kubectl delete --ignore-not-found\necho done'] },
+      {
+        image: 'bitnami/kubectl:1.32.3',
+        command: ['/bin/sh', '-c'],
+        args: ['kubectl get po -o name | xargs kubectl delete\necho done'],
+      },
+      {
+        image: 'bitnami/kubectl:1.32.3',
+        command: ['/bin/sh', '-c'],
+        args: ['kubectl get po -o name | xargs kubectl delete --ignore-not-found\necho done'],
+      },
     ],
     [
       'already idempotent',
@@ -66,9 +78,17 @@ describe('idempotent-cleanup', () => {
 
   it('rewrites init containers and bare Pods', () => {
     const pod = hookPod({ 'helm.sh/hook': 'post-delete' });
-    (pod.spec as { initContainers: Container[] }).initContainers = [{ name: 'first', command: ['kubectl', 'delete', 'ns', 'tmp'] }];
+    (pod.spec as { initContainers: Container[] }).initContainers = [
+      { name: 'first', command: ['kubectl', 'delete', 'ns', 'tmp'] },
+    ];
     idempotentCleanup.mutate(pod, contextFor(pod));
-    expect((pod.spec as { initContainers: Container[] }).initContainers[0]?.command).toEqual(['kubectl', 'delete', 'ns', 'tmp', '--ignore-not-found']);
+    expect((pod.spec as { initContainers: Container[] }).initContainers[0]?.command).toEqual([
+      'kubectl',
+      'delete',
+      'ns',
+      'tmp',
+      '--ignore-not-found',
+    ]);
     expect(firstContainer(pod).command).toEqual(['true']);
   });
 });

@@ -15,8 +15,14 @@ function judge(oldJob: KubeObject, newJob: KubeObject, argocdVersion?: string) {
 
 describe('immutable-update', () => {
   it.each([
-    ['only finalizers change', (job: KubeObject) => ({ ...structuredClone(job), metadata: { ...job.metadata, finalizers: [] } })],
-    ['only labels change', (job: KubeObject) => ({ ...structuredClone(job), metadata: { ...job.metadata, labels: { a: 'b' } } })],
+    [
+      'only finalizers change',
+      (job: KubeObject) => ({ ...structuredClone(job), metadata: { ...job.metadata, finalizers: [] } }),
+    ],
+    [
+      'only labels change',
+      (job: KubeObject) => ({ ...structuredClone(job), metadata: { ...job.metadata, labels: { a: 'b' } } }),
+    ],
     ['only status changes', (job: KubeObject) => ({ ...structuredClone(job), status: { succeeded: 1 } })],
     ['nothing changes', (job: KubeObject) => structuredClone(job)],
   ])('allows an UPDATE where %s (argo-cd#24187)', (_name, change) => {
@@ -43,7 +49,10 @@ describe('immutable-update', () => {
   });
 
   it('explains a missing BeforeHookCreation', () => {
-    const oldJob = hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded' });
+    const oldJob = hookJob({
+      'argocd.argoproj.io/hook': 'PreSync',
+      'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded',
+    });
     const finding = judge(oldJob, withNewImage(oldJob), '3.1.0');
     expect(finding?.message).toContain(
       'Its delete policy lacks before-hook-creation, so the old Job is not deleted before the new one is applied (Argo CD 3.1.0). ' +
@@ -52,11 +61,16 @@ describe('immutable-update', () => {
   });
 
   it.each([
-    ['Helm spelling', { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': 'hook-succeeded,before-hook-creation' }],
+    [
+      'Helm spelling',
+      { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': 'hook-succeeded,before-hook-creation' },
+    ],
     ['no policy (the default is before-hook-creation)', { 'helm.sh/hook': 'pre-upgrade' }],
   ])('recognises before-hook-creation in %s', (_name, annotations) => {
     const oldJob = hookJob(annotations);
-    expect(judge(oldJob, withNewImage(oldJob))?.message).toContain('The old Job was not deleted before this update. Fix: kubectl delete job migrate -n apps');
+    expect(judge(oldJob, withNewImage(oldJob))?.message).toContain(
+      'The old Job was not deleted before this update. Fix: kubectl delete job migrate -n apps',
+    );
   });
 
   it('leaves suspended Jobs to the API server (some template fields are mutable there)', () => {

@@ -47,7 +47,12 @@ describe('min-runtime', () => {
       { activeDeadlineSeconds: 10 },
       'activeDeadlineSeconds 10 leaves no time after a 10s guard; raise it or lower hookguard.io/min-runtime-seconds',
     ],
-    ['an annotation of 0', { ...argo, 'hookguard.io/min-runtime-seconds': '0' }, {}, 'hookguard.io/min-runtime-seconds is 0'],
+    [
+      'an annotation of 0',
+      { ...argo, 'hookguard.io/min-runtime-seconds': '0' },
+      {},
+      'hookguard.io/min-runtime-seconds is 0',
+    ],
   ])('reports, and does not change, %s', (_name, annotations, spec, unmet) => {
     const job = hookJob(annotations, spec);
     const before = structuredClone(job);

@@ -12,7 +12,11 @@ function mutated(object: KubeObject, argocdVersion: string | undefined): KubeObj
 }
 
 function judge(object: KubeObject, argocdVersion: string | undefined) {
-  return versionRace.validate(object, contextFor(object, { username: ARGOCD_CONTROLLER, argocdVersion }), mutationRules);
+  return versionRace.validate(
+    object,
+    contextFor(object, { username: ARGOCD_CONTROLLER, argocdVersion }),
+    mutationRules,
+  );
 }
 
 describe('version-race', () => {
@@ -21,9 +25,21 @@ describe('version-race', () => {
   });
 
   it.each([
-    ['2.14.8', 'min-runtime', { }, ['argocd-fast-hook-finalizer-race'], 'min-runtime opted out with hookguard.io/skip'],
-    ['3.1.0', 'ttl-floor', { ttlSecondsAfterFinished: 0 }, ['argocd-fast-hook-finalizer-race'], 'ttl-floor opted out with hookguard.io/skip'],
-    ['2.13.3', 'ttl-floor', { ttlSecondsAfterFinished: 5 }, ['argocd-hook-ttl-race'], 'ttl-floor opted out with hookguard.io/skip'],
+    ['2.14.8', 'min-runtime', {}, ['argocd-fast-hook-finalizer-race'], 'min-runtime opted out with hookguard.io/skip'],
+    [
+      '3.1.0',
+      'ttl-floor',
+      { ttlSecondsAfterFinished: 0 },
+      ['argocd-fast-hook-finalizer-race'],
+      'ttl-floor opted out with hookguard.io/skip',
+    ],
+    [
+      '2.13.3',
+      'ttl-floor',
+      { ttlSecondsAfterFinished: 5 },
+      ['argocd-hook-ttl-race'],
+      'ttl-floor opted out with hookguard.io/skip',
+    ],
   ])('on %s denies an opted-out %s, naming the advisory', (version, skipped, spec, advisories, reason) => {
     const job = mutated(hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': skipped }, spec), version);
     const findings = judge(job, version);
@@ -34,7 +50,10 @@ describe('version-race', () => {
   });
 
   it('allows an opted-out TTL floor when the TTL is already long enough', () => {
-    const job = mutated(hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'ttl-floor' }, { ttlSecondsAfterFinished: 300 }), '2.14.8');
+    const job = mutated(
+      hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'ttl-floor' }, { ttlSecondsAfterFinished: 300 }),
+      '2.14.8',
+    );
     expect(judge(job, '2.14.8')).toEqual([]);
   });
 
@@ -68,11 +87,25 @@ describe('version-race', () => {
     ['an unknown version', undefined],
     ['a fixed version', '3.4.0'],
   ])('never denies on %s', (_name, version) => {
-    expect(judge(hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime,ttl-floor' }, { ttlSecondsAfterFinished: 0 }), version)).toEqual([]);
+    expect(
+      judge(
+        hookJob(
+          { 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime,ttl-floor' },
+          { ttlSecondsAfterFinished: 0 },
+        ),
+        version,
+      ),
+    ).toEqual([]);
   });
 
   it('never judges hooks that plain Helm applies', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
-    expect(versionRace.validate(job, contextFor(job, { username: 'kubernetes-admin', argocdVersion: '2.14.8' }), mutationRules)).toEqual([]);
+    expect(
+      versionRace.validate(
+        job,
+        contextFor(job, { username: 'kubernetes-admin', argocdVersion: '2.14.8' }),
+        mutationRules,
+      ),
+    ).toEqual([]);
   });
 });

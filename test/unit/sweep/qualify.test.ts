@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/core/types.js';
-import { formatAge, qualify, withoutHookFinalizer, type Qualification, type SweptKind } from '../../../src/sweep/qualify.js';
+import {
+  formatAge,
+  qualify,
+  withoutHookFinalizer,
+  type Qualification,
+  type SweptKind,
+} from '../../../src/sweep/qualify.js';
 import { HOOK_FINALIZER } from '../../support/objects.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
@@ -27,23 +33,113 @@ function object(kind: SweptKind, shape: Shape): KubeObject {
 }
 
 const complete = { conditions: [{ type: 'Complete', status: 'True' }] };
-const failed = { conditions: [{ type: 'FailureTarget', status: 'True' }, { type: 'Failed', status: 'True' }] };
+const failed = {
+  conditions: [
+    { type: 'FailureTarget', status: 'True' },
+    { type: 'Failed', status: 'True' },
+  ],
+};
 
 describe('qualify', () => {
   it.each<[string, SweptKind, Shape, Qualification]>([
-    ['a complete Job being deleted', 'Job', { deletedSecondsAgo: 30, status: complete }, { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Complete', 'deleting for 30s'], ageSeconds: 30 }],
-    ['a failed Job being deleted', 'Job', { deletedSecondsAgo: 5, status: failed }, { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Failed', 'deleting for 5s'], ageSeconds: 5 }],
-    ['a succeeded Pod', 'Pod', { deletedSecondsAgo: 61, status: { phase: 'Succeeded' } }, { qualifies: true, reasons: ['Argo CD PreSync hook', 'Pod Succeeded', 'deleting for 1m1s'], ageSeconds: 61 }],
-    ['a failed Pod, Helm hook', 'Pod', { deletedSecondsAgo: 1, annotations: { 'helm.sh/hook': 'post-upgrade' }, status: { phase: 'Failed' } }, { qualifies: true, reasons: ['Helm post-upgrade hook', 'Pod Failed', 'deleting for 1s'], ageSeconds: 1 }],
-    ['a running Job deleted longer than the minimum age', 'Job', { deletedSecondsAgo: 600 }, { qualifies: true, reasons: ['Argo CD PreSync hook', 'not finished', 'deleting for 10m0s, at least 10m0s'], ageSeconds: 600 }],
-    ['a running Pod deleted hours ago', 'Pod', { deletedSecondsAgo: 7322, status: { phase: 'Running' } }, { qualifies: true, reasons: ['Argo CD PreSync hook', 'not finished', 'deleting for 2h2m2s, at least 10m0s'], ageSeconds: 7322 }],
-    ['a running Job deleted just under the minimum age', 'Job', { deletedSecondsAgo: 599 }, { qualifies: false, reason: 'still running and deleting for 9m59s, under 10m0s: Argo CD may still remove it', ageSeconds: 599 }],
-    ['a Job whose Complete condition is False', 'Job', { deletedSecondsAgo: 30, status: { conditions: [{ type: 'Complete', status: 'False' }] } }, { qualifies: false, reason: 'still running and deleting for 30s, under 10m0s: Argo CD may still remove it', ageSeconds: 30 }],
-    ['a Pod phase is no Job condition', 'Job', { deletedSecondsAgo: 30, status: { phase: 'Succeeded' } }, { qualifies: false, reason: 'still running and deleting for 30s, under 10m0s: Argo CD may still remove it', ageSeconds: 30 }],
-    ['a complete Job not being deleted', 'Job', { status: complete }, { qualifies: false, reason: 'not being deleted' }],
-    ['without the hook finalizer', 'Job', { deletedSecondsAgo: 3000, finalizers: ['example.com/keep'], status: complete }, { qualifies: false, reason: 'no argocd.argoproj.io/hook-finalizer', ageSeconds: 3000 }],
-    ['not a hook', 'Job', { deletedSecondsAgo: 3000, annotations: {}, status: complete }, { qualifies: false, reason: 'not a hook: no Argo CD or Helm hook annotation', ageSeconds: 3000 }],
-    ['a deletion timestamp in the future (clock skew) counts as 0s', 'Job', { deletedSecondsAgo: -20, status: complete }, { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Complete', 'deleting for 0s'], ageSeconds: 0 }],
+    [
+      'a complete Job being deleted',
+      'Job',
+      { deletedSecondsAgo: 30, status: complete },
+      { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Complete', 'deleting for 30s'], ageSeconds: 30 },
+    ],
+    [
+      'a failed Job being deleted',
+      'Job',
+      { deletedSecondsAgo: 5, status: failed },
+      { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Failed', 'deleting for 5s'], ageSeconds: 5 },
+    ],
+    [
+      'a succeeded Pod',
+      'Pod',
+      { deletedSecondsAgo: 61, status: { phase: 'Succeeded' } },
+      { qualifies: true, reasons: ['Argo CD PreSync hook', 'Pod Succeeded', 'deleting for 1m1s'], ageSeconds: 61 },
+    ],
+    [
+      'a failed Pod, Helm hook',
+      'Pod',
+      { deletedSecondsAgo: 1, annotations: { 'helm.sh/hook': 'post-upgrade' }, status: { phase: 'Failed' } },
+      { qualifies: true, reasons: ['Helm post-upgrade hook', 'Pod Failed', 'deleting for 1s'], ageSeconds: 1 },
+    ],
+    [
+      'a running Job deleted longer than the minimum age',
+      'Job',
+      { deletedSecondsAgo: 600 },
+      {
+        qualifies: true,
+        reasons: ['Argo CD PreSync hook', 'not finished', 'deleting for 10m0s, at least 10m0s'],
+        ageSeconds: 600,
+      },
+    ],
+    [
+      'a running Pod deleted hours ago',
+      'Pod',
+      { deletedSecondsAgo: 7322, status: { phase: 'Running' } },
+      {
+        qualifies: true,
+        reasons: ['Argo CD PreSync hook', 'not finished', 'deleting for 2h2m2s, at least 10m0s'],
+        ageSeconds: 7322,
+      },
+    ],
+    [
+      'a running Job deleted just under the minimum age',
+      'Job',
+      { deletedSecondsAgo: 599 },
+      {
+        qualifies: false,
+        reason: 'still running and deleting for 9m59s, under 10m0s: Argo CD may still remove it',
+        ageSeconds: 599,
+      },
+    ],
+    [
+      'a Job whose Complete condition is False',
+      'Job',
+      { deletedSecondsAgo: 30, status: { conditions: [{ type: 'Complete', status: 'False' }] } },
+      {
+        qualifies: false,
+        reason: 'still running and deleting for 30s, under 10m0s: Argo CD may still remove it',
+        ageSeconds: 30,
+      },
+    ],
+    [
+      'a Pod phase is no Job condition',
+      'Job',
+      { deletedSecondsAgo: 30, status: { phase: 'Succeeded' } },
+      {
+        qualifies: false,
+        reason: 'still running and deleting for 30s, under 10m0s: Argo CD may still remove it',
+        ageSeconds: 30,
+      },
+    ],
+    [
+      'a complete Job not being deleted',
+      'Job',
+      { status: complete },
+      { qualifies: false, reason: 'not being deleted' },
+    ],
+    [
+      'without the hook finalizer',
+      'Job',
+      { deletedSecondsAgo: 3000, finalizers: ['example.com/keep'], status: complete },
+      { qualifies: false, reason: 'no argocd.argoproj.io/hook-finalizer', ageSeconds: 3000 },
+    ],
+    [
+      'not a hook',
+      'Job',
+      { deletedSecondsAgo: 3000, annotations: {}, status: complete },
+      { qualifies: false, reason: 'not a hook: no Argo CD or Helm hook annotation', ageSeconds: 3000 },
+    ],
+    [
+      'a deletion timestamp in the future (clock skew) counts as 0s',
+      'Job',
+      { deletedSecondsAgo: -20, status: complete },
+      { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Complete', 'deleting for 0s'], ageSeconds: 0 },
+    ],
   ])('%s', (_name, kind, shape, expected) => {
     expect(qualify(kind, object(kind, shape), NOW, 600)).toEqual(expected);
   });
@@ -62,7 +158,10 @@ describe('qualify', () => {
 describe('withoutHookFinalizer', () => {
   it.each([
     [[HOOK_FINALIZER], []],
-    [['a/first', HOOK_FINALIZER, 'b/last'], ['a/first', 'b/last']],
+    [
+      ['a/first', HOOK_FINALIZER, 'b/last'],
+      ['a/first', 'b/last'],
+    ],
     [['a/only'], ['a/only']],
   ])('%j -> %j', (before, after) => {
     expect(withoutHookFinalizer(before)).toEqual(after);
