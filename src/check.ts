@@ -54,7 +54,7 @@ export function readDocuments(text: string, source: string): SourceDocument[] {
       label,
       document,
       text: text.slice(document.range[0], document.range[2]),
-      object: value as KubeObject,
+      object: value,
     });
   });
   return objects;

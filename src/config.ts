@@ -290,6 +290,13 @@ function mergeAdvisories(builtIn: readonly Advisory[], entries: unknown, key = '
   return [...merged.values()];
 }
 
+/** A YAML scalar as text (`fixed: 2.14` parses as a number); anything else as JSON, which no check accepts. */
+function scalarText(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    ? String(value)
+    : JSON.stringify(value);
+}
+
 function validateAdvisory(candidate: Plain, at: string): Advisory {
   for (const name of ['id', 'summary', 'affected'] as const) {
     if (typeof candidate[name] !== 'string' || candidate[name] === '')
@@ -297,7 +304,7 @@ function validateAdvisory(candidate: Plain, at: string): Advisory {
   }
   if (!isValidRange(candidate.affected as string))
     throw new ConfigError(`${at}.affected`, `"${String(candidate.affected)}" is not a semver range`);
-  if (candidate.fixed !== undefined && normalizeArgoVersion(String(candidate.fixed)) === undefined) {
+  if (candidate.fixed !== undefined && normalizeArgoVersion(scalarText(candidate.fixed)) === undefined) {
     throw new ConfigError(`${at}.fixed`, 'must be a version');
   }
   for (const name of ['references', 'mitigatedBy'] as const) {
@@ -312,7 +319,7 @@ function validateAdvisory(candidate: Plain, at: string): Advisory {
     id: candidate.id as string,
     summary: candidate.summary as string,
     affected: candidate.affected as string,
-    ...(candidate.fixed !== undefined ? { fixed: String(candidate.fixed) } : {}),
+    ...(candidate.fixed !== undefined ? { fixed: scalarText(candidate.fixed) } : {}),
     references: (candidate.references ?? []) as string[],
     mitigatedBy,
   };
@@ -396,7 +403,7 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
     if (raw !== undefined && raw !== '') setPath(settings, path, coerceLike(path, raw));
   }
   for (const [path, value] of Object.entries(sources.overrides ?? {})) {
-    if (value !== undefined) setPath(settings, path, coerceLike(path, String(value)));
+    if (value !== undefined) setPath(settings, path, coerceLike(path, scalarText(value)));
   }
   // A copy, so freezing the result never freezes the exported defaults.
   const shape = overlay(structuredClone(DEFAULTS), settings, '') as Shape;

@@ -68,7 +68,7 @@ const MAX_VERSIONS_REMEMBERED = 64;
 
 function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: string): VersionAdvisories {
   let byVersion = versionAdvisories.get(advisories);
-  if (!byVersion) versionAdvisories.set(advisories, (byVersion = new Map()));
+  if (!byVersion) versionAdvisories.set(advisories, (byVersion = new Map<string, VersionAdvisories>()));
   let known = byVersion.get(rawVersion);
   if (!known) {
     const argocdVersion = normalizeArgoVersion(rawVersion);

@@ -19,18 +19,18 @@ export function annotation(object: KubeObject, key: string): string | undefined 
 /** Sets an annotation, creating the metadata and annotations maps when they are missing. */
 export function setAnnotation(object: KubeObject, key: string, value: string): void {
   if (!isRecord(object.metadata)) object.metadata = {};
-  const metadata = object.metadata as ObjectMeta;
+  const metadata = object.metadata;
   if (!isRecord(metadata.annotations)) metadata.annotations = {};
-  (metadata.annotations as Record<string, string>)[key] = value;
+  metadata.annotations[key] = value;
 }
 
 export function jobSpecOf(object: KubeObject): JobSpec | undefined {
-  return isRecord(object.spec) ? (object.spec as JobSpec) : undefined;
+  return isRecord(object.spec) ? object.spec : undefined;
 }
 
 /** The pod spec a Job or Pod runs: `spec.template.spec` for a Job, `spec` for a Pod. */
 export function podSpecOf(object: KubeObject): PodSpec | undefined {
-  if (object.kind === 'Pod') return isRecord(object.spec) ? (object.spec as PodSpec) : undefined;
+  if (object.kind === 'Pod') return isRecord(object.spec) ? object.spec : undefined;
   const template = jobSpecOf(object)?.template;
   return isRecord(template) && isRecord(template.spec) ? template.spec : undefined;
 }
@@ -38,7 +38,7 @@ export function podSpecOf(object: KubeObject): PodSpec | undefined {
 /** Init containers first, then containers: the order the kubelet runs them in. */
 export function containersOf(podSpec: PodSpec): Container[] {
   const lists = [podSpec.initContainers, podSpec.containers];
-  return lists.flatMap((list) => (Array.isArray(list) ? list.filter(isRecord) : [])) as Container[];
+  return lists.flatMap((list) => (Array.isArray(list) ? list.filter(isRecord) : []));
 }
 
 export function describeObject(object: KubeObject): string {

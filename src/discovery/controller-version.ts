@@ -60,8 +60,7 @@ export function controllerVersion(workload: KubeObject): ControllerVersion {
   if (image !== undefined && fromTag !== undefined) return { version: fromTag, source: `image ${image}` };
 
   const labels = metadataOf(workload)?.labels;
-  const label =
-    isRecord(labels) && typeof labels[VERSION_LABEL] === 'string' ? (labels[VERSION_LABEL] as string) : undefined;
+  const label = isRecord(labels) && typeof labels[VERSION_LABEL] === 'string' ? labels[VERSION_LABEL] : undefined;
   const fromLabel = normalizeArgoVersion(label);
   if (fromLabel !== undefined) return { version: fromLabel, source: `label ${VERSION_LABEL}=${label}` };
 

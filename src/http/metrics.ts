@@ -133,7 +133,7 @@ export class Metrics {
     if (seconds !== undefined) this.latencyChildren.get(endpoint)?.observe(seconds);
     for (const finding of findings) {
       let actions = this.ruleActionCounts.get(finding.rule);
-      if (!actions) this.ruleActionCounts.set(finding.rule, (actions = new Map()));
+      if (!actions) this.ruleActionCounts.set(finding.rule, (actions = new Map<string, number>()));
       actions.set(finding.action, (actions.get(finding.action) ?? 0) + 1);
     }
   }

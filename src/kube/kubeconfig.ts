@@ -55,7 +55,9 @@ function jwtSubject(token: string): string | undefined {
  */
 export function actingIdentity(kubeConfig: KubeConfig): string {
   const user = kubeConfig.getCurrentUser();
-  const tokenFile = user?.authProvider?.config?.tokenFile as string | undefined;
+  // client-node types authProvider as any; the in-cluster config puts the token file in its config.
+  const authProvider = user?.authProvider as { config?: { tokenFile?: unknown } } | undefined;
+  const tokenFile = typeof authProvider?.config?.tokenFile === 'string' ? authProvider.config.tokenFile : undefined;
   let token = user?.token;
   if (token === undefined && tokenFile !== undefined) {
     try {

@@ -143,7 +143,7 @@ function checkJson(input: string, ...args: string[]): { run: CliRun; results: Ch
   try {
     parsed = JSON.parse(run.stdout) as { results?: unknown };
   } catch (err) {
-    throw new Error(`stdout is not JSON (${(err as Error).message}); ${describeRun(run)}`);
+    throw new Error(`stdout is not JSON (${(err as Error).message}); ${describeRun(run)}`, { cause: err });
   }
   if (!Array.isArray(parsed.results)) throw new Error(`no "results" array in JSON output; ${describeRun(run)}`);
   return { run, results: parsed.results as CheckResult[] };

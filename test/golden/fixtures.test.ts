@@ -43,7 +43,7 @@ function createRequest(object: KubeObject, scenario: Scenario): AdmissionRequest
   const [group, version] = decoded.apiVersion === 'batch/v1' ? ['batch', 'v1'] : ['', 'v1'];
   return {
     uid: '705ab4f5-6393-11e8-b7cc-42010a800002',
-    kind: { group: group as string, version: version as string, kind: decoded.kind as string },
+    kind: { group: group, version: version, kind: decoded.kind as string },
     namespace: metadata.namespace,
     operation: 'CREATE',
     userInfo: { username: scenario.username },

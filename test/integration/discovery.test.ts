@@ -79,7 +79,7 @@ async function review(
     payload: admissionReview({ uid: `uid-${path}`, operation: 'CREATE', object, username }),
   });
   expect(response.statusCode).toBe(200);
-  return (response.json() as AdmissionReviewResponse).response;
+  return response.json<AdmissionReviewResponse>().response;
 }
 
 async function mutatePatch(app: FastifyInstance, object: Record<string, unknown>, username: string) {

@@ -137,7 +137,7 @@ describe('idempotence over generated hook objects', () => {
         };
         const first = decide(request, 'mutate', context);
         const patch = computedPatch(first);
-        const stored = applyPatch(structuredClone(object), patch, true, false).newDocument as KubeObject;
+        const stored = applyPatch(structuredClone(object), patch, true, false).newDocument;
         assertValidKubeObject(stored);
 
         const second = decide({ ...request, object: stored }, 'mutate', context);

@@ -34,9 +34,9 @@ const BAD_BYTES = [
 
 const fixtureObjects = loadSharedFixtures().map((fixture) => fixture.object as Json);
 const baseObjects: Json[] = [
-  hookJob({ 'helm.sh/hook': 'post-delete' }, { backoffLimit: 1 }) as Json,
-  hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'hookguard.io/skip': 'min-runtime' }) as Json,
-  hookPod({ 'helm.sh/hook': 'test' }) as Json,
+  hookJob({ 'helm.sh/hook': 'post-delete' }, { backoffLimit: 1 }),
+  hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'hookguard.io/skip': 'min-runtime' }),
+  hookPod({ 'helm.sh/hook': 'test' }),
   ...fixtureObjects,
 ];
 
@@ -114,9 +114,13 @@ function applyEdit(review: Json, { path, value: shared, remove }: Edit): unknown
 const validReview = fc
   .record({
     object: fc.constantFrom(...baseObjects),
-    operation: fc.constantFrom('CREATE', 'CREATE', 'UPDATE', 'DELETE', 'CONNECT') as fc.Arbitrary<
-      'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT'
-    >,
+    operation: fc.constantFrom<'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT'>(
+      'CREATE',
+      'CREATE',
+      'UPDATE',
+      'DELETE',
+      'CONNECT',
+    ),
     username: fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER),
     uid: fc.oneof(fc.uuid(), fc.string({ minLength: 1, maxLength: 30 })),
   })

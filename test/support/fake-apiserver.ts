@@ -201,7 +201,7 @@ export class FakeApiServer {
     const resource = this.resourceOf(item);
     const key = this.key(resource, item.metadata.namespace, item.metadata.name);
     const existed = this.objects.has(key);
-    item.metadata.uid ??= (this.objects.get(key)?.metadata.uid as string | undefined) ?? `uid-${key}`;
+    item.metadata.uid ??= this.objects.get(key)?.metadata.uid ?? `uid-${key}`;
     this.bump(item);
     this.objects.set(key, item);
     this.record(resource, existed ? 'MODIFIED' : 'ADDED', item);

@@ -98,6 +98,7 @@ export function assertValidKubeObject(obj: unknown): void {
     throw new Error(
       `${String(apiVersion)}/${String(kind)} ${name} is not valid against the Kubernetes schema ` +
         `(${lines.length} error${lines.length === 1 ? '' : 's'}):\n  ${lines.join('\n  ')}`,
+      { cause: err },
     );
   }
 }

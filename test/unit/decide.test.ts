@@ -156,7 +156,7 @@ describe('decide', () => {
 
   it('denies a template-changing UPDATE at /mutate only', () => {
     const oldObject = hookJob();
-    const object = structuredClone(oldObject) as KubeObject;
+    const object = structuredClone<KubeObject>(oldObject);
     (object.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image =
       'alpine:3.21';
     const update = request(object, { operation: 'UPDATE', oldObject });
