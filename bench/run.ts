@@ -24,8 +24,8 @@ import { buildWorkload, type BenchRequest } from './workload.js';
 
 type ConfigModule = typeof import('../src/config.js');
 type DecideModule = typeof import('../src/core/decide.js');
-type TlsModule = typeof import('../src/tls.js');
-type AuditModule = typeof import('../src/audit.js');
+type TlsModule = typeof import('../src/tls/certificates.js');
+type AuditModule = typeof import('../src/http/audit.js');
 type ResponsesModule = typeof import('../src/http/responses.js');
 type MetricsModule = typeof import('../src/http/metrics.js');
 type AppModule = typeof import('../src/http/app.js');
@@ -127,8 +127,8 @@ const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).m
 
 const { DEFAULTS, decisionContext, loadConfig } = await fromDist<ConfigModule>('config.js');
 const { decide } = await fromDist<DecideModule>('core/decide.js');
-const { generateDevCertificate } = await fromDist<TlsModule>('tls.js');
-const { auditRecord } = await fromDist<AuditModule>('audit.js');
+const { generateDevCertificate } = await fromDist<TlsModule>('tls/certificates.js');
+const { auditRecord } = await fromDist<AuditModule>('http/audit.js');
 const { fromDecision } = await fromDist<ResponsesModule>('http/responses.js');
 const { Metrics } = await fromDist<MetricsModule>('http/metrics.js');
 const { outcomeOf } = await fromDist<AppModule>('http/app.js');

@@ -1,7 +1,7 @@
 // The request mix: every shared fixture as a CREATE AdmissionReview to /mutate and /validate, sent as a Helm
 // user and as the Argo CD controller, plus Jobs and Pods that are not hooks (the fast path most traffic takes).
 // /validate gets the object as the API server would send it there: after hookguard's own mutation.
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../src/core/json-patch.js';
 import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../test/support/fixtures.js';
 import { admissionReview } from '../test/support/reviews.js';
 import type { AdmissionRequest, Endpoint, KubeObject, Operation } from '../src/core/types.js';

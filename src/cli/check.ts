@@ -7,7 +7,7 @@ import {
   readDocuments,
   type CheckResult,
   type SourceDocument,
-} from '../check.js';
+} from '../offline/check.js';
 import { decisionContext, loadConfig } from '../config.js';
 import { EXIT, UsageError, type CommandIO } from './io.js';
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { InputError } from '../check.js';
+import { InputError } from '../offline/check.js';
 import { ConfigError } from '../config.js';
 import { runAdvisories, runRules } from './advisories.js';
 import { CHECK_USAGE, runCheck } from './check.js';

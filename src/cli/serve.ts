@@ -6,8 +6,8 @@ import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
-import { watchCertificates, type CertificateWatch } from '../tls-reload.js';
-import { loadTls } from '../tls.js';
+import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
+import { loadTls } from '../tls/certificates.js';
 import { EXIT, type CommandIO } from './io.js';
 
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]

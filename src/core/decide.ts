@@ -1,4 +1,4 @@
-import { compare } from 'fast-json-patch/index.mjs';
+import { compare } from './json-patch.js';
 import { HOOKGUARD_SKIP } from './annotations.js';
 import { chooseArgoVersion, type ArgoInstances, type VersionChoice } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';

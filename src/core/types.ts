@@ -1,6 +1,6 @@
 // Shapes shared by the pure core. Inputs come from the network, so every field a rule reads is
 // optional here and checked at the point of use; the types describe what a valid object looks like.
-import type { Operation } from 'fast-json-patch/index.mjs';
+import type { Operation } from './json-patch.js';
 
 export type { Operation };
 

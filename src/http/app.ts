@@ -6,13 +6,13 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import type { Logger } from 'pino';
-import { auditRecord } from '../audit.js';
+import { auditRecord } from './audit.js';
 import { decisionContext, type Config } from '../config.js';
 import { decide, type Decision, type DecisionContext } from '../core/decide.js';
 import { withInstances } from '../core/argocd-instances.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
-import { secureContextOptions, type KeyPair } from '../tls.js';
+import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
 import type { Lifecycle } from './lifecycle.js';
 import { fastifyLimits, serverLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';

@@ -6,7 +6,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDevCertificate } from '../../src/tls.js';
+import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { hookJob } from '../support/objects.js';
 import { repoRoot } from '../support/k8s-tools.js';
 import { RawConnection } from '../support/raw-http.js';

@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../../src/core/json-patch.js';
 import { parseAllDocuments, parse, type Document } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { haveSharedFixtures, loadSharedFixtures, sharedFixturesDir, SKIP_MESSAGE } from '../support/fixtures.js';

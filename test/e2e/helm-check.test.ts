@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import jsonpatch, { type Operation } from 'fast-json-patch';
+import { applyPatch as applyJsonPatch, type Operation } from '../../src/core/json-patch.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
@@ -124,9 +124,9 @@ function byName(docs: readonly KubeDoc[], kind: string, name: string): KubeDoc {
   return found;
 }
 
-function applyPatch(doc: KubeDoc, ops: readonly PatchOp[]): KubeDoc {
+function patchedDoc(doc: KubeDoc, ops: readonly PatchOp[]): KubeDoc {
   // validateOperation=true: an op that does not apply cleanly (bad path, `replace` of a missing member) throws.
-  return jsonpatch.applyPatch(structuredClone(doc), ops as Operation[], true, false).newDocument;
+  return applyJsonPatch(structuredClone(doc), ops as Operation[], true, false).newDocument;
 }
 
 function describeRun(r: CliRun & { signal?: NodeJS.Signals | null }): string {
@@ -263,7 +263,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
     it('patches apply cleanly to the rendered objects and give schema-valid Jobs', () => {
       for (const doc of rendered.docs) {
         const result = resultFor(results, doc.metadata.name);
-        const patched = applyPatch(doc, result.patch);
+        const patched = patchedDoc(doc, result.patch);
         if (doc.kind === 'Job') assertValidKubeObject(patched);
       }
     });
@@ -288,7 +288,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
       expect(pre.allowed).toBe(true);
       expect(pre.patch).toContainEqual({ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 });
 
-      const patched = applyPatch(rendered.preUpgradeJob, pre.patch);
+      const patched = patchedDoc(rendered.preUpgradeJob, pre.patch);
       expect(patched.spec.ttlSecondsAfterFinished).toBe(60);
       const initNames = (patched.spec.template.spec.initContainers ?? []).map((c: { name?: string }) => c.name);
       expect(initNames).toContain(MIN_RUNTIME_CONTAINER);
@@ -309,7 +309,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
 
     it('every patch applies cleanly and yields schema-valid Jobs', () => {
       for (const doc of rendered.docs) {
-        const patched = applyPatch(doc, resultFor(results, doc.metadata.name).patch);
+        const patched = patchedDoc(doc, resultFor(results, doc.metadata.name).patch);
         if (doc.kind === 'Job') assertValidKubeObject(patched);
       }
     });
@@ -324,7 +324,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
         result.findings.map((f) => f.rule),
         doc.metadata.name,
       ).not.toContain('min-runtime');
-      const patched = applyPatch(doc, result.patch);
+      const patched = patchedDoc(doc, result.patch);
       const init = (patched.spec?.template?.spec?.initContainers ?? []) as Array<{ name?: string }>;
       expect(
         init.map((c) => c.name),
@@ -372,7 +372,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
 
     it('agrees with --output json: output == rendered documents with their patches applied', () => {
       const { results } = checkJson(rendered.text);
-      const expected = rendered.docs.map((doc) => applyPatch(doc, resultFor(results, doc.metadata.name).patch));
+      const expected = rendered.docs.map((doc) => patchedDoc(doc, resultFor(results, doc.metadata.name).patch));
       expect(fixed).toEqual(expected);
     });
   });

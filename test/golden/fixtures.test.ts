@@ -2,7 +2,7 @@
 // application controller at several versions and from a person running Helm, through the mutating decision and
 // then the validating one on what the mutation stored. Expected patches and findings live in expected/*.json
 // (reviewed by hand; regenerate with `npx vitest run test/golden -u` and read the diff before committing).
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../../src/core/json-patch.js';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { decisionContext, loadConfig } from '../../src/config.js';

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../../src/core/json-patch.js';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import { Lifecycle } from '../../src/http/lifecycle.js';
-import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
+import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { cliPath } from '../support/cli.js';
 import { hookJob } from '../support/objects.js';
 import { fingerprintOf, RawConnection, requestHead } from '../support/raw-http.js';

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
-import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
+import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { hookJob } from '../support/objects.js';
 import { RawConnection, requestHead } from '../support/raw-http.js';
 import { admissionReview } from '../support/reviews.js';

@@ -6,7 +6,7 @@ import { buildApp } from '../../src/http/app.js';
 import type { ArgoInstance, ArgoInstances } from '../../src/core/argocd-instances.js';
 import { knownArgoCdInstances, Metrics } from '../../src/http/metrics.js';
 import { deletePolicy } from '../../src/rules/delete-policy.js';
-import { generateDevCertificate } from '../../src/tls.js';
+import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
 import { admissionReview } from '../support/reviews.js';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULTS, loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
-import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
+import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { cliPath } from '../support/cli.js';
 import { requestOnce, type Reply } from '../support/request-once.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';

@@ -1,7 +1,7 @@
 // Property: for any hook Job or Pod, from any requester and Argo CD version, hookguard applied to its own output
 // changes nothing and finds nothing new, and what it stores is still a valid Kubernetes object.
 import fc from 'fast-check';
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../../src/core/json-patch.js';
 import { describe, expect, it } from 'vitest';
 import { decisionContext, loadConfig } from '../../src/config.js';
 import { computedPatch, decide } from '../../src/core/decide.js';

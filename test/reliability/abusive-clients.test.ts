@@ -10,7 +10,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
-import { generateDevCertificate } from '../../src/tls.js';
+import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { cliPath } from '../support/cli.js';
 import { hookJob } from '../support/objects.js';
 import { requestOnce } from '../support/request-once.js';

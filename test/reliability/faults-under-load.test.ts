@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkload, type BenchRequest } from '../../bench/workload.js';
 import { decisionContext, loadConfig } from '../../src/config.js';
 import { decide } from '../../src/core/decide.js';
-import { generateDevCertificate, type TlsMaterial } from '../../src/tls.js';
+import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { controller } from '../support/argocd-controllers.js';
 import { cliPath } from '../support/cli.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';

@@ -12,7 +12,7 @@ import { decisionContext, DEFAULTS, loadConfig } from '../../src/config.js';
 import { decide } from '../../src/core/decide.js';
 import type { AdmissionRequest } from '../../src/core/types.js';
 import { buildApp } from '../../src/http/app.js';
-import { generateDevCertificate } from '../../src/tls.js';
+import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { loadSharedFixtures } from '../support/fixtures.js';
 import { ARGOCD_CONTROLLER, hookJob, hookPod } from '../support/objects.js';
 import { requestOnce } from '../support/request-once.js';

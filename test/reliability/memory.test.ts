@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkload } from '../../bench/workload.js';
 import { decisionContext, loadConfig } from '../../src/config.js';
 import { decide } from '../../src/core/decide.js';
-import { generateDevCertificate } from '../../src/tls.js';
+import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { cliPath } from '../support/cli.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {

@@ -4,7 +4,7 @@
 // meaning must be unchanged: same exit status, same stdout, same kubectl calls, apart from --ignore-not-found added
 // to kubectl delete. (test/unit/kubectl-delete.shell.test.ts runs hand-picked scripts through the rewrite alone.)
 import fc from 'fast-check';
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../../src/core/json-patch.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decisionContext, loadConfig } from '../../src/config.js';
 import { decide } from '../../src/core/decide.js';

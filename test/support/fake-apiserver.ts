@@ -9,7 +9,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { applyPatch, type Operation } from 'fast-json-patch/index.mjs';
+import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import { KubeConfig } from '@kubernetes/client-node';
 
 type Json = Record<string, unknown>;

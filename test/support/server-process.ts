@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KeyPair } from '../../src/tls.js';
+import type { KeyPair } from '../../src/tls/certificates.js';
 import { cliPath } from './cli.js';
 import { repoRoot } from './k8s-tools.js';
 import { freePort } from './serve-process.js';

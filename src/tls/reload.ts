@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
-import { assertUsablePair, secureContextOptions, type KeyPair } from './tls.js';
+import { assertUsablePair, secureContextOptions, type KeyPair } from './certificates.js';
 
 export interface CertificateWatchOptions {
   /** The server whose secure context is switched; open connections keep the context they started with. */

@@ -1,10 +1,10 @@
 // The offline evaluation behind `hookguard check`: each document as a CREATE, through the mutating decision and
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
-import { applyPatch } from 'fast-json-patch/index.mjs';
+import { applyPatch } from '../core/json-patch.js';
 import { isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
-import { computedPatch, decide, type DecisionContext } from './core/decide.js';
-import { isRecord } from './core/objects.js';
-import type { Finding, KubeObject, Operation } from './core/types.js';
+import { computedPatch, decide, type DecisionContext } from '../core/decide.js';
+import { isRecord } from '../core/objects.js';
+import type { Finding, KubeObject, Operation } from '../core/types.js';
 
 export class InputError extends Error {
   override name = 'InputError';

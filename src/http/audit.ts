@@ -1,6 +1,6 @@
-import { computedPatch, type Decision } from './core/decide.js';
-import { isRecord, metadataOf } from './core/objects.js';
-import type { AdmissionRequest, Endpoint, KubeObject } from './core/types.js';
+import { computedPatch, type Decision } from '../core/decide.js';
+import { isRecord, metadataOf } from '../core/objects.js';
+import type { AdmissionRequest, Endpoint, KubeObject } from '../core/types.js';
 
 /** The one audit log line every admission decision writes. */
 export function auditRecord(
