@@ -5,6 +5,51 @@ import prettier from 'eslint-config-prettier';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layers of src/, lowest first (ARCHITECTURE.md): a module may import its own layer and the layers below,
+ * never one above. Each name is a folder of src/ or a module at its root (errors.ts).
+ */
+const LAYERS = [
+  ['core'],
+  ['rules'],
+  ['config', 'errors'],
+  ['kube', 'tls', 'offline'],
+  ['discovery', 'sweep'],
+  ['http'],
+  ['cli'],
+];
+
+/** Packages the pure layers may import: everything else (fastify, pino, client-node, node:*) is out of bounds. */
+const PURE_PACKAGES = { core: ['semver', 'fast-json-patch'], rules: [] };
+
+const escape = (name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function boundaries() {
+  return LAYERS.flatMap((layer, level) => {
+    const above = LAYERS.slice(level + 1).flat();
+    return layer.map((name) => {
+      const patterns = [];
+      if (above.length > 0) {
+        patterns.push({
+          regex: `^\\.{1,2}/(\\.\\./)*(${above.join('|')})(/|\\.js$)`,
+          message: `src/${name} may not import ${above.join(', ')}: dependencies point down (ARCHITECTURE.md).`,
+        });
+      }
+      const allowed = PURE_PACKAGES[name];
+      if (allowed) {
+        patterns.push({
+          regex: `^(?!\\.)(?!(${allowed.map(escape).join('|') || '$^'})(/|$))`,
+          message: `src/${name} is pure: it imports no packages but ${allowed.join(', ') || 'none'} (no fastify, pino, @kubernetes/client-node or node: modules).`,
+        });
+      }
+      return {
+        files: [`src/${name}/**/*.ts`, `src/${name}.ts`],
+        rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
+      };
+    });
+  });
+}
+
 export default tseslint.config(
   { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'coverage/'] },
   js.configs.recommended,
@@ -23,6 +68,7 @@ export default tseslint.config(
       ],
     },
   },
+  ...boundaries(),
   {
     // Tests read parsed JSON and YAML (any) and assert on it with expect: the unsafe-any rules would only add casts.
     files: ['test/**/*.ts'],

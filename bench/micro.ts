@@ -1,7 +1,8 @@
 // In-process cost of the core decision for each request of the mix, against the JSON work every webhook does
 // anyway: parsing the review and serialising a value of the same size.
 import { performance } from 'node:perf_hooks';
-import type { Decision, DecisionContext } from '../src/core/decide.js';
+import type { DecisionContext } from '../src/core/context.js';
+import type { Decision } from '../src/core/decide.js';
 import type { AdmissionRequest, Endpoint } from '../src/core/types.js';
 import type { AdmissionReviewResponse } from '../src/http/responses.js';
 import type { BenchRequest } from './workload.js';

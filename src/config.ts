@@ -4,11 +4,11 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { NO_INSTANCES } from './core/argocd-instances.js';
 import { isValidRange, normalizeArgoVersion } from './core/argocd-version.js';
-import type { DecisionContext } from './core/decide.js';
+import type { DecisionContext } from './core/context.js';
 import { isRecord } from './core/objects.js';
 import type { RuleSettings } from './core/rule.js';
 import type { Advisory, Mode } from './core/types.js';
-import { mitigatingRuleIds } from './rules/index.js';
+import { builtInRules } from './rules/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -313,7 +313,7 @@ function validateAdvisory(candidate: Plain, at: string): Advisory {
       throw new ConfigError(`${at}.${name}`, 'must be a list of strings');
   }
   const mitigatedBy = (candidate.mitigatedBy ?? []) as string[];
-  const unknownRule = mitigatedBy.find((id) => !mitigatingRuleIds.has(id));
+  const unknownRule = mitigatedBy.find((id) => !builtInRules.mitigatingIds.has(id));
   if (unknownRule !== undefined) throw new ConfigError(`${at}.mitigatedBy`, `unknown rule "${unknownRule}"`);
   return {
     id: candidate.id as string,
@@ -429,6 +429,7 @@ export function decisionContext(
       },
       rules: config.rules,
     },
+    ruleSet: builtInRules,
     advisories: config.advisories,
     pinnedArgocdVersion: argocdVersion,
     argocdInstances: NO_INSTANCES,

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
-import { ruleCatalog } from '../rules/index.js';
+import { builtInRules, catalogOf } from '../rules/index.js';
 import { EXIT, UsageError, type CommandIO } from './io.js';
 
 function outputFormat(value: string | undefined): 'text' | 'json' {
@@ -32,9 +32,10 @@ export async function runAdvisories(argv: readonly string[], io: CommandIO): Pro
 /** `hookguard rules`: the rule catalog. */
 export async function runRules(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArgs({ args: [...argv], options: { output: { type: 'string' } } });
-  if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: ruleCatalog }, null, 2)}\n`);
+  const catalog = catalogOf(builtInRules);
+  if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: catalog }, null, 2)}\n`);
   else
-    for (const rule of ruleCatalog)
+    for (const rule of catalog)
       io.stdout(`${rule.id.padEnd(20)} ${rule.webhook} ${rule.operation.padEnd(6)} ${rule.doc}\n`);
   return EXIT.ok;
 }

@@ -1,6 +1,5 @@
 import { ARGOCD_TRACKING_ID } from './annotations.js';
 import { isRecord, metadataOf } from './objects.js';
-import type { DecisionContext } from './decide.js';
 import type { KubeObject } from './types.js';
 
 /** One Argo CD installation, keyed by the namespace its application controller runs in. */
@@ -87,20 +86,4 @@ export function chooseArgoVersion(question: VersionQuestion): VersionChoice {
   }
   if (instances.size === 1) return found([...instances.values()][0], 'only-instance') as VersionChoice;
   return { version: undefined, by: 'none' };
-}
-
-/**
- * The decision context with a discovery snapshot: the instances, and their controllers' service accounts
- * added to the configured controller identities, so a hook an instance in any namespace applies counts as
- * applied by Argo CD.
- */
-export function withInstances(context: DecisionContext, instances: ArgoInstances): DecisionContext {
-  const detection = context.config.hookDetection;
-  const discovered = [...instances.values()].flatMap((instance) => instance.controllerUsernames);
-  const usernames = [...new Set([...detection.argocdControllerUsernames, ...discovered])];
-  return {
-    ...context,
-    config: { ...context.config, hookDetection: { ...detection, argocdControllerUsernames: usernames } },
-    argocdInstances: instances,
-  };
 }

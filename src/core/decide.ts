@@ -1,29 +1,12 @@
-import { compare } from './json-patch.js';
 import { HOOKGUARD_SKIP } from './annotations.js';
-import { chooseArgoVersion, type ArgoInstances, type VersionChoice } from './argocd-instances.js';
-import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
-import { readHook, type HookDetection, type HookInfo } from './hook.js';
+import { chooseArgoVersion, type VersionChoice } from './argocd-instances.js';
+import { ruleContextFor, type DecisionContext } from './context.js';
+import { readHook, type HookInfo } from './hook.js';
+import { compare } from './json-patch.js';
 import { cloneJson, isRecord, metadataOf } from './objects.js';
-import { gateOpen, type RuleContext, type RuleSettings } from './rule.js';
-import type { AdmissionRequest, Advisory, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
-import { immutableUpdate, mutationRules, skippableRuleIds, versionRace } from '../rules/index.js';
+import { gateOpen, type RuleContext, type RuleSet } from './rule.js';
+import type { AdmissionRequest, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { renderWarnings } from './warnings.js';
-
-export interface CoreConfig {
-  mode: Mode;
-  excludedNamespaces: readonly string[];
-  hookDetection: HookDetection;
-  rules: RuleSettings;
-}
-
-export interface DecisionContext {
-  config: CoreConfig;
-  advisories: readonly Advisory[];
-  /** `argocd.version` from the config or a flag (any spelling): it overrides discovery. */
-  pinnedArgocdVersion: string | undefined;
-  /** The Argo CD instances discovery knew when the request arrived. */
-  argocdInstances: ArgoInstances;
-}
 
 export interface Decision {
   allowed: boolean;
@@ -55,65 +38,17 @@ function passThrough(reason: string, mode: Mode): Decision {
   return { allowed: true, mode, patch: [], withheldPatch: [], warnings: [], findings: [], reason, rules: [] };
 }
 
-/** The advisories affecting one Argo CD version, per mitigating rule id, and the version normalised. */
-interface VersionAdvisories {
-  argocdVersion: string | undefined;
-  byRule: Map<string, readonly Advisory[]>;
-}
-
-// Semver matching is the costliest part of a decision and its answer only changes with the advisory list or the
-// version: remember it per list (the config's, or a test's) and per version spelling (one or a few per cluster).
-const versionAdvisories = new WeakMap<readonly Advisory[], Map<string, VersionAdvisories>>();
-const MAX_VERSIONS_REMEMBERED = 64;
-
-function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: string): VersionAdvisories {
-  let byVersion = versionAdvisories.get(advisories);
-  if (!byVersion) versionAdvisories.set(advisories, (byVersion = new Map<string, VersionAdvisories>()));
-  let known = byVersion.get(rawVersion);
-  if (!known) {
-    const argocdVersion = normalizeArgoVersion(rawVersion);
-    const affecting = argocdVersion ? advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
-    const ruleIds = new Set(affecting.flatMap((advisory) => advisory.mitigatedBy));
-    const byRule = new Map(
-      [...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId))]),
-    );
-    if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
-    byVersion.set(rawVersion, (known = { argocdVersion, byRule }));
-  }
-  return known;
-}
-
-const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
-
-/** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
-export function ruleContextFor(
-  hook: HookInfo,
-  context: Pick<DecisionContext, 'config' | 'advisories'>,
-  chosenVersion: string | undefined,
-): RuleContext {
-  const known =
-    hook.appliedByArgo && chosenVersion !== undefined
-      ? advisoriesForVersion(context.advisories, chosenVersion)
-      : undefined;
-  return {
-    hook,
-    settings: context.config.rules,
-    argocdVersion: known?.argocdVersion,
-    advisoriesFor: (ruleId) => known?.byRule.get(ruleId) ?? NO_ADVISORIES,
-  };
-}
-
 interface Mutation {
   mutated: KubeObject;
   findings: Finding[];
   rules: string[];
 }
 
-function applyMutations(object: KubeObject, context: RuleContext): Mutation {
+function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleSet): Mutation {
   const mutated = cloneJson(object);
   const findings: Finding[] = [];
   const rules: string[] = [];
-  for (const rule of mutationRules) {
+  for (const rule of ruleSet.mutations) {
     if (!rule.kinds.includes(context.hook.kind) || !gateOpen(rule, context) || context.hook.skip.has(rule.id)) continue;
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
@@ -128,8 +63,8 @@ function applyMutations(object: KubeObject, context: RuleContext): Mutation {
   return { mutated, findings, rules };
 }
 
-function unknownSkipFindings(hook: HookInfo): Finding[] {
-  const unknown = [...hook.skip].filter((id) => !skippableRuleIds.has(id));
+function unknownSkipFindings(hook: HookInfo, ruleSet: RuleSet): Finding[] {
+  const unknown = [...hook.skip].filter((id) => !ruleSet.skippableIds.has(id));
   if (unknown.length === 0) return [];
   return [{ rule: 'skip', action: 'warn', message: `${HOOKGUARD_SKIP} names unknown rules: ${unknown.join(', ')}` }];
 }
@@ -186,7 +121,7 @@ function conclude(
  * CREATE or UPDATE of a hook Job or Pod passes on a fast path, without a clone or a diff.
  */
 export function decide(request: AdmissionRequest, endpoint: Endpoint, context: DecisionContext): Decision {
-  const { config } = context;
+  const { config, ruleSet } = context;
   const operation = request.operation;
   if (operation !== 'CREATE' && operation !== 'UPDATE')
     return passThrough(`operation ${String(operation)}`, config.mode);
@@ -212,19 +147,31 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   const judged: Judged = { mode: hook.auditOnly ? 'audit' : config.mode, hook, context: ruleContext, versionChoice };
 
   if (operation === 'UPDATE') {
-    if (endpoint === 'validate' || !isRecord(request.oldObject)) return conclude(judged, [], [], []);
-    const denial = immutableUpdate.judge(request.oldObject, object, ruleContext);
-    return conclude(judged, [immutableUpdate.id], denial ? [denial] : [], []);
+    const oldObject = request.oldObject;
+    if (endpoint === 'validate' || !isRecord(oldObject)) return conclude(judged, [], [], []);
+    const findings: Finding[] = [];
+    for (const judge of ruleSet.updateJudges) {
+      const finding = judge.judge(oldObject, object, ruleContext);
+      if (finding) findings.push(finding);
+    }
+    return conclude(judged, ids(ruleSet.updateJudges), findings, []);
   }
 
   if (endpoint === 'mutate') {
-    const mutation = applyMutations(object, ruleContext);
+    const mutation = applyMutations(object, ruleContext, ruleSet);
     const patch = compare(object, mutation.mutated);
     // Said once per object, here rather than also at /validate.
-    return conclude(judged, mutation.rules, [...unknownSkipFindings(hook), ...mutation.findings], patch);
+    return conclude(judged, mutation.rules, [...unknownSkipFindings(hook, ruleSet), ...mutation.findings], patch);
   }
   // In audit mode nothing was mutated before us: judge what enforce mode would have stored.
-  const stored = judged.mode === 'audit' ? applyMutations(object, ruleContext).mutated : object;
-  const denials = versionRace.validate(stored, ruleContext, mutationRules);
-  return conclude(judged, [versionRace.id], denials, []);
+  const stored = judged.mode === 'audit' ? applyMutations(object, ruleContext, ruleSet).mutated : object;
+  const findings: Finding[] = [];
+  for (const validator of ruleSet.createValidators) {
+    findings.push(...validator.validate(stored, ruleContext, ruleSet.mutations));
+  }
+  return conclude(judged, ids(ruleSet.createValidators), findings, []);
+}
+
+function ids(rules: readonly { id: string }[]): string[] {
+  return rules.map((rule) => rule.id);
 }

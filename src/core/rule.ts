@@ -1,5 +1,5 @@
 import type { HookInfo, HookKind } from './hook.js';
-import type { Advisory, KubeObject } from './types.js';
+import type { Advisory, Finding, KubeObject } from './types.js';
 
 export interface DeletePolicySettings {
   /** Policy for Helm hooks without one. */
@@ -57,13 +57,53 @@ export interface RuleReport {
   unmet?: string;
 }
 
-/** A CREATE-time rule that edits a clone of the object in place. */
+/** A CREATE-time rule that edits a clone of the object in place (the mutating webhook). */
 export interface MutationRule {
   id: string;
   doc: string;
   kinds: readonly HookKind[];
   gate: RuleGate;
   mutate(object: KubeObject, context: RuleContext): RuleReport;
+}
+
+/** An UPDATE-time rule: judges the change from the stored object to the new one (the mutating webhook). */
+export interface UpdateJudge {
+  id: string;
+  doc: string;
+  judge(oldObject: KubeObject, newObject: KubeObject, context: RuleContext): Finding | undefined;
+}
+
+/** A CREATE-time rule of the validating webhook: judges the object as it will be stored, after every mutation. */
+export interface CreateValidator {
+  id: string;
+  doc: string;
+  /** `mutations` are the rule set's, for validators that judge whether a mitigation is in place. */
+  validate(object: KubeObject, context: RuleContext, mutations: readonly MutationRule[]): Finding[];
+}
+
+/**
+ * The rules the core applies, handed to it in the DecisionContext: the core knows their shapes, never their
+ * catalog. Built once, where the config is built.
+ */
+export interface RuleSet {
+  /** CREATE mutations, in the order they run. */
+  mutations: readonly MutationRule[];
+  /** UPDATE judges; the first finding of each is kept. */
+  updateJudges: readonly UpdateJudge[];
+  createValidators: readonly CreateValidator[];
+  /** Ids an object may opt out of with hookguard.io/skip: the mutations (judges and validators cannot be skipped). */
+  skippableIds: ReadonlySet<string>;
+  /** Ids an advisory may name as its mitigation: the mutations and the UPDATE judges. */
+  mitigatingIds: ReadonlySet<string>;
+}
+
+export function ruleSet(rules: Pick<RuleSet, 'mutations' | 'updateJudges' | 'createValidators'>): RuleSet {
+  const skippableIds = new Set(rules.mutations.map((rule) => rule.id));
+  return {
+    ...rules,
+    skippableIds,
+    mitigatingIds: new Set([...skippableIds, ...rules.updateJudges.map((judge) => judge.id)]),
+  };
 }
 
 export function report(partial: Partial<RuleReport> = {}): RuleReport {

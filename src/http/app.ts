@@ -8,8 +8,9 @@ import Fastify, {
 import type { Logger } from 'pino';
 import { auditRecord } from './audit.js';
 import { decisionContext, type Config } from '../config.js';
-import { decide, type Decision, type DecisionContext } from '../core/decide.js';
-import { withInstances } from '../core/argocd-instances.js';
+import type { DecisionContext } from '../core/context.js';
+import { decide, type Decision } from '../core/decide.js';
+import { withInstances } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
 import { secureContextOptions, type KeyPair } from '../tls/certificates.js';

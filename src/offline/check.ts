@@ -2,7 +2,8 @@
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from '../core/json-patch.js';
 import { isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
-import { computedPatch, decide, type DecisionContext } from '../core/decide.js';
+import type { DecisionContext } from '../core/context.js';
+import { computedPatch, decide } from '../core/decide.js';
 import { isRecord } from '../core/objects.js';
 import type { Finding, KubeObject, Operation } from '../core/types.js';
 

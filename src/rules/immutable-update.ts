@@ -1,7 +1,7 @@
 import { ARGOCD_DELETE_POLICY, ARGOCD_HOOK_FINALIZER, HELM_DELETE_POLICY } from '../core/annotations.js';
 import { annotation, describeObject, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
-import type { RuleContext } from '../core/rule.js';
-import type { Finding, KubeObject } from '../core/types.js';
+import type { RuleContext, UpdateJudge } from '../core/rule.js';
+import type { KubeObject } from '../core/types.js';
 
 export const IMMUTABLE_UPDATE_ID = 'immutable-update';
 
@@ -46,10 +46,10 @@ function explainCause(oldObject: KubeObject, newObject: KubeObject, where: strin
  * An UPDATE that changes a Job's pod template fails in the API server with "field is immutable"; denying it here
  * says why and how to fix it. Updates of metadata, finalizers or status are always allowed (argo-cd#24187).
  */
-export const immutableUpdate = {
+export const immutableUpdate: UpdateJudge = {
   id: IMMUTABLE_UPDATE_ID,
   doc: 'Denies an UPDATE changing a hook Job spec.template (which the API server rejects as immutable) with the cause and the exact fix.',
-  judge(oldObject: KubeObject, newObject: KubeObject, context: RuleContext): Finding | undefined {
+  judge(oldObject, newObject, context) {
     if (context.hook.kind !== 'Job') return undefined;
     const oldSpec = jobSpecOf(oldObject);
     const newSpec = jobSpecOf(newObject);

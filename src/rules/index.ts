@@ -1,4 +1,5 @@
-import type { MutationRule } from '../core/rule.js';
+// The rule catalog: every rule hookguard ships, as the RuleSet the config hands to the core.
+import { ruleSet, type RuleSet } from '../core/rule.js';
 import { deletePolicy } from './delete-policy.js';
 import { hookFinalizer } from './hook-finalizer.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
@@ -7,16 +8,11 @@ import { minRuntime } from './min-runtime.js';
 import { ttlFloor } from './ttl-floor.js';
 import { versionRace } from './version-race.js';
 
-/** CREATE mutations, in the order they run. */
-export const mutationRules: readonly MutationRule[] = [
-  deletePolicy,
-  idempotentCleanup,
-  hookFinalizer,
-  ttlFloor,
-  minRuntime,
-];
-
-export { immutableUpdate, versionRace };
+export const builtInRules: RuleSet = ruleSet({
+  mutations: [deletePolicy, idempotentCleanup, hookFinalizer, ttlFloor, minRuntime],
+  updateJudges: [immutableUpdate],
+  createValidators: [versionRace],
+});
 
 export interface CatalogEntry {
   id: string;
@@ -25,19 +21,26 @@ export interface CatalogEntry {
   doc: string;
 }
 
-export const ruleCatalog: readonly CatalogEntry[] = [
-  ...mutationRules.map((rule) => ({
-    id: rule.id,
-    webhook: 'mutating' as const,
-    operation: 'CREATE' as const,
-    doc: rule.doc,
-  })),
-  { id: immutableUpdate.id, webhook: 'mutating', operation: 'UPDATE', doc: immutableUpdate.doc },
-  { id: versionRace.id, webhook: 'validating', operation: 'CREATE', doc: versionRace.doc },
-];
-
-/** Rules an object may opt out of with hookguard.io/skip; the judges cannot be skipped. */
-export const skippableRuleIds: ReadonlySet<string> = new Set(mutationRules.map((rule) => rule.id));
-
-/** Rules an advisory can name as its mitigation: everything but version-race, which judges them. */
-export const mitigatingRuleIds: ReadonlySet<string> = new Set([...skippableRuleIds, immutableUpdate.id]);
+/** What `hookguard rules` lists: each rule with the webhook and operation it acts on. */
+export function catalogOf(rules: RuleSet): CatalogEntry[] {
+  return [
+    ...rules.mutations.map((rule) => ({
+      id: rule.id,
+      webhook: 'mutating' as const,
+      operation: 'CREATE' as const,
+      doc: rule.doc,
+    })),
+    ...rules.updateJudges.map((rule) => ({
+      id: rule.id,
+      webhook: 'mutating' as const,
+      operation: 'UPDATE' as const,
+      doc: rule.doc,
+    })),
+    ...rules.createValidators.map((rule) => ({
+      id: rule.id,
+      webhook: 'validating' as const,
+      operation: 'CREATE' as const,
+      doc: rule.doc,
+    })),
+  ];
+}

@@ -1,6 +1,6 @@
 import { HOOKGUARD_SKIP } from '../core/annotations.js';
 import { cloneJson, describeObject, jsonEqual } from '../core/objects.js';
-import type { MutationRule, RuleContext } from '../core/rule.js';
+import type { CreateValidator, MutationRule, RuleContext } from '../core/rule.js';
 import type { Finding, KubeObject } from '../core/types.js';
 
 export const VERSION_RACE_ID = 'version-race';
@@ -36,10 +36,10 @@ function missingMitigations(
  * The validating webhook's judgement of a hook CREATE as it will be stored: every rule that mitigates an advisory
  * affecting the known Argo CD version must already be in effect. Opting out of one is exactly what this judges.
  */
-export const versionRace = {
+export const versionRace: CreateValidator = {
   id: VERSION_RACE_ID,
   doc: 'Denies a hook CREATE that, after mutation, still races with the known Argo CD version (an opted-out or impossible mitigation), naming the advisory.',
-  validate(object: KubeObject, context: RuleContext, mutationRules: readonly MutationRule[]): Finding[] {
+  validate(object, context, mutationRules) {
     if (!context.hook.appliedByArgo || context.argocdVersion === undefined) return [];
     const mitigating = mutationRules.filter(
       (rule) => rule.kinds.includes(context.hook.kind) && context.advisoriesFor(rule.id).length > 0,

@@ -1,5 +1,5 @@
 import { decisionContext, loadConfig } from '../../src/config.js';
-import { ruleContextFor } from '../../src/core/decide.js';
+import { ruleContextFor } from '../../src/core/context.js';
 import { readHook } from '../../src/core/hook.js';
 import type { RuleContext } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';

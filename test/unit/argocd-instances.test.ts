@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  chooseArgoVersion,
-  withInstances,
-  type ArgoInstance,
-  type VersionChoice,
-} from '../../src/core/argocd-instances.js';
+import { chooseArgoVersion, type ArgoInstance, type VersionChoice } from '../../src/core/argocd-instances.js';
+import { withInstances } from '../../src/core/context.js';
 import { decisionContext, loadConfig } from '../../src/config.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { hookJob } from '../support/objects.js';

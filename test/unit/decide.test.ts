@@ -1,8 +1,92 @@
+// The decision engine alone, with small rules written here: gating, skips, audit mode, patches by diff, judges
+// and validators. What the shipped rules do is in test/unit/rules and the golden tests.
 import { describe, expect, it } from 'vitest';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import type { DecisionContext } from '../../src/core/context.js';
 import { decide } from '../../src/core/decide.js';
-import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
-import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
+import {
+  report,
+  ruleSet,
+  type CreateValidator,
+  type MutationRule,
+  type RuleSet,
+  type UpdateJudge,
+} from '../../src/core/rule.js';
+import type { AdmissionRequest, Advisory, KubeObject } from '../../src/core/types.js';
+import { decisionContext, loadConfig } from '../../src/config.js';
+import { ARGOCD_CONTROLLER, hookJob, hookPod } from '../support/objects.js';
+
+/** Labels the object `test/<id>: done`; says so, or nothing when the label is there already. */
+function labelRule(
+  id: string,
+  gate: MutationRule['gate'],
+  kinds: MutationRule['kinds'] = ['Job', 'Pod'],
+): MutationRule {
+  return {
+    id,
+    doc: `labels the object test/${id}`,
+    kinds,
+    gate,
+    mutate(object) {
+      const metadata = (object.metadata ??= {});
+      const labels = (metadata.labels ??= {});
+      if (labels[`test/${id}`] === 'done') return report();
+      labels[`test/${id}`] = 'done';
+      return report({ mutations: [`labelled test/${id}`] });
+    },
+  };
+}
+
+const always = labelRule('always', 'always');
+const argocd = labelRule('argocd', 'argocd');
+const argocdKnown = labelRule('argocd-known', 'argocd-known');
+const jobsOnly = labelRule('jobs-only', 'always', ['Job']);
+const warner: MutationRule = {
+  id: 'warner',
+  doc: 'warns and reports an unmet mitigation',
+  kinds: ['Job'],
+  gate: 'always',
+  mutate: () => report({ warnings: ['just so you know'], unmet: 'cannot do it here' }),
+};
+
+/** Denies a CREATE whose `always` label is missing: with mutations applied first, it never denies. */
+const requiresAlways: CreateValidator = {
+  id: 'requires-always',
+  doc: 'denies a CREATE without the always label',
+  validate: (object) =>
+    object.metadata?.labels?.['test/always'] === 'done'
+      ? []
+      : [{ rule: 'requires-always', action: 'deny', message: 'no always label' }],
+};
+
+const noRename: UpdateJudge = {
+  id: 'no-rename',
+  doc: 'denies an UPDATE that changes the app label',
+  judge: (oldObject, newObject) =>
+    oldObject.metadata?.labels?.app === newObject.metadata?.labels?.app
+      ? undefined
+      : { rule: 'no-rename', action: 'deny', message: 'app label changed', advisory: 'test-advisory' },
+};
+
+const rules: RuleSet = ruleSet({
+  mutations: [always, argocd, argocdKnown, jobsOnly, warner],
+  updateJudges: [noRename],
+  createValidators: [requiresAlways],
+});
+
+const ADVISORY: Advisory = {
+  id: 'test-advisory',
+  summary: 'a race in 2.x',
+  affected: '>=2.0.0 <3.0.0',
+  references: [],
+  mitigatedBy: ['argocd', 'argocd-known'],
+};
+
+function contextWith(
+  options: { mode?: 'enforce' | 'audit'; argocdVersion?: string; ruleSet?: RuleSet } = {},
+): DecisionContext {
+  const base = decisionContext(loadConfig({ overrides: { mode: options.mode ?? 'enforce' } }), options.argocdVersion);
+  return { ...base, ruleSet: options.ruleSet ?? rules, advisories: [ADVISORY] };
+}
 
 function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
   return {
@@ -15,24 +99,23 @@ function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): Ad
   };
 }
 
-const enforce = decisionContext(loadConfig());
-const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
-const DELETE_POLICY_OP = {
+const asArgo = { userInfo: { username: ARGOCD_CONTROLLER } };
+const LABELS_ADDED = {
   op: 'add',
-  path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-  value: 'before-hook-creation,hook-succeeded',
+  path: '/metadata/labels',
+  value: { 'test/always': 'done', 'test/jobs-only': 'done' },
 };
 
-describe('decide', () => {
+describe('decide, with rules of its own', () => {
   it.each([
     [
       'a ConfigMap',
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', annotations: { 'helm.sh/hook': 'pre-install' } } },
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { annotations: { 'helm.sh/hook': 'pre-install' } } },
     ],
     ['a Job without hook annotations', { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'x' }, spec: {} }],
     [
       'a Deployment with a hook annotation',
-      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { annotations: { 'helm.sh/hook': 'pre-install' } } },
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { annotations: { 'helm.sh/hook': 'x' } } },
     ],
     [
       'a hook annotation that is not a string',
@@ -40,8 +123,8 @@ describe('decide', () => {
     ],
     ['no object at all', undefined],
     ['a string object', 'job'],
-  ])('passes %s untouched', (_name, object) => {
-    expect(decide(request(object), 'mutate', enforce)).toEqual({
+  ])('passes %s untouched, running no rule', (_name, object) => {
+    expect(decide(request(object), 'mutate', contextWith())).toEqual({
       allowed: true,
       mode: 'enforce',
       patch: [],
@@ -59,120 +142,165 @@ describe('decide', () => {
     ['a status subresource update', { operation: 'UPDATE', subResource: 'status' }, 'subresource status'],
     ['an excluded namespace', { namespace: 'kube-system' }, 'namespace excluded'],
   ])('passes %s untouched', (_name, overrides, reason) => {
-    const decision = decide(request(hookJob(), overrides), 'mutate', enforce);
-    expect(decision).toMatchObject({ allowed: true, patch: [], reason });
-  });
-
-  it('patches a hook in enforce mode with exactly the diff', () => {
-    const decision = decide(request(hookJob()), 'mutate', enforce);
-    expect(decision).toMatchObject({
+    expect(decide(request(hookJob(), overrides), 'mutate', contextWith())).toEqual({
       allowed: true,
       mode: 'enforce',
-      patch: [DELETE_POLICY_OP],
+      patch: [],
       withheldPatch: [],
       warnings: [],
-      reason: 'mutated',
+      findings: [],
+      reason,
+      rules: [],
     });
-    expect(decision.rules).toEqual(['delete-policy', 'idempotent-cleanup']);
+  });
+
+  it('runs the rules in order and patches exactly the diff, with a finding for each change and warning', () => {
+    const decision = decide(request(hookJob()), 'mutate', contextWith());
+    expect(decision).toEqual({
+      allowed: true,
+      mode: 'enforce',
+      patch: [LABELS_ADDED],
+      withheldPatch: [],
+      warnings: ['hookguard [warner]: just so you know', 'hookguard [warner]: cannot do it here'],
+      findings: [
+        { rule: 'always', action: 'mutate', message: 'labelled test/always' },
+        { rule: 'jobs-only', action: 'mutate', message: 'labelled test/jobs-only' },
+        { rule: 'warner', action: 'warn', message: 'just so you know' },
+        { rule: 'warner', action: 'warn', message: 'cannot do it here' },
+      ],
+      reason: 'mutated',
+      rules: ['always', 'jobs-only', 'warner'],
+      hook: { system: 'helm', phases: ['pre-upgrade'], appliedByArgo: false },
+    });
+  });
+
+  it('runs a rule only on the kinds it names', () => {
+    const decision = decide(request(hookPod({ 'helm.sh/hook': 'test' })), 'mutate', contextWith());
+    expect(decision.rules).toEqual(['always']);
+    expect(decision.patch).toEqual([{ op: 'add', path: '/metadata/labels', value: { 'test/always': 'done' } }]);
+  });
+
+  it('sends no patch when the rules change nothing', () => {
+    const done = hookJob();
+    done.metadata!.labels = { 'test/always': 'done', 'test/jobs-only': 'done' };
+    expect(decide(request(done), 'mutate', contextWith())).toMatchObject({ patch: [], reason: 'compliant' });
+  });
+
+  it.each([
+    ['plain Helm, any version', {}, undefined, ['always', 'jobs-only', 'warner']],
+    ['Argo CD, version unknown', asArgo, undefined, ['always', 'argocd', 'jobs-only', 'warner']],
+    ['Argo CD, an affected version', asArgo, '2.14.3', ['always', 'argocd', 'argocd-known', 'jobs-only', 'warner']],
+    ['Argo CD, a version no advisory affects', asArgo, '3.1.0', ['always', 'jobs-only', 'warner']],
+    ['Argo CD, an unparseable version (unknown)', asArgo, 'latest', ['always', 'argocd', 'jobs-only', 'warner']],
+  ])('opens the gates for %s', (_name, overrides, argocdVersion, expected) => {
+    const context = contextWith(argocdVersion ? { argocdVersion } : {});
+    expect(decide(request(hookJob(), overrides), 'mutate', context).rules).toEqual(expected);
+  });
+
+  it('names the advisory a gated rule mitigates on its findings', () => {
+    const decision = decide(request(hookJob(), asArgo), 'mutate', contextWith({ argocdVersion: '2.14.3' }));
+    expect(decision.findings.filter((finding) => finding.rule.startsWith('argocd'))).toEqual([
+      { rule: 'argocd', action: 'mutate', message: 'labelled test/argocd', advisory: 'test-advisory' },
+      { rule: 'argocd-known', action: 'mutate', message: 'labelled test/argocd-known', advisory: 'test-advisory' },
+    ]);
+    expect(decision).toMatchObject({ argocdVersion: '2.14.3', argocdVersionFrom: { by: 'config' } });
   });
 
   it('withholds the patch in audit mode and says what it would have done', () => {
-    const decision = decide(request(hookJob()), 'mutate', audit);
-    expect(decision).toMatchObject({
-      allowed: true,
-      mode: 'audit',
-      patch: [],
-      withheldPatch: [DELETE_POLICY_OP],
-      warnings: [
-        'hookguard audit would change [delete-policy]: set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
-      ],
-      reason: 'would mutate (audit)',
-    });
+    const decision = decide(request(hookJob()), 'mutate', contextWith({ mode: 'audit' }));
+    expect(decision).toMatchObject({ allowed: true, mode: 'audit', patch: [], withheldPatch: [LABELS_ADDED] });
+    expect(decision.warnings).toEqual([
+      'hookguard audit would change [always]: labelled test/always',
+      'hookguard audit would change [jobs-only]: labelled test/jobs-only',
+      'hookguard audit note [warner]: just so you know',
+      'hookguard audit note [warner]: cannot do it here',
+    ]);
+    expect(decision.reason).toBe('would mutate (audit)');
   });
 
   it('lets one object ask for audit mode', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/mode': 'audit' });
-    expect(decide(request(job), 'mutate', enforce)).toMatchObject({
+    expect(decide(request(job), 'mutate', contextWith())).toMatchObject({
       mode: 'audit',
       patch: [],
-      withheldPatch: [DELETE_POLICY_OP],
+      withheldPatch: [LABELS_ADDED],
     });
   });
 
-  it('honours hookguard.io/skip and warns about rule ids it does not know', () => {
-    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'delete-policy, no-such-rule' });
-    const decision = decide(request(job), 'mutate', enforce);
-    expect(decision.patch).toEqual([]);
-    expect(decision.findings).toEqual([
-      { rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: no-such-rule' },
-    ]);
-    expect(decision.warnings).toEqual(['hookguard [skip]: hookguard.io/skip names unknown rules: no-such-rule']);
-    // Once per object: the validating webhook does not repeat it.
-    expect(decide(request(job), 'validate', enforce).warnings).toEqual([]);
+  it('honours hookguard.io/skip and warns once, at /mutate, about ids that are not skippable rules', () => {
+    const job = hookJob({
+      'helm.sh/hook': 'pre-upgrade',
+      'hookguard.io/skip': 'always, warner, requires-always, nope',
+    });
+    const decision = decide(request(job), 'mutate', contextWith());
+    expect(decision.rules).toEqual(['jobs-only']);
+    expect(decision.patch).toEqual([{ op: 'add', path: '/metadata/labels', value: { 'test/jobs-only': 'done' } }]);
+    expect(decision.findings[0]).toEqual({
+      rule: 'skip',
+      action: 'warn',
+      message: 'hookguard.io/skip names unknown rules: requires-always, nope',
+    });
+    expect(decide(request(job), 'validate', contextWith()).warnings).toEqual([]);
   });
 
-  it('denies a racing CREATE at /validate in enforce mode, and only warns in audit mode', () => {
-    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
-    const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
-    const denied = decide(request(job, argo), 'validate', decisionContext(loadConfig(), '2.14.8'));
-    expect(denied.allowed).toBe(false);
-    expect(denied.denial).toMatch(
-      /^hookguard denied: Job apps\/migrate races with Argo CD 2\.14\.8 \(argocd-fast-hook-finalizer-race/,
-    );
-    const audited = decide(
-      request(job, argo),
-      'validate',
-      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
-    );
-    expect(audited).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
-    expect(audited.warnings[0]).toMatch(
-      /^hookguard audit would deny \[version-race\]: Job apps\/migrate races with Argo CD 2\.14\.8/,
-    );
-    expect(audited.warnings[0]!.length).toBeLessThanOrEqual(120);
+  it('validates a CREATE as stored: enforce mode judges the object itself and denies', () => {
+    const decision = decide(request(hookJob()), 'validate', contextWith());
+    expect(decision).toMatchObject({
+      allowed: false,
+      denial: 'hookguard denied: no always label',
+      reason: 'denied',
+      rules: ['requires-always'],
+    });
   });
 
-  it('judges in audit mode what enforce mode would have stored, so mitigated hooks pass', () => {
-    const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
-    const decision = decide(
-      request(hookJob(), argo),
-      'validate',
-      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
-    );
-    expect(decision).toMatchObject({ allowed: true, findings: [], warnings: [] });
+  it('validates in audit mode what enforce mode would have stored, so a mitigated object passes', () => {
+    const decision = decide(request(hookJob()), 'validate', contextWith({ mode: 'audit' }));
+    expect(decision).toMatchObject({ allowed: true, findings: [], warnings: [], reason: 'compliant' });
   });
 
-  it('treats an unparseable Argo CD version as unknown: mutations only', () => {
-    const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
-    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
-    const context = decisionContext(loadConfig(), 'latest');
-    expect(decide(request(job, argo), 'validate', context).allowed).toBe(true);
-    expect(decide(request(hookJob(), argo), 'mutate', context).rules).toEqual([
-      'delete-policy',
-      'idempotent-cleanup',
-      'ttl-floor',
-      'min-runtime',
-    ]);
+  it('only warns in audit mode about what it would deny', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'always' });
+    const decision = decide(request(job), 'validate', contextWith({ mode: 'audit' }));
+    expect(decision).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
+    expect(decision.warnings).toEqual(['hookguard audit would deny [requires-always]: no always label']);
   });
 
-  it('denies a template-changing UPDATE at /mutate only', () => {
+  it('judges an UPDATE at /mutate only, never patching it', () => {
     const oldObject = hookJob();
+    oldObject.metadata!.labels = { app: 'a' };
     const object = structuredClone<KubeObject>(oldObject);
-    (object.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image =
-      'alpine:3.21';
+    object.metadata!.labels = { app: 'b' };
     const update = request(object, { operation: 'UPDATE', oldObject });
-    expect(decide(update, 'mutate', enforce)).toMatchObject({ allowed: false, patch: [], reason: 'denied' });
-    expect(decide(update, 'validate', enforce)).toMatchObject({ allowed: true });
-    expect(decide(update, 'mutate', audit)).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
+    expect(decide(update, 'mutate', contextWith())).toMatchObject({
+      allowed: false,
+      patch: [],
+      reason: 'denied',
+      rules: ['no-rename'],
+      findings: [{ rule: 'no-rename', action: 'deny', message: 'app label changed', advisory: 'test-advisory' }],
+    });
+    expect(decide(update, 'validate', contextWith())).toMatchObject({ allowed: true, rules: [] });
+    expect(decide(update, 'mutate', contextWith({ mode: 'audit' }))).toMatchObject({
+      allowed: true,
+      reason: 'would deny (audit)',
+    });
+    const unchanged = request(structuredClone(oldObject), { operation: 'UPDATE', oldObject });
+    expect(decide(unchanged, 'mutate', contextWith())).toMatchObject({ allowed: true, patch: [], reason: 'compliant' });
   });
 
-  it('never patches an UPDATE', () => {
-    const object = hookJob();
-    expect(
-      decide(request(object, { operation: 'UPDATE', oldObject: structuredClone(object) }), 'mutate', enforce),
-    ).toMatchObject({
-      allowed: true,
-      patch: [],
-      reason: 'compliant',
-    });
+  it('applies no rule it was not handed', () => {
+    const none = ruleSet({ mutations: [], updateJudges: [], createValidators: [] });
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'always' });
+    const decision = decide(request(job), 'mutate', contextWith({ ruleSet: none }));
+    expect(decision).toMatchObject({ patch: [], rules: [], reason: 'compliant' });
+    expect(decision.findings).toEqual([
+      { rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: always' },
+    ]);
+  });
+});
+
+describe('ruleSet', () => {
+  it('derives the skippable ids (mutations) and the mitigating ids (mutations and UPDATE judges)', () => {
+    expect([...rules.skippableIds]).toEqual(['always', 'argocd', 'argocd-known', 'jobs-only', 'warner']);
+    expect([...rules.mitigatingIds]).toEqual(['always', 'argocd', 'argocd-known', 'jobs-only', 'warner', 'no-rename']);
   });
 });

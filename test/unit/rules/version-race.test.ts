@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mutationRules } from '../../../src/rules/index.js';
+import { builtInRules } from '../../../src/rules/index.js';
 import { versionRace } from '../../../src/rules/version-race.js';
 import type { KubeObject } from '../../../src/core/types.js';
 import { ARGOCD_CONTROLLER, contextFor, HOOK_FINALIZER, hookJob } from '../../support/objects.js';
@@ -7,7 +7,7 @@ import { ARGOCD_CONTROLLER, contextFor, HOOK_FINALIZER, hookJob } from '../../su
 /** The object as the mutating webhook would have stored it. */
 function mutated(object: KubeObject, argocdVersion: string | undefined): KubeObject {
   const context = contextFor(object, { username: ARGOCD_CONTROLLER, argocdVersion });
-  for (const rule of mutationRules) if (!context.hook.skip.has(rule.id)) rule.mutate(object, context);
+  for (const rule of builtInRules.mutations) if (!context.hook.skip.has(rule.id)) rule.mutate(object, context);
   return object;
 }
 
@@ -15,7 +15,7 @@ function judge(object: KubeObject, argocdVersion: string | undefined) {
   return versionRace.validate(
     object,
     contextFor(object, { username: ARGOCD_CONTROLLER, argocdVersion }),
-    mutationRules,
+    builtInRules.mutations,
   );
 }
 
@@ -104,7 +104,7 @@ describe('version-race', () => {
       versionRace.validate(
         job,
         contextFor(job, { username: 'kubernetes-admin', argocdVersion: '2.14.8' }),
-        mutationRules,
+        builtInRules.mutations,
       ),
     ).toEqual([]);
   });

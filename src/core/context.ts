@@ -1,0 +1,89 @@
+// What a decision is made with: the config the core reads, the rules it is handed, the advisories and the Argo CD
+// instances known at the moment. Built once from the config; a discovery snapshot makes a new one.
+import type { ArgoInstances } from './argocd-instances.js';
+import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
+import type { HookDetection, HookInfo } from './hook.js';
+import type { RuleContext, RuleSet, RuleSettings } from './rule.js';
+import type { Advisory, Mode } from './types.js';
+
+export interface CoreConfig {
+  mode: Mode;
+  excludedNamespaces: readonly string[];
+  hookDetection: HookDetection;
+  rules: RuleSettings;
+}
+
+export interface DecisionContext {
+  config: CoreConfig;
+  /** The rules to apply: the core is handed them, it does not know the catalog. */
+  ruleSet: RuleSet;
+  advisories: readonly Advisory[];
+  /** `argocd.version` from the config or a flag (any spelling): it overrides discovery. */
+  pinnedArgocdVersion: string | undefined;
+  /** The Argo CD instances discovery knew when the request arrived. */
+  argocdInstances: ArgoInstances;
+}
+
+/**
+ * The decision context with a discovery snapshot: the instances, and their controllers' service accounts
+ * added to the configured controller identities, so a hook an instance in any namespace applies counts as
+ * applied by Argo CD.
+ */
+export function withInstances(context: DecisionContext, instances: ArgoInstances): DecisionContext {
+  const detection = context.config.hookDetection;
+  const discovered = [...instances.values()].flatMap((instance) => instance.controllerUsernames);
+  const usernames = [...new Set([...detection.argocdControllerUsernames, ...discovered])];
+  return {
+    ...context,
+    config: { ...context.config, hookDetection: { ...detection, argocdControllerUsernames: usernames } },
+    argocdInstances: instances,
+  };
+}
+
+/** The advisories affecting one Argo CD version, per mitigating rule id, and the version normalised. */
+interface VersionAdvisories {
+  argocdVersion: string | undefined;
+  byRule: Map<string, readonly Advisory[]>;
+}
+
+// Semver matching is the costliest part of a decision and its answer only changes with the advisory list or the
+// version: remember it per list (the config's, or a test's) and per version spelling (one or a few per cluster).
+const versionAdvisories = new WeakMap<readonly Advisory[], Map<string, VersionAdvisories>>();
+const MAX_VERSIONS_REMEMBERED = 64;
+
+function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: string): VersionAdvisories {
+  let byVersion = versionAdvisories.get(advisories);
+  if (!byVersion) versionAdvisories.set(advisories, (byVersion = new Map<string, VersionAdvisories>()));
+  let known = byVersion.get(rawVersion);
+  if (!known) {
+    const argocdVersion = normalizeArgoVersion(rawVersion);
+    const affecting = argocdVersion ? advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
+    const ruleIds = new Set(affecting.flatMap((advisory) => advisory.mitigatedBy));
+    const byRule = new Map(
+      [...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId))]),
+    );
+    if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
+    byVersion.set(rawVersion, (known = { argocdVersion, byRule }));
+  }
+  return known;
+}
+
+const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
+
+/** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
+export function ruleContextFor(
+  hook: HookInfo,
+  context: Pick<DecisionContext, 'config' | 'advisories'>,
+  chosenVersion: string | undefined,
+): RuleContext {
+  const known =
+    hook.appliedByArgo && chosenVersion !== undefined
+      ? advisoriesForVersion(context.advisories, chosenVersion)
+      : undefined;
+  return {
+    hook,
+    settings: context.config.rules,
+    argocdVersion: known?.argocdVersion,
+    advisoriesFor: (ruleId) => known?.byRule.get(ruleId) ?? NO_ADVISORIES,
+  };
+}

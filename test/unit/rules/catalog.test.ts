@@ -1,0 +1,198 @@
+// The shipped rules as the config hands them to the core: their order and ids, and how they decide together.
+// The engine's own logic is tested with rules of its own in test/unit/decide.test.ts.
+import { describe, expect, it } from 'vitest';
+import { decisionContext, loadConfig } from '../../../src/config.js';
+import { decide } from '../../../src/core/decide.js';
+import type { AdmissionRequest, KubeObject } from '../../../src/core/types.js';
+import { builtInRules, catalogOf } from '../../../src/rules/index.js';
+import { ARGOCD_CONTROLLER, hookJob } from '../../support/objects.js';
+
+function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
+  return {
+    uid: 'u-1',
+    operation: 'CREATE',
+    namespace: 'apps',
+    userInfo: { username: 'kubernetes-admin' },
+    object,
+    ...overrides,
+  };
+}
+
+const enforce = decisionContext(loadConfig());
+const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
+const DELETE_POLICY_OP = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+  value: 'before-hook-creation,hook-succeeded',
+};
+
+describe('the built-in rule set', () => {
+  it('is what the config hands to the core', () => {
+    expect(decisionContext(loadConfig()).ruleSet).toBe(builtInRules);
+  });
+
+  it('lists every rule once, mutations in the order they run', () => {
+    expect(catalogOf(builtInRules).map((rule) => `${rule.webhook} ${rule.operation} ${rule.id}`)).toEqual([
+      'mutating CREATE delete-policy',
+      'mutating CREATE idempotent-cleanup',
+      'mutating CREATE hook-finalizer',
+      'mutating CREATE ttl-floor',
+      'mutating CREATE min-runtime',
+      'mutating UPDATE immutable-update',
+      'validating CREATE version-race',
+    ]);
+    expect([...builtInRules.mitigatingIds]).not.toContain('version-race');
+  });
+
+  it.each([
+    [
+      'a ConfigMap',
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', annotations: { 'helm.sh/hook': 'pre-install' } } },
+    ],
+    ['a Job without hook annotations', { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'x' }, spec: {} }],
+    [
+      'a Deployment with a hook annotation',
+      { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { annotations: { 'helm.sh/hook': 'pre-install' } } },
+    ],
+    [
+      'a hook annotation that is not a string',
+      { apiVersion: 'batch/v1', kind: 'Job', metadata: { annotations: { 'helm.sh/hook': 5 } } },
+    ],
+    ['no object at all', undefined],
+    ['a string object', 'job'],
+  ])('passes %s untouched', (_name, object) => {
+    expect(decide(request(object), 'mutate', enforce)).toEqual({
+      allowed: true,
+      mode: 'enforce',
+      patch: [],
+      withheldPatch: [],
+      warnings: [],
+      findings: [],
+      reason: 'not a hook object',
+      rules: [],
+    });
+  });
+
+  it.each([
+    ['DELETE', { operation: 'DELETE' }, 'operation DELETE'],
+    ['CONNECT', { operation: 'CONNECT' }, 'operation CONNECT'],
+    ['a status subresource update', { operation: 'UPDATE', subResource: 'status' }, 'subresource status'],
+    ['an excluded namespace', { namespace: 'kube-system' }, 'namespace excluded'],
+  ])('passes %s untouched', (_name, overrides, reason) => {
+    const decision = decide(request(hookJob(), overrides), 'mutate', enforce);
+    expect(decision).toMatchObject({ allowed: true, patch: [], reason });
+  });
+
+  it('patches a hook in enforce mode with exactly the diff', () => {
+    const decision = decide(request(hookJob()), 'mutate', enforce);
+    expect(decision).toMatchObject({
+      allowed: true,
+      mode: 'enforce',
+      patch: [DELETE_POLICY_OP],
+      withheldPatch: [],
+      warnings: [],
+      reason: 'mutated',
+    });
+    expect(decision.rules).toEqual(['delete-policy', 'idempotent-cleanup']);
+  });
+
+  it('withholds the patch in audit mode and says what it would have done', () => {
+    const decision = decide(request(hookJob()), 'mutate', audit);
+    expect(decision).toMatchObject({
+      allowed: true,
+      mode: 'audit',
+      patch: [],
+      withheldPatch: [DELETE_POLICY_OP],
+      warnings: [
+        'hookguard audit would change [delete-policy]: set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+      ],
+      reason: 'would mutate (audit)',
+    });
+  });
+
+  it('lets one object ask for audit mode', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/mode': 'audit' });
+    expect(decide(request(job), 'mutate', enforce)).toMatchObject({
+      mode: 'audit',
+      patch: [],
+      withheldPatch: [DELETE_POLICY_OP],
+    });
+  });
+
+  it('honours hookguard.io/skip and warns about rule ids it does not know', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'delete-policy, no-such-rule' });
+    const decision = decide(request(job), 'mutate', enforce);
+    expect(decision.patch).toEqual([]);
+    expect(decision.findings).toEqual([
+      { rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: no-such-rule' },
+    ]);
+    expect(decision.warnings).toEqual(['hookguard [skip]: hookguard.io/skip names unknown rules: no-such-rule']);
+    // Once per object: the validating webhook does not repeat it.
+    expect(decide(request(job), 'validate', enforce).warnings).toEqual([]);
+  });
+
+  it('denies a racing CREATE at /validate in enforce mode, and only warns in audit mode', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
+    const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
+    const denied = decide(request(job, argo), 'validate', decisionContext(loadConfig(), '2.14.8'));
+    expect(denied.allowed).toBe(false);
+    expect(denied.denial).toMatch(
+      /^hookguard denied: Job apps\/migrate races with Argo CD 2\.14\.8 \(argocd-fast-hook-finalizer-race/,
+    );
+    const audited = decide(
+      request(job, argo),
+      'validate',
+      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
+    );
+    expect(audited).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
+    expect(audited.warnings[0]).toMatch(
+      /^hookguard audit would deny \[version-race\]: Job apps\/migrate races with Argo CD 2\.14\.8/,
+    );
+    expect(audited.warnings[0]!.length).toBeLessThanOrEqual(120);
+  });
+
+  it('judges in audit mode what enforce mode would have stored, so mitigated hooks pass', () => {
+    const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
+    const decision = decide(
+      request(hookJob(), argo),
+      'validate',
+      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
+    );
+    expect(decision).toMatchObject({ allowed: true, findings: [], warnings: [] });
+  });
+
+  it('treats an unparseable Argo CD version as unknown: mutations only', () => {
+    const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
+    const context = decisionContext(loadConfig(), 'latest');
+    expect(decide(request(job, argo), 'validate', context).allowed).toBe(true);
+    expect(decide(request(hookJob(), argo), 'mutate', context).rules).toEqual([
+      'delete-policy',
+      'idempotent-cleanup',
+      'ttl-floor',
+      'min-runtime',
+    ]);
+  });
+
+  it('denies a template-changing UPDATE at /mutate only', () => {
+    const oldObject = hookJob();
+    const object = structuredClone<KubeObject>(oldObject);
+    (object.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers[0]!.image =
+      'alpine:3.21';
+    const update = request(object, { operation: 'UPDATE', oldObject });
+    expect(decide(update, 'mutate', enforce)).toMatchObject({ allowed: false, patch: [], reason: 'denied' });
+    expect(decide(update, 'validate', enforce)).toMatchObject({ allowed: true });
+    expect(decide(update, 'mutate', audit)).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
+  });
+
+  it('never patches an UPDATE', () => {
+    const object = hookJob();
+    expect(
+      decide(request(object, { operation: 'UPDATE', oldObject: structuredClone(object) }), 'mutate', enforce),
+    ).toMatchObject({
+      allowed: true,
+      patch: [],
+      reason: 'compliant',
+    });
+  });
+});
