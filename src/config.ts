@@ -8,6 +8,7 @@ import type { DecisionContext } from './core/context.js';
 import { isRecord } from './core/objects.js';
 import type { RuleSettings } from './core/rule.js';
 import type { Advisory, Mode } from './core/types.js';
+import { ConfigError } from './errors.js';
 import { builtInRules } from './rules/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -57,16 +58,6 @@ export interface Config {
   };
   /** Built-in advisories merged with the config's additions and overrides. */
   advisories: Advisory[];
-}
-
-export class ConfigError extends Error {
-  constructor(
-    readonly key: string,
-    problem: string,
-  ) {
-    super(`invalid config: ${key}: ${problem}`);
-    this.name = 'ConfigError';
-  }
 }
 
 // Everything but `advisories`, which has a shape of its own and is checked separately.

@@ -1,7 +1,8 @@
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { builtInRules, catalogOf } from '../rules/index.js';
-import { EXIT, UsageError, type CommandIO } from './io.js';
+import { EXIT, UsageError } from '../errors.js';
+import { parseArguments } from './arguments.js';
+import type { CommandIO } from './io.js';
 
 function outputFormat(value: string | undefined): 'text' | 'json' {
   if (value === undefined || value === 'text' || value === 'json') return value ?? 'text';
@@ -10,8 +11,7 @@ function outputFormat(value: string | undefined): 'text' | 'json' {
 
 /** `hookguard advisories`: the known Argo CD races, built in and from the config. */
 export async function runAdvisories(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values } = parseArgs({
-    args: [...argv],
+  const { values } = parseArguments(argv, {
     options: { output: { type: 'string' }, config: { type: 'string' } },
   });
   const output = outputFormat(values.output);
@@ -31,7 +31,9 @@ export async function runAdvisories(argv: readonly string[], io: CommandIO): Pro
 
 /** `hookguard rules`: the rule catalog. */
 export async function runRules(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values } = parseArgs({ args: [...argv], options: { output: { type: 'string' } } });
+  const { values } = parseArguments(argv, {
+    options: { output: { type: 'string' } },
+  });
   const catalog = catalogOf(builtInRules);
   if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: catalog }, null, 2)}\n`);
   else

@@ -1,21 +1,15 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import {
-  checkObject,
-  InputError,
-  patchDocument,
-  readDocuments,
-  type CheckResult,
-  type SourceDocument,
-} from '../offline/check.js';
+import { checkObject, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../offline/check.js';
 import { decisionContext, loadConfig } from '../config.js';
-import { EXIT, UsageError, type CommandIO } from './io.js';
+import { EXIT, InputError, UsageError } from '../errors.js';
+import { parseArguments } from './arguments.js';
+import type { CommandIO } from './io.js';
 
 export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [--output text|json] [--fix] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
   --argocd-version V   the objects will be applied by this Argo CD version (without it: applied by plain Helm)
   --fix                print the manifests as hookguard would store them (YAML, documents in order)
-Exit status: 0 all allowed, 1 something would be denied, 2 bad input.`;
+Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 const HELM_USER = 'hookguard-check:helm-user';
 
@@ -59,8 +53,7 @@ function renderFixed(documents: readonly SourceDocument[], results: readonly Che
 }
 
 export async function runCheck(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: [...argv],
+  const { values, positionals } = parseArguments(argv, {
     allowPositionals: true,
     options: {
       'argocd-version': { type: 'string' },

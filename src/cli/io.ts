@@ -11,11 +11,3 @@ export async function readStream(stream: NodeJS.ReadableStream): Promise<string>
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return Buffer.concat(chunks).toString('utf8');
 }
-
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
-
-// serve exits with shutdownForced when connections were still open at server.shutdownTimeoutMs and were cut;
-// sweep exits with failed when a patch did not go through.
-export const EXIT = { ok: 0, denied: 1, failed: 1, badInput: 2, shutdownForced: 1 } as const;

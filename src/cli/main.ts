@@ -1,10 +1,9 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { InputError } from '../offline/check.js';
-import { ConfigError } from '../config.js';
+import { EXIT, UserError } from '../errors.js';
 import { runAdvisories, runRules } from './advisories.js';
 import { CHECK_USAGE, runCheck } from './check.js';
-import { EXIT, readStream, UsageError, type CommandIO } from './io.js';
+import { readStream, type CommandIO } from './io.js';
 import { runServe, SERVE_USAGE } from './serve.js';
 import { runSweep, SWEEP_USAGE } from './sweep.js';
 
@@ -16,6 +15,13 @@ Commands:
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
   sweep        remove Argo CD hook finalizers nothing will remove (dry run unless --apply)
+
+Exit status:
+  ${EXIT.ok}  done: check allowed everything, sweep's patches went through, serve answered every request
+  ${EXIT.denied}  check: something would be denied; sweep: a patch failed or the cluster could not be listed;
+     serve: connections still open at server.shutdownTimeoutMs were cut
+  ${EXIT.badInput}  bad input: arguments, config, certificate files, manifests (stderr names the problem)
+  ${EXIT.internal}  internal error: a bug in hookguard (stderr holds the stack trace)
 
 ${SERVE_USAGE}
 
@@ -53,11 +59,9 @@ async function main(argv: readonly string[], io: CommandIO): Promise<number> {
   try {
     return await command(rest, io);
   } catch (error) {
-    const known = error instanceof ConfigError || error instanceof InputError || error instanceof UsageError;
-    const argumentError = (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
-    if (!known && !argumentError) throw error;
-    io.stderr(`hookguard ${name}: ${(error as Error).message}\n`);
-    return EXIT.badInput;
+    if (!(error instanceof UserError)) throw error;
+    io.stderr(`hookguard ${name}: ${error.message}\n`);
+    return error.exitCode;
   }
 }
 
@@ -74,6 +78,6 @@ main(process.argv.slice(2), io).then(
   },
   (error: unknown) => {
     process.stderr.write(`hookguard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 3;
+    process.exitCode = EXIT.internal;
   },
 );

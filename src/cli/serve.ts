@@ -1,23 +1,25 @@
 import type { Server as TlsServer } from 'node:tls';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls } from '../tls/certificates.js';
-import { EXIT, type CommandIO } from './io.js';
+import { ConfigError, EXIT } from '../errors.js';
+import { parseArguments } from './arguments.js';
+import type { CommandIO } from './io.js';
 
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]
 Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics.
-Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.`;
+Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.
+Exit status: ${EXIT.ok} every request answered after SIGTERM or SIGINT, ${EXIT.shutdownForced} connections still open at server.shutdownTimeoutMs
+were cut, ${EXIT.badInput} bad input (arguments, config, certificate files, port), ${EXIT.internal} internal error.`;
 
 /** `hookguard serve`: listens until SIGTERM or SIGINT, then shuts down gracefully (exit 0 when every request was answered). */
 export async function runServe(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values } = parseArgs({
-    args: [...argv],
+  const { values } = parseArguments(argv, {
     options: {
       config: { type: 'string' },
       host: { type: 'string' },

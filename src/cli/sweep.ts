@@ -1,18 +1,20 @@
 import { Writable } from 'node:stream';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
 import { loadConfig } from '../config.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
-import { ApiCallError, sweep, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
-import { EXIT, UsageError, type CommandIO } from './io.js';
+import { sweep, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
+import { ApiCallError, EXIT, UsageError } from '../errors.js';
+import { parseArguments } from './arguments.js';
+import type { CommandIO } from './io.js';
 
 export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--output text|json] [--min-age-seconds N] [--config FILE]
 Finds hook Jobs and Pods stuck on ${ARGOCD_HOOK_FINALIZER}: being deleted, and finished or deleted longer
 than --min-age-seconds ago (sweep.minAgeSeconds, default 600). A dry run unless --apply, which removes that one
 finalizer with a JSON patch guarded by a test op. Talks to the cluster of KUBECONFIG, the in-cluster service
-account, or ~/.kube/config. Exit status: 0 done, 1 a patch failed or the cluster could not be listed, 2 bad input.`;
+account, or ~/.kube/config. Exit status: ${EXIT.ok} done, ${EXIT.failed} a patch failed or the cluster could not be listed,
+${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 const HEADLINES: Readonly<Record<SweepAction, string>> = {
   'would-remove': 'would remove the hook finalizer',
@@ -42,8 +44,7 @@ function summary(report: SweepReport): string {
 
 /** `hookguard sweep`: one pass, then exit; non-zero when a patch failed. */
 export async function runSweep(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values } = parseArgs({
-    args: [...argv],
+  const { values } = parseArguments(argv, {
     options: {
       namespace: { type: 'string', short: 'n' },
       apply: { type: 'boolean', default: false },

@@ -2,10 +2,7 @@
 // ("Body is not valid JSON…"), even for valid JSON refused because of a __proto__ key; this one says which it was.
 import secureJson from 'secure-json-parse';
 import type { FastifyRequest } from 'fastify';
-
-export class BodyError extends Error {
-  readonly statusCode = 400;
-}
+import { BodyError } from '../errors.js';
 
 const POISONING = /forbidden prototype property/;
 

@@ -6,10 +6,7 @@ import type { DecisionContext } from '../core/context.js';
 import { computedPatch, decide } from '../core/decide.js';
 import { isRecord } from '../core/objects.js';
 import type { Finding, KubeObject, Operation } from '../core/types.js';
-
-export class InputError extends Error {
-  override name = 'InputError';
-}
+import { InputError } from '../errors.js';
 
 export interface SourceDocument {
   /** "stdin document 3", "chart.yaml document 1": how errors name it. */

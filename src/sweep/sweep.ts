@@ -6,7 +6,8 @@ import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
 import { finalizersOf, metadataOf } from '../core/objects.js';
 import type { KubeObject, Operation } from '../core/types.js';
 import { backoffDelayMs, type BackoffSettings } from '../kube/backoff.js';
-import { apiFailure, isTransient, type ApiFailure } from '../kube/errors.js';
+import { ApiCallError, type ApiFailure } from '../errors.js';
+import { apiFailure, isTransient } from '../kube/api-failure.js';
 import type { SweepClient } from './client.js';
 import { qualify, withoutHookFinalizer, type SweptKind } from './qualify.js';
 
@@ -50,13 +51,6 @@ export interface SweepReport {
 }
 
 const MAX_RETRY_AFTER_MS = 60_000;
-
-export class ApiCallError extends Error {
-  constructor(readonly failure: ApiFailure) {
-    super(failure.status === undefined ? failure.message : `HTTP ${failure.status}: ${failure.message}`);
-    this.name = 'ApiCallError';
-  }
-}
 
 /** The failure behind an error from withRetries (already read), or from anything else (read now). */
 function failureOf(error: unknown): ApiFailure {

@@ -3,7 +3,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, decisionContext, DEFAULTS, ENV_KEYS, loadConfig, type ConfigSources } from '../../src/config.js';
+import { decisionContext, DEFAULTS, ENV_KEYS, loadConfig, type ConfigSources } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
 import { decide } from '../../src/core/decide.js';
 import { cliPath, runCli } from '../support/cli.js';
 

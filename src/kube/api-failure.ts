@@ -1,15 +1,7 @@
 // One reading of what went wrong talking to the API server, whatever client-node threw.
 import { ApiException } from '@kubernetes/client-node';
 import { isRecord } from '../core/objects.js';
-
-export interface ApiFailure {
-  /** HTTP status; undefined when no answer came (connection refused, reset, timeout). */
-  status: number | undefined;
-  /** The API server's own words (the Status message), or the network error. */
-  message: string;
-  /** From the Retry-After header, or the Status details. */
-  retryAfterSeconds: number | undefined;
-}
+import type { ApiFailure } from '../errors.js';
 
 function parsedBody(body: unknown): Record<string, unknown> | undefined {
   if (isRecord(body)) return body;
