@@ -71,6 +71,17 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`,
     );
   }
+  // Listening for signals before saying ready: whoever reads that line may stop the process at once.
+  const signalled = new Promise<string>((resolve) => {
+    const received = (name: string) => () => {
+      // Only the first signal counts; shutdownTimeoutMs bounds the rest.
+      if (lifecycle.shuttingDown) return;
+      lifecycle.beginShutdown();
+      resolve(name);
+    };
+    process.on('SIGTERM', received('SIGTERM'));
+    process.on('SIGINT', received('SIGINT'));
+  });
   logger.info(
     {
       mode: config.mode,
@@ -94,16 +105,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       rejected: () => metrics.error('tls_reload'),
     });
   }
-  const signal = await new Promise<string>((resolve) => {
-    const received = (name: string) => () => {
-      // Only the first signal counts; shutdownTimeoutMs bounds the rest.
-      if (lifecycle.shuttingDown) return;
-      lifecycle.beginShutdown();
-      resolve(name);
-    };
-    process.on('SIGTERM', received('SIGTERM'));
-    process.on('SIGINT', received('SIGINT'));
-  });
+  const signal = await signalled;
   logger.info(
     { signal, shutdownDelayMs: config.server.shutdownDelayMs },
     'shutting down: finishing in-flight requests',

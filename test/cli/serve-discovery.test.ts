@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { controller, readyWithController } from '../support/argocd-controllers.js';
 import { cliPath } from '../support/cli.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
+import { eventually } from '../support/log-sink.js';
 import { ServeProcess } from '../support/serve-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-serve-discovery-'));
@@ -22,6 +23,8 @@ function readyz(port: number): Promise<{ status: number | undefined; body: unkno
     }).on('error', reject);
   });
 }
+
+const watching = (body: unknown) => (body as { discovery?: { watching?: boolean } }).discovery?.watching === true;
 
 describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built CLI)', () => {
   it('discovers the version, follows an upgrade, stays ready while the API server is down, and exits on SIGTERM', async () => {
@@ -43,6 +46,8 @@ describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built
         namespaces: [],
       });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
+      // That line is written when the lists are in; the watches open after it.
+      await eventually(async () => watching((await readyz(port)).body), 'discovery watching');
       expect(await readyz(port)).toEqual({
         status: 200,
         body: readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),

@@ -15,11 +15,15 @@ export function capturedLogger(level = 'debug'): { logger: Logger; lines: LogLin
   return { logger: pino({ level }, sink), lines };
 }
 
-/** Polls until `check` returns something truthy, or fails after timeoutMs with what it was waiting for. */
-export async function eventually<T>(check: () => T | undefined | false, what: string, timeoutMs = 5000): Promise<T> {
+/** Polls until `check` returns (or resolves to) something truthy, or fails after timeoutMs with what it was waiting for. */
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));

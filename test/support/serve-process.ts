@@ -1,20 +1,45 @@
 // `hookguard serve` as a real child process (the built CLI), its JSON log lines parsed as they arrive.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import net, { type AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { dirname } from 'node:path';
 import { cliPath } from './cli.js';
 
 export type LogLine = Record<string, unknown>;
 
+/** The first of the ports the kernel hands out for port 0 and to outgoing connections (Linux; else Linux's default). */
+function firstEphemeralPort(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (low > 1024) return low;
+  } catch {
+    // Not Linux: Linux's default is below every other system's.
+  }
+  return 32768;
+}
+
+/**
+ * A port nothing listens on, for a server a test starts later (or for a connection to be refused). It is picked
+ * below the ephemeral range and checked free: a port the kernel handed out for port 0 and then released could be
+ * handed out again, to another listener or to an outgoing connection, before the test uses it; these never are.
+ */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
+  const high = firstEphemeralPort() - 1;
+  const low = Math.max(1025, high - 15_000);
+  for (;;) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    const server = net.createServer();
+    server.listen(port, '127.0.0.1');
+    const free = await new Promise<boolean>((resolve) => {
+      server.once('listening', () => resolve(true));
+      server.once('error', () => resolve(false));
+    });
+    if (!free) continue;
+    server.close();
+    await once(server, 'close');
+    return port;
+  }
 }
 
 export class ServeProcess {
