@@ -48,9 +48,12 @@ export async function shutDown(
   const started = performance.now();
   lifecycle.beginShutdown();
   await delay(settings.shutdownDelayMs).done;
+  // The listener is closed before the line says so (fastify would close it a few ticks into app.close(), after
+  // which it finds it closed and goes on); the callback comes once every connection has ended.
+  const connectionsEnded = new Promise<void>((resolve) => app.server.close(() => resolve()));
   logger.info('shutting down: no longer accepting connections');
   const deadline = delay(settings.shutdownTimeoutMs - (performance.now() - started));
-  const closed = app.close().then(() => 'drained' as const);
+  const closed = Promise.all([connectionsEnded, app.close()]).then(() => 'drained' as const);
   const result = await Promise.race([closed, deadline.done.then(() => 'forced' as const)]);
   deadline.cancel();
   if (result === 'forced') {
