@@ -7,7 +7,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { fromDist } from './built.js';
 
-type ConfigModule = typeof import('../src/config.js');
+type ConfigKeysModule = typeof import('../src/config/keys.js');
 type ReviewModule = typeof import('../src/http/review.js');
 
 const [port, certFile, keyFile] = process.argv.slice(2);
@@ -15,7 +15,7 @@ if (port === undefined || certFile === undefined || keyFile === undefined) {
   process.stderr.write('usage: baseline-server PORT CERT_FILE KEY_FILE\n');
   process.exit(2);
 }
-const { DEFAULTS } = await fromDist<ConfigModule>('config.js');
+const { DEFAULTS } = await fromDist<ConfigKeysModule>('config/keys.js');
 const { parseAdmissionReview } = await fromDist<ReviewModule>('http/review.js');
 
 const logger = pino({

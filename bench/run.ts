@@ -22,7 +22,9 @@ import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } f
 import { renderMarkdown } from './report.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
 
-type ConfigModule = typeof import('../src/config.js');
+type ConfigKeysModule = typeof import('../src/config/keys.js');
+type ConfigLoadModule = typeof import('../src/config/load.js');
+type DecisionContextModule = typeof import('../src/config/decision-context.js');
 type DecideModule = typeof import('../src/core/decide.js');
 type TlsModule = typeof import('../src/tls/certificates.js');
 type AuditModule = typeof import('../src/http/audit.js');
@@ -125,7 +127,9 @@ const rounds = Number(flags.rounds);
 const connectionLevels = flags.connections.split(',').map(Number);
 const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).map(Number);
 
-const { DEFAULTS, decisionContext, loadConfig } = await fromDist<ConfigModule>('config.js');
+const { DEFAULTS } = await fromDist<ConfigKeysModule>('config/keys.js');
+const { loadConfig } = await fromDist<ConfigLoadModule>('config/load.js');
+const { decisionContext } = await fromDist<DecisionContextModule>('config/decision-context.js');
 const { decide } = await fromDist<DecideModule>('core/decide.js');
 const { generateDevCertificate } = await fromDist<TlsModule>('tls/certificates.js');
 const { auditRecord } = await fromDist<AuditModule>('http/audit.js');

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/load.js';
 import { builtInRules, catalogOf } from '../rules/index.js';
 import { EXIT, UsageError } from '../errors.js';
 import { parseArguments } from './arguments.js';

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { checkObject, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../offline/check.js';
-import { decisionContext, loadConfig } from '../config.js';
+import { decisionContext } from '../config/decision-context.js';
+import { loadConfig } from '../config/load.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
 import { parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';

@@ -1,6 +1,6 @@
 import type { Server as TlsServer } from 'node:tls';
 import { pino } from 'pino';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/load.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/load.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
 import { sweep, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';

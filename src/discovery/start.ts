@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../config/keys.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { ArgoDiscovery, discoveryOff, type ArgoVersionSource } from './discovery.js';
 

@@ -7,7 +7,8 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { auditRecord } from './audit.js';
-import { decisionContext, type Config } from '../config.js';
+import { decisionContext } from '../config/decision-context.js';
+import type { Config } from '../config/keys.js';
 import type { DecisionContext } from '../core/context.js';
 import { decide, type Decision } from '../core/decide.js';
 import { withInstances } from '../core/context.js';

@@ -1,5 +1,5 @@
 // Timeouts and limits against slow or abusive clients; the README's "Limits" section explains each value.
-import type { Config } from '../config.js';
+import type { Config } from '../config/keys.js';
 
 type ServerConfig = Config['server'];
 

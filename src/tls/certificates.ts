@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import selfsigned from 'selfsigned';
-import type { Config } from '../config.js';
+import type { Config } from '../config/keys.js';
 import { ConfigError } from '../errors.js';
 
 /** A PEM certificate and its private key. */

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { parse, stringify } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';

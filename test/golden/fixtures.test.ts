@@ -5,7 +5,8 @@
 import { applyPatch } from '../../src/core/json-patch.js';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import { ARGOCD_HOOK_FINALIZER } from '../../src/core/annotations.js';
 import { decide } from '../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';

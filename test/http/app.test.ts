@@ -3,7 +3,7 @@ import { applyPatch } from '../../src/core/json-patch.js';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionResponse, AdmissionReviewResponse } from '../../src/http/responses.js';
 import { deletePolicy } from '../../src/rules/delete-policy.js';

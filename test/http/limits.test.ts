@@ -3,7 +3,7 @@ import { connect as tcpConnect, type AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { eventually } from '../support/log-sink.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import type { ArgoInstance, ArgoInstances } from '../../src/core/argocd-instances.js';
 import { knownArgoCdInstances, Metrics } from '../../src/http/metrics.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import { watchCertificates, type CertificateWatch } from '../../src/tls/reload.js';
 import { generateDevCertificate, type KeyPair } from '../../src/tls/certificates.js';

@@ -7,7 +7,8 @@ import { connect as tlsConnect, createServer as tlsServer, type ConnectionOption
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULTS, loadConfig } from '../../src/config.js';
+import { DEFAULTS } from '../../src/config/keys.js';
+import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';

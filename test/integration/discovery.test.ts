@@ -2,7 +2,7 @@
 // chunked watch events, 410 Gone), through the real /mutate and /validate of buildApp with inject().
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { ArgoDiscovery, type DiscoverySettings } from '../../src/discovery/discovery.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';

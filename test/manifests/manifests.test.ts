@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
 import { readHook } from '../../src/core/hook.js';
 import { cliPath, runCli } from '../support/cli.js';
 import { SKIP_MESSAGE, haveSharedFixtures, loadSharedFixtures } from '../support/fixtures.js';

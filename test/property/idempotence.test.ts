@@ -3,7 +3,8 @@
 import fc from 'fast-check';
 import { applyPatch } from '../../src/core/json-patch.js';
 import { describe, expect, it } from 'vitest';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import { computedPatch, decide } from '../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';

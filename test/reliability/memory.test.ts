@@ -5,7 +5,8 @@
 import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkload } from '../../bench/workload.js';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { cliPath } from '../support/cli.js';

@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { applyPatch } from '../../src/core/json-patch.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
 import type { AdmissionRequest, Container, KubeObject } from '../../src/core/types.js';
 import { argvOf, createSandbox, type Sandbox } from '../support/fake-kubectl.js';

@@ -1,4 +1,5 @@
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import { ruleContextFor } from '../../src/core/context.js';
 import { readHook } from '../../src/core/hook.js';
 import type { RuleContext } from '../../src/core/rule.js';

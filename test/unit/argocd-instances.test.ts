@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { chooseArgoVersion, type ArgoInstance, type VersionChoice } from '../../src/core/argocd-instances.js';
 import { withInstances } from '../../src/core/context.js';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { hookJob } from '../support/objects.js';
 

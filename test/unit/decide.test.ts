@@ -12,7 +12,8 @@ import {
   type UpdateJudge,
 } from '../../src/core/rule.js';
 import type { AdmissionRequest, Advisory, KubeObject } from '../../src/core/types.js';
-import { decisionContext, loadConfig } from '../../src/config.js';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
 import { ARGOCD_CONTROLLER, hookJob, hookPod } from '../support/objects.js';
 
 /** Labels the object `test/<id>: done`; says so, or nothing when the label is there already. */

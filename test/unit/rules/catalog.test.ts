@@ -1,7 +1,8 @@
 // The shipped rules as the config hands them to the core: their order and ids, and how they decide together.
 // The engine's own logic is tested with rules of its own in test/unit/decide.test.ts.
 import { describe, expect, it } from 'vitest';
-import { decisionContext, loadConfig } from '../../../src/config.js';
+import { decisionContext } from '../../../src/config/decision-context.js';
+import { loadConfig } from '../../../src/config/load.js';
 import { decide } from '../../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../../src/core/types.js';
 import { builtInRules, catalogOf } from '../../../src/rules/index.js';

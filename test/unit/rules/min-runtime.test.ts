@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/load.js';
 import { guardContainer, GUARD_CONTAINER_NAME, minRuntime } from '../../../src/rules/min-runtime.js';
 import type { Container, JobSpec } from '../../../src/core/types.js';
 import { contextFor, DEFAULT_GUARD_CONTAINER, hookJob, hookPod } from '../../support/objects.js';

@@ -1,0 +1,29 @@
+import { NO_INSTANCES } from '../core/argocd-instances.js';
+import type { DecisionContext } from '../core/context.js';
+import { builtInRules } from '../rules/index.js';
+import type { Config } from './keys.js';
+
+/**
+ * What the pure core needs from the config. `argocdVersion` pins the version (it defaults to `argocd.version`);
+ * discovered instances are added per snapshot with `withInstances`.
+ */
+export function decisionContext(
+  config: Readonly<Config>,
+  argocdVersion = config.argocd.version ?? undefined,
+): DecisionContext {
+  return {
+    config: {
+      mode: config.mode,
+      excludedNamespaces: config.excludedNamespaces,
+      hookDetection: {
+        argocdControllerUsernames: config.argocd.controllerUsernames,
+        ...(config.argocd.trackingLabel ? { argocdTrackingLabel: config.argocd.trackingLabel } : {}),
+      },
+      rules: config.rules,
+    },
+    ruleSet: builtInRules,
+    advisories: config.advisories,
+    pinnedArgocdVersion: argocdVersion,
+    argocdInstances: NO_INSTANCES,
+  };
+}

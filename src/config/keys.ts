@@ -1,0 +1,321 @@
+// Every configuration key, declared once: its default, the values it accepts, its environment variable and its
+// doc line. The checks, the defaults, the env map, the Config type and docs/configuration.md's table
+// (`npm run docs:config`) are derived from this declaration. Units are in the names.
+import { normalizeArgoVersion } from '../core/argocd-version.js';
+import type { RuleSettings } from '../core/rule.js';
+import type { Advisory } from '../core/types.js';
+import {
+  defaultsOf,
+  flag,
+  group,
+  integer,
+  list,
+  oneOf,
+  optionalText,
+  settingsOf,
+  sibling,
+  text,
+  type Format,
+  type Same,
+  type ValueOf,
+} from './schema.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const NOT_EMPTY: Format = {
+  accepts: 'text, not empty',
+  problem: (value) => (value.trim() === '' ? 'must not be empty' : undefined),
+};
+
+const QUANTITY_PATTERN = /^\d+(\.\d+)?(m|Ki|Mi|Gi|k|M|G)?$/;
+const QUANTITY: Format = {
+  accepts: 'a Kubernetes quantity',
+  problem: (value) => (QUANTITY_PATTERN.test(value) ? undefined : 'must be a Kubernetes quantity like 10m or 16Mi'),
+};
+
+const ARGO_CD_VERSION: Format = {
+  accepts: 'a version like 2.14.3',
+  problem: (value) =>
+    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 2.14.3` : undefined,
+};
+
+function resources(kind: string, cpu: string, memory: string) {
+  return {
+    cpu: text({ default: cpu, format: QUANTITY, doc: `CPU ${kind} of the guard.` }),
+    memory: text({ default: memory, format: QUANTITY, doc: `Memory ${kind} of the guard.` }),
+  };
+}
+
+export const KEYS = {
+  mode: oneOf(['enforce', 'audit'], {
+    default: 'enforce',
+    env: 'HOOKGUARD_MODE',
+    doc: '`audit` never patches or denies: the same decisions become warnings and audit log lines.',
+  }),
+  server: {
+    host: text({ default: '0.0.0.0', env: 'HOOKGUARD_HOST', doc: 'Address the HTTPS server listens on.' }),
+    port: integer({ default: 8443, min: 1, max: 65535, env: 'HOOKGUARD_PORT', doc: 'Port of the HTTPS server.' }),
+    tls: group(
+      {
+        certFile: optionalText({
+          env: 'HOOKGUARD_TLS_CERT_FILE',
+          doc: 'PEM certificate of the server, watched and reloaded; null: a generated self-signed development certificate.',
+        }),
+        keyFile: optionalText({
+          env: 'HOOKGUARD_TLS_KEY_FILE',
+          doc: 'PEM private key of certFile; set both or neither.',
+        }),
+        // Files are watched; this periodic re-read is the fallback for file systems whose events get lost.
+        reloadIntervalMs: integer({
+          default: 60_000,
+          min: 1_000,
+          max: 86_400_000,
+          doc: 'Re-read the certificate files this often, besides watching them.',
+        }),
+      },
+      (tls) =>
+        (tls.certFile === null) !== (tls.keyFile === null)
+          ? 'certFile and keyFile go together: set both or neither'
+          : undefined,
+    ),
+    // controller-runtime's limit: two 3 MB objects plus the review envelope.
+    bodyLimitBytes: integer({
+      default: 7 * 1024 * 1024,
+      min: 1024,
+      max: 64 * 1024 * 1024,
+      doc: 'Larger request bodies get 413 (two 3 MB objects plus the review envelope).',
+    }),
+    // The API server sends a whole request at once; these only cut off slow or stuck clients (docs: limits).
+    tlsHandshakeTimeoutMs: integer({
+      default: 5_000,
+      min: 100,
+      max: 120_000,
+      doc: 'A connection that has not completed its TLS handshake by then is dropped.',
+    }),
+    // Node refuses a headers timeout longer than the request timeout.
+    headersTimeoutMs: integer({
+      default: 5_000,
+      min: 100,
+      max: sibling('requestTimeoutMs'),
+      doc: 'Headers not complete by then get 408 and the connection is closed.',
+    }),
+    // The largest webhook timeoutSeconds the API server allows is 30: later than that nobody waits for the answer.
+    requestTimeoutMs: integer({
+      default: 30_000,
+      min: 100,
+      max: 600_000,
+      doc: 'A request, body included, not received by then gets 408.',
+    }),
+    // Longer than the 90 s idle timeout of the API server's client, so the client closes an idle connection
+    // first and never sends a request into one we are closing.
+    keepAliveTimeoutMs: integer({
+      default: 95_000,
+      min: 1_000,
+      max: 3_600_000,
+      doc: "Idle connections are closed after this; longer than the API server client's 90 s.",
+    }),
+    maxHeaderSizeBytes: integer({
+      default: 16 * 1024,
+      min: 1024,
+      max: 1024 * 1024,
+      doc: 'Larger request headers get 431.',
+    }),
+    maxConnections: integer({
+      default: 1_000,
+      min: 1,
+      max: 1_000_000,
+      doc: 'Connections over this are dropped at once.',
+    }),
+    // After SIGTERM: stay ready-but-failing this long so endpoints drop us before we stop accepting. The delay is
+    // part of shutdownTimeoutMs, and draining needs some of it too.
+    shutdownDelayMs: integer({
+      default: 5_000,
+      min: 0,
+      max: sibling('shutdownTimeoutMs', 1_000),
+      doc: 'After SIGTERM, keep serving (with /readyz failing) this long before draining.',
+    }),
+    // Well inside Kubernetes' default 30 s grace period.
+    shutdownTimeoutMs: integer({
+      default: 20_000,
+      min: 1_000,
+      max: 600_000,
+      doc: 'From SIGTERM to exit at most: connections still open then are cut (exit status 1).',
+    }),
+  },
+  log: {
+    level: oneOf(LOG_LEVELS, {
+      default: 'info',
+      env: 'HOOKGUARD_LOG_LEVEL',
+      doc: 'Level of the JSON log lines on stdout.',
+    }),
+  },
+  argocd: {
+    version: optionalText({
+      format: ARGO_CD_VERSION,
+      env: 'HOOKGUARD_ARGOCD_VERSION',
+      doc: 'Pins the Argo CD version and turns discovery off; null: discovered per instance, or unknown (mutations only, no denials).',
+    }),
+    controllerUsernames: list({
+      default: ['system:serviceaccount:argocd:argocd-application-controller'],
+      doc: 'Requests from these users are applied by Argo CD (besides the controllers discovery finds).',
+    }),
+    trackingLabel: optionalText({
+      doc: 'An object with this label counts as applied by Argo CD; null: no label does.',
+    }),
+  },
+  excludedNamespaces: list({
+    default: ['kube-system'],
+    env: 'HOOKGUARD_EXCLUDED_NAMESPACES',
+    doc: 'Objects in these namespaces are never touched.',
+  }),
+  rules: {
+    deletePolicy: {
+      helm: text({
+        default: 'before-hook-creation,hook-succeeded',
+        doc: 'helm.sh/hook-delete-policy given to Helm hooks without one.',
+      }),
+      helmTest: text({
+        default: 'before-hook-creation',
+        doc: 'The policy for Helm test hooks without one (no hook-succeeded: helm test --logs still finds the Pod).',
+      }),
+      argocd: text({
+        default: 'BeforeHookCreation,HookSucceeded',
+        doc: 'argocd.argoproj.io/hook-delete-policy given to Argo CD hooks without one.',
+      }),
+    },
+    idempotentCleanup: {
+      // Images whose entrypoint is kubectl, so an args-only container runs `kubectl <args>`.
+      kubectlImages: list({
+        default: [
+          'bitnami/kubectl',
+          'registry.k8s.io/kubectl',
+          'rancher/kubectl',
+          'lachlanevenson/k8s-kubectl',
+          'openpolicyagent/gatekeeper-crds',
+        ],
+        doc: 'Images whose entrypoint is kubectl, so a container with only args runs kubectl.',
+      }),
+      minBackoffLimit: integer({
+        default: 3,
+        min: 0,
+        max: 100,
+        doc: 'Cleanup hook Jobs (pre/post-delete) get at least this backoffLimit.',
+      }),
+    },
+    minRuntime: {
+      minRuntimeSeconds: integer({
+        default: 10,
+        min: 1,
+        max: sibling('maxRuntimeSeconds'),
+        doc: 'The init container hookguard-min-runtime waits this long (per object: hookguard.io/min-runtime-seconds).',
+      }),
+      maxRuntimeSeconds: integer({
+        default: 3600,
+        min: 1,
+        max: 86400,
+        doc: 'The longest wait an object may ask for with hookguard.io/min-runtime-seconds.',
+      }),
+      image: text({
+        default: 'busybox:1.37.0',
+        format: NOT_EMPTY,
+        doc: 'Image of the guard init container; pin it by digest in production.',
+      }),
+      command: list({
+        default: ['sleep'],
+        nonEmpty: true,
+        doc: 'The guard runs this command with the seconds to wait appended.',
+      }),
+      runAsUser: integer({ default: 65534, min: 1, max: 2 ** 31 - 1, doc: 'User (and group) the guard runs as.' }),
+      requests: resources('request', '10m', '16Mi'),
+      limits: resources('limit', '100m', '32Mi'),
+    },
+    ttlFloor: {
+      minTtlSecondsAfterFinished: integer({
+        default: 60,
+        min: 0,
+        max: 86400 * 7,
+        doc: "Argo CD hook Jobs' ttlSecondsAfterFinished below this is raised to it.",
+      }),
+    },
+  },
+  discovery: {
+    enabled: flag({
+      default: true,
+      env: 'HOOKGUARD_DISCOVERY_ENABLED',
+      doc: 'Find each Argo CD in the cluster and its version (off anyway while argocd.version is set, or outside a cluster).',
+    }),
+    labelSelector: text({
+      default: 'app.kubernetes.io/name=argocd-application-controller',
+      format: NOT_EMPTY,
+      doc: "Selects Argo CD's application controllers.",
+    }),
+    namespaces: list({
+      default: [],
+      env: 'HOOKGUARD_DISCOVERY_NAMESPACES',
+      doc: 'Namespaces to look in; empty: the whole cluster.',
+    }),
+    backoffInitialMs: integer({
+      default: 500,
+      min: 1,
+      max: 60_000,
+      doc: 'First delay before a failed list or watch is retried; it doubles, with jitter.',
+    }),
+    backoffMaxMs: integer({
+      default: 30_000,
+      min: sibling('backoffInitialMs'),
+      max: 600_000,
+      doc: 'Longest delay between those retries.',
+    }),
+    // The API server ends every watch after at most this; the reflector then resumes it.
+    watchTimeoutSeconds: integer({
+      default: 300,
+      min: 1,
+      max: 3600,
+      doc: 'Each watch is renewed after this; one silent for 30 s longer is restarted.',
+    }),
+  },
+  sweep: {
+    minAgeSeconds: integer({
+      default: 600,
+      min: 0,
+      max: 86400 * 30,
+      doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
+    }),
+    maxAttempts: integer({
+      default: 5,
+      min: 1,
+      max: 20,
+      doc: 'Tries per API call on 429, 5xx or no answer.',
+    }),
+    backoffInitialMs: integer({
+      default: 500,
+      min: 1,
+      max: 60_000,
+      doc: 'First delay between those tries; it doubles, with jitter; a Retry-After wins.',
+    }),
+    backoffMaxMs: integer({
+      default: 10_000,
+      min: sibling('backoffInitialMs'),
+      max: 600_000,
+      doc: 'Longest delay between those tries.',
+    }),
+  },
+};
+
+/** Every setting but `advisories`, which has a shape of its own (src/config/advisories.ts). */
+export type Settings = ValueOf<typeof KEYS>;
+
+export interface Config extends Settings {
+  /** Built-in advisories merged with the config's additions and overrides. */
+  advisories: Advisory[];
+}
+
+// The rules are typed in the core (src/core/rule.ts), which cannot import this: the two must agree.
+const _rulesAgree: Same<Settings['rules'], RuleSettings> = true;
+
+export const DEFAULTS: Settings = defaultsOf(KEYS);
+
+/** Environment variables and the config key each overrides. */
+export const ENV_KEYS: Readonly<Record<string, string>> = Object.fromEntries(
+  settingsOf(KEYS).flatMap(([path, setting]) => (setting.spec.env ? [[setting.spec.env, path]] : [])),
+);
