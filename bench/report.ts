@@ -1,4 +1,4 @@
-// The short markdown table of one bench run (bench/results/latest.md, and the figures in the README).
+// The short markdown table of one bench run (bench/results/latest.md, and the figures in docs/benchmark.md).
 import type { BenchResults, Scenario } from './run.js';
 import { round, type MicroResult } from './micro.js';
 

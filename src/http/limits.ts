@@ -1,4 +1,4 @@
-// Timeouts and limits against slow or abusive clients; the README's "Limits" section explains each value.
+// Timeouts and limits against slow or abusive clients; docs/server.md ("Limits") explains each value.
 import type { Config } from '../config/keys.js';
 
 type ServerConfig = Config['server'];
