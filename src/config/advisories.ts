@@ -14,7 +14,7 @@ const ADVISORY_KEYS = ['id', 'summary', 'affected', 'fixed', 'references', 'miti
 /** The `advisories` row of the docs' configuration table: a list with a shape of its own, not a key of KEYS. */
 export const ADVISORIES_DOC = {
   key: 'advisories',
-  default: 'the built-in advisories',
+  default: 'the built-in ones ([Advisories](rules.md#advisories))',
   accepts: 'a list of advisories',
   doc: 'An entry with a built-in id overrides the fields it gives; `disabled: true` removes it; a new id adds one.',
 };
