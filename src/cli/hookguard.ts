@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { EXIT, UserError } from '../errors.js';
+import { runAdvisories, runRules } from './advisories.js';
+import { CHECK_USAGE, runCheck } from './check.js';
+import type { CommandIO } from './io.js';
+import { runServe, SERVE_USAGE } from './serve.js';
+import { runSweep, SWEEP_USAGE } from './sweep.js';
+
+const USAGE = `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
+
+Commands:
+  serve        run the admission webhook (HTTPS)
+  check        run the rules offline over manifests (helm template ... | hookguard check -)
+  advisories   list the known Argo CD races hookguard guards against
+  rules        list the rule catalog
+  sweep        remove Argo CD hook finalizers nothing will remove (dry run unless --apply)
+
+Exit status:
+  ${EXIT.ok}  done: check allowed everything, sweep's patches went through, serve answered every request
+  ${EXIT.denied}  check: something would be denied; sweep: a patch failed or the cluster could not be listed;
+     serve: connections still open at server.shutdownTimeoutMs were cut
+  ${EXIT.badInput}  bad input: arguments, config, certificate files, manifests (stderr names the problem)
+  ${EXIT.internal}  internal error: a bug in hookguard (stderr holds the stack trace)
+
+${SERVE_USAGE}
+
+${CHECK_USAGE}
+
+${SWEEP_USAGE}
+`;
+
+const commands: Record<string, (argv: readonly string[], io: CommandIO) => Promise<number>> = {
+  serve: runServe,
+  check: runCheck,
+  advisories: runAdvisories,
+  rules: runRules,
+  sweep: runSweep,
+};
+
+/**
+ * `hookguard ARGV` against `io`: resolves with the exit status; a UserError is said on stderr and gives its status,
+ * anything else rejects (a bug: main.ts prints its stack and exits 3). Tests run commands through it in process.
+ */
+export async function runHookguard(argv: readonly string[], io: CommandIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    io.stdout(USAGE);
+    return name === undefined ? EXIT.badInput : EXIT.ok;
+  }
+  if (name === '--version') {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    io.stdout(`${version}\n`);
+    return EXIT.ok;
+  }
+  const command = commands[name];
+  if (!command) {
+    io.stderr(`hookguard: unknown command "${name}"\n\n${USAGE}`);
+    return EXIT.badInput;
+  }
+  try {
+    return await command(rest, io);
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    io.stderr(`hookguard ${name}: ${error.message}\n`);
+    return error.exitCode;
+  }
+}
