@@ -54,6 +54,8 @@ function runFix(getFile: string, patchFile: string) {
   rmSync(result, { force: true });
   const run = spawnSync('bash', ['-e', '-c', readmeFix()], {
     encoding: 'utf8',
+    // Not a socket on stdin (Node's default), with which bash -c takes itself for a remote shell and reads ~/.bashrc.
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: `${dir}:${process.env.PATH ?? ''}`,
       REAL_KUBECTL: realKubectl,

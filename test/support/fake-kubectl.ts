@@ -86,6 +86,9 @@ export function createSandbox(): Sandbox {
       const result = spawnSync(argv[0] as string, argv.slice(1), {
         cwd: workDir,
         env: { PATH: `${world.bin}:${process.env.PATH ?? ''}` },
+        // No stdin, as in a container without `stdin: true`. Node's pipes are sockets, and bash with a socket on
+        // stdin takes itself for a remote shell and reads ~/.bashrc: the user's settings, and 0.7 s a run here.
+        stdio: ['ignore', 'pipe', 'pipe'],
         timeout: 10_000,
       });
       if (result.error) throw result.error;
