@@ -1,12 +1,14 @@
-// `hookguard check` as a user runs it: the built CLI in a real process, over the real chart fixtures.
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+// `hookguard check` as a user runs it, over the real chart fixtures: in process, through the CommandIO the commands
+// take (test/support/command.ts); and the built CLI in a real process, which must exit and print exactly the same.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyPatch } from '../../src/core/json-patch.js';
 import { parseAllDocuments, parse, type Document } from 'yaml';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { haveSharedFixtures, loadSharedFixtures, sharedFixturesDir, SKIP_MESSAGE } from '../support/fixtures.js';
 import { runCli } from '../support/cli.js';
+import { runCommand } from '../support/command.js';
 import { repoRoot } from '../support/k8s-tools.js';
 
 const CONFIGMAP = `# a plain object between the hooks
@@ -47,8 +49,15 @@ function goldenPatch(file: string, scenario: string): unknown {
 describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures', () => {
   const fixtures = loadSharedFixtures();
 
-  it.each(fixtures.map(({ file }) => file))('%s: the CLI computes the same patch as the server core', (file) => {
-    const run = runCli(['check', join(sharedFixturesDir, file), '--argocd-version', '2.14.8', '--output', 'json']);
+  it.each(fixtures.map(({ file }) => file))('%s: the CLI computes the same patch as the server core', async (file) => {
+    const run = await runCommand([
+      'check',
+      join(sharedFixturesDir, file),
+      '--argocd-version',
+      '2.14.8',
+      '--output',
+      'json',
+    ]);
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
     const { results } = JSON.parse(run.stdout);
@@ -67,11 +76,11 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
     expect(results[0].patch).toEqual(goldenPatch(file, 'argocd-2.14.8'));
   });
 
-  it('reads a multi-document stream from stdin, keeps document order, and --fix prints what would be stored', () => {
+  it('reads a multi-document stream from stdin, keeps document order, and --fix prints what would be stored', async () => {
     const stream = [...fixtures.map(({ file }) => readFileSync(join(sharedFixturesDir, file), 'utf8')), CONFIGMAP].join(
       '\n---\n',
     );
-    const json = runCli(['check', '-', '--output', 'json'], stream);
+    const json = await runCommand(['check', '-', '--output', 'json'], stream);
     expect(json.status).toBe(0);
     const { results } = JSON.parse(json.stdout);
     expect(results.map((result: { name: string }) => result.name)).toEqual([
@@ -88,7 +97,7 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
       findings: [],
     });
 
-    const fixed = runCli(['check', '-', '--fix'], stream);
+    const fixed = await runCommand(['check', '-', '--fix'], stream);
     expect(fixed.status).toBe(0);
     const stored = parseAllDocuments(fixed.stdout, {}) as Document[];
     const originals = [...fixtures.map(({ object }) => object), parse(CONFIGMAP)];
@@ -109,8 +118,8 @@ describe.skipIf(haveSharedFixtures)('hookguard check over the shared fixtures', 
 });
 
 describe('hookguard check exit status', () => {
-  it('exits 1 when something would be denied, naming the advisory', () => {
-    const run = runCli(['check', '-', '--argocd-version', '2.14.8', '--output', 'json'], OPTED_OUT_JOB);
+  it('exits 1 when something would be denied, naming the advisory', async () => {
+    const run = await runCommand(['check', '-', '--argocd-version', '2.14.8', '--output', 'json'], OPTED_OUT_JOB);
     expect(run.status).toBe(1);
     const [result] = JSON.parse(run.stdout).results;
     expect(result.allowed).toBe(false);
@@ -119,13 +128,15 @@ describe('hookguard check exit status', () => {
     );
   });
 
-  it('exits 0 for the same input in audit mode, and on an unknown Argo CD version', () => {
-    expect(runCli(['check', '-', '--argocd-version', '2.14.8', '--mode', 'audit'], OPTED_OUT_JOB).status).toBe(0);
-    expect(runCli(['check', '-'], OPTED_OUT_JOB).status).toBe(0);
+  it('exits 0 for the same input in audit mode, and on an unknown Argo CD version', async () => {
+    expect(
+      (await runCommand(['check', '-', '--argocd-version', '2.14.8', '--mode', 'audit'], OPTED_OUT_JOB)).status,
+    ).toBe(0);
+    expect((await runCommand(['check', '-'], OPTED_OUT_JOB)).status).toBe(0);
   });
 
-  it('prints a readable text report by default', () => {
-    const run = runCli(['check', '-', '--argocd-version', '2.14.8'], OPTED_OUT_JOB);
+  it('prints a readable text report by default', async () => {
+    const run = await runCommand(['check', '-', '--argocd-version', '2.14.8'], OPTED_OUT_JOB);
     expect(run.stdout).toMatch(
       /^Job apps\/fast: DENIED, 1 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 2\.14\.8/,
     );
@@ -156,23 +167,23 @@ describe('hookguard check exit status', () => {
       CONFIGMAP,
       /argocd\.version: "latest" is not a semantic version/,
     ],
-  ])('exits 2 on %s, saying what is wrong', (_name, args, input, message) => {
-    const run = runCli(args, input);
+  ])('exits 2 on %s, saying what is wrong', async (_name, args, input, message) => {
+    const run = await runCommand(args, input);
     expect(run.status).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(message);
   });
 
-  it('reads JSON documents too', () => {
-    const run = runCli(['check', '-', '--output', 'json'], JSON.stringify(parse(OPTED_OUT_JOB)));
+  it('reads JSON documents too', async () => {
+    const run = await runCommand(['check', '-', '--output', 'json'], JSON.stringify(parse(OPTED_OUT_JOB)));
     expect(run.status).toBe(0);
     expect(JSON.parse(run.stdout).results[0].name).toBe('fast');
   });
 });
 
 describe('hookguard advisories and rules', () => {
-  it('lists the built-in advisories, and those a config adds or disables', () => {
-    const builtIn = JSON.parse(runCli(['advisories', '--output', 'json']).stdout).advisories.map(
+  it('lists the built-in advisories, and those a config adds or disables', async () => {
+    const builtIn = JSON.parse((await runCommand(['advisories', '--output', 'json'])).stdout).advisories.map(
       (advisory: { id: string }) => advisory.id,
     );
     expect(builtIn).toEqual([
@@ -187,19 +198,21 @@ describe('hookguard advisories and rules', () => {
       file,
       'advisories:\n  - id: argocd-hook-ttl-race\n    disabled: true\n  - id: my-race\n    summary: ours\n    affected: ">=3.0.0 <3.0.5"\n    mitigatedBy: [min-runtime]\n',
     );
-    const configured = JSON.parse(runCli(['advisories', '--output', 'json', '--config', file]).stdout).advisories;
+    const configured = JSON.parse(
+      (await runCommand(['advisories', '--output', 'json', '--config', file])).stdout,
+    ).advisories;
     expect(configured.map((advisory: { id: string }) => advisory.id)).toEqual([
       'argocd-hook-finalizer-partial',
       'argocd-fast-hook-finalizer-race',
       'my-race',
     ]);
-    expect(runCli(['advisories']).stdout).toContain(
+    expect((await runCommand(['advisories'])).stdout).toContain(
       'argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it',
     );
   });
 
-  it('lists the rule catalog', () => {
-    const { rules } = JSON.parse(runCli(['rules', '--output', 'json']).stdout);
+  it('lists the rule catalog', async () => {
+    const { rules } = JSON.parse((await runCommand(['rules', '--output', 'json'])).stdout);
     expect(rules.map((rule: { id: string }) => rule.id)).toEqual([
       'delete-policy',
       'idempotent-cleanup',
@@ -209,5 +222,28 @@ describe('hookguard advisories and rules', () => {
       'immutable-update',
       'version-race',
     ]);
+  });
+});
+
+describe('the built CLI in a real process', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookguard-check-'));
+  const manifest = join(dir, 'manifest.yaml');
+  writeFileSync(manifest, `${CONFIGMAP}---\n${OPTED_OUT_JOB}`);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // The wiring in src/cli/main.ts: arguments, stdin, a file, stdout, stderr and the exit status.
+  it.each<[string, string[], string | undefined, number]>([
+    [
+      'a file named on the command line, something denied',
+      ['check', manifest, '--argocd-version', '2.14.8'],
+      undefined,
+      1,
+    ],
+    ['stdin, JSON out, all allowed', ['check', '-', '--output', 'json'], OPTED_OUT_JOB, 0],
+    ['bad input on stdin', ['check', '-'], 'apiVersion: v1\nmetadata: {}\n', 2],
+  ])('%s: exits and prints exactly as the command does in process', async (_name, args, input, status) => {
+    const inProcess = await runCommand(args, input);
+    expect(inProcess.status).toBe(status);
+    expect(runCli(args, input)).toEqual(inProcess);
   });
 });

@@ -1,12 +1,11 @@
 // `hookguard serve` in a real process, discovering Argo CD from a stand-in for kube-apiserver
 // (test/support/fake-apiserver.ts) through a kubeconfig file, as it would in a cluster.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { controller, readyWithController } from '../support/argocd-controllers.js';
-import { cliPath } from '../support/cli.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { eventually } from '../support/log-sink.js';
 import { ServeProcess } from '../support/serve-process.js';
@@ -26,7 +25,7 @@ function readyz(port: number): Promise<{ status: number | undefined; body: unkno
 
 const watching = (body: unknown) => (body as { discovery?: { watching?: boolean } }).discovery?.watching === true;
 
-describe.skipIf(!existsSync(cliPath))('hookguard serve with discovery (the built CLI)', () => {
+describe('hookguard serve with discovery (the built CLI)', () => {
   it('discovers the version, follows an upgrade, stays ready while the API server is down, and exits on SIGTERM', async () => {
     const server = await new FakeApiServer().start();
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));

@@ -1,10 +1,10 @@
 // `hookguard sweep` as a user runs it: the built CLI in a real process, a kubeconfig file, and a stand-in for
 // kube-apiserver (test/support/fake-apiserver.ts) on 127.0.0.1.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { cliPath, runCliAsync } from '../support/cli.js';
+import { runCliAsync } from '../support/cli.js';
 import { freePort } from '../support/serve-process.js';
 import { FakeApiServer, serviceAccountToken } from '../support/fake-apiserver.js';
 import { HOOK_FINALIZER } from '../support/objects.js';
@@ -33,9 +33,7 @@ async function cluster(): Promise<{ server: FakeApiServer; env: Record<string, s
 
 /** Ages change from run to run; everything else is compared exactly. */
 const steady = (text: string) => text.replace(/deleting for [0-9hms]+/g, 'deleting for AGE');
-const haveCli = existsSync(cliPath);
-
-describe.skipIf(!haveCli)('hookguard sweep (the built CLI)', () => {
+describe('hookguard sweep (the built CLI)', () => {
   it('dry run by default: lists what qualifies and why, changes nothing, exits 0', async () => {
     const { server, env } = await cluster();
     const run = await runCliAsync(['sweep'], env);

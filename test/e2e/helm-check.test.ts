@@ -1,19 +1,21 @@
 /**
  * End to end: a real `helm template` of our own chart (test/e2e/chart) piped
- * into the built hookguard CLI (`node dist/cli/main.js check -`).
+ * into `hookguard check -`: the built CLI (`node dist/cli/main.js check -`) in
+ * a real process for plain Helm, the command in process for the rest.
  *
  * Expected values are computed from the rendered manifests. The exact JSON
  * Patch expectations live in one place, `expectedPlainHelmPatches` below.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyPatch as applyJsonPatch, type Operation } from '../../src/core/json-patch.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
-import { cliPath, runCli, type CliRun } from '../support/cli.js';
+import { runCli, type CliRun } from '../support/cli.js';
+import { runCommand } from '../support/command.js';
 import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
 
 const CHART = join('test', 'e2e', 'chart');
@@ -133,12 +135,16 @@ function describeRun(r: CliRun & { signal?: NodeJS.Signals | null }): string {
   return `exit ${String(r.status)}${r.signal ? ` (signal ${r.signal})` : ''}\n--- stderr ---\n${r.stderr}\n--- stdout ---\n${r.stdout.slice(0, 4000)}`;
 }
 
-function hookguardCheck(input: string, ...args: string[]): CliRun {
-  return runCli(['check', '-', ...args], input);
+function hookguardCheck(input: string, ...args: string[]): Promise<CliRun> {
+  return runCommand(['check', '-', ...args], input);
 }
 
-function checkJson(input: string, ...args: string[]): { run: CliRun; results: CheckResult[] } {
-  const run = hookguardCheck(input, '--output', 'json', ...args);
+async function checkJson(input: string, ...args: string[]): Promise<{ run: CliRun; results: CheckResult[] }> {
+  const run = await hookguardCheck(input, '--output', 'json', ...args);
+  return { run, results: resultsOf(run) };
+}
+
+function resultsOf(run: CliRun): CheckResult[] {
   let parsed: { results?: unknown };
   try {
     parsed = JSON.parse(run.stdout) as { results?: unknown };
@@ -146,7 +152,7 @@ function checkJson(input: string, ...args: string[]): { run: CliRun; results: Ch
     throw new Error(`stdout is not JSON (${(err as Error).message}); ${describeRun(run)}`, { cause: err });
   }
   if (!Array.isArray(parsed.results)) throw new Error(`no "results" array in JSON output; ${describeRun(run)}`);
-  return { run, results: parsed.results as CheckResult[] };
+  return parsed.results as CheckResult[];
 }
 
 function resultFor(results: readonly CheckResult[], name: string): CheckResult {
@@ -164,14 +170,11 @@ try {
   console.warn(`helm-check e2e: skipping, cannot get a helm binary: ${(err as Error).message}`);
 }
 
-describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)', () => {
+describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
   let rendered: Rendered;
   let helmHome: string;
 
   beforeAll(() => {
-    if (!existsSync(cliPath)) {
-      throw new Error(`${cliPath} does not exist: run \`npm run build\` first (npm test does it for you)`);
-    }
     // Keep helm away from the user's ~/.config/helm, ~/.cache/helm.
     helmHome = mkdtempSync(join(tmpdir(), 'hookguard-e2e-helm-'));
     const helm = spawnSync(tools!.helm, ['template', RELEASE, CHART, '-n', NAMESPACE], {
@@ -214,11 +217,12 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
     }
   });
 
-  describe('--output json (plain Helm)', () => {
+  describe('--output json (plain Helm), the built CLI in a real process', () => {
     let run: CliRun;
     let results: CheckResult[];
     beforeAll(() => {
-      ({ run, results } = checkJson(rendered.text));
+      run = runCli(['check', '-', '--output', 'json'], rendered.text);
+      results = resultsOf(run);
     });
 
     it('exits 0', () => {
@@ -272,8 +276,8 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
   describe('--output json --argocd-version 2.14.8 (affected Argo CD)', () => {
     let run: CliRun;
     let results: CheckResult[];
-    beforeAll(() => {
-      ({ run, results } = checkJson(rendered.text, '--argocd-version', '2.14.8'));
+    beforeAll(async () => {
+      ({ run, results } = await checkJson(rendered.text, '--argocd-version', '2.14.8'));
     });
 
     it('exits 0 and still has one result per document in order', () => {
@@ -315,8 +319,8 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
     });
   });
 
-  it('--argocd-version 3.4.0 (fixed release): no min-runtime init container', () => {
-    const { run, results } = checkJson(rendered.text, '--argocd-version', '3.4.0');
+  it('--argocd-version 3.4.0 (fixed release): no min-runtime init container', async () => {
+    const { run, results } = await checkJson(rendered.text, '--argocd-version', '3.4.0');
     expect(run.status, describeRun(run)).toBe(0);
     for (const doc of rendered.docs) {
       const result = resultFor(results, doc.metadata.name);
@@ -336,8 +340,8 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
   describe('--fix', () => {
     let run: CliRun;
     let fixed: KubeDoc[];
-    beforeAll(() => {
-      run = hookguardCheck(rendered.text, '--fix');
+    beforeAll(async () => {
+      run = await hookguardCheck(rendered.text, '--fix');
       fixed = run.status === 0 ? parseYamlStream(run.stdout) : [];
     });
 
@@ -370,14 +374,14 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
       for (const job of jobs) assertValidKubeObject(job);
     });
 
-    it('agrees with --output json: output == rendered documents with their patches applied', () => {
-      const { results } = checkJson(rendered.text);
+    it('agrees with --output json: output == rendered documents with their patches applied', async () => {
+      const { results } = await checkJson(rendered.text);
       const expected = rendered.docs.map((doc) => patchedDoc(doc, resultFor(results, doc.metadata.name).patch));
       expect(fixed).toEqual(expected);
     });
   });
 
-  it('bad input: exit 2 and stderr names the broken document (4th)', () => {
+  it('bad input: exit 2 and stderr names the broken document (4th)', async () => {
     const input = `${rendered.text.endsWith('\n') ? rendered.text : `${rendered.text}\n`}--- \n: : not yaml [\n`;
     // Guard: the appended document really is the 4th and really is invalid YAML.
     const parsed = parseAllDocuments(input);
@@ -385,7 +389,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm, built CLI)'
     expect(parsed[3]?.errors.length).toBeGreaterThan(0);
 
     for (const output of ['json', 'text']) {
-      const run = hookguardCheck(input, '--output', output);
+      const run = await hookguardCheck(input, '--output', output);
       expect(run.status, describeRun(run)).toBe(2);
       expect(run.stderr, describeRun(run)).toMatch(/document\D{0,3}4\b/i);
     }

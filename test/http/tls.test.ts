@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +11,6 @@ import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
-import { cliPath } from '../support/cli.js';
 import { requestOnce, type Reply } from '../support/request-once.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { ServeProcess } from '../support/serve-process.js';
@@ -158,13 +156,8 @@ describe('the webhook over a real TLS socket', () => {
   });
 });
 
-const haveCli = existsSync(cliPath);
-
 describe('hookguard serve (the built CLI)', () => {
-  const title = haveCli
-    ? 'generates a development certificate, serves HTTPS and exits 0 on SIGTERM'
-    : `skipped: ${cliPath} is missing; run \`npm run build\` first (npm test does)`;
-  it.skipIf(!haveCli)(title, async () => {
+  it('generates a development certificate, serves HTTPS and exits 0 on SIGTERM', async () => {
     const serve = await ServeProcess.start();
     const { port, lines } = serve;
     try {

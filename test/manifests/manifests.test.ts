@@ -1,13 +1,13 @@
 // The shipped manifests, rendered by a real `kubectl kustomize` and checked against the Kubernetes schema, the
 // settings the issue requires, Pod Security "restricted", and hookguard itself (its config loader, its hook test).
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { readHook } from '../../src/core/hook.js';
-import { cliPath, runCli } from '../support/cli.js';
+import { runCommand } from '../support/command.js';
 import { SKIP_MESSAGE, haveSharedFixtures, loadSharedFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -207,22 +207,19 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     );
   });
 
-  it.skipIf(!existsSync(cliPath))(
-    'gives the sweep arguments and a config file the built CLI accepts (it stops only for want of a cluster)',
-    () => {
-      const cronJob = find(objects(overlay), 'CronJob', 'hookguard-sweep');
-      const [container] = cronJob.spec.jobTemplate.spec.template.spec.containers;
-      const configMap = objects(overlay).find((object) => object.kind === 'ConfigMap') as Manifest;
-      const file = join(dir, `sweep-${overlay}.yaml`);
-      writeFileSync(file, configMap.data['config.yaml']);
-      expect(container.env).toEqual([{ name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' }]);
-      const run = runCli(container.args, undefined, { HOOKGUARD_CONFIG: file, HOME: dir });
-      expect([run.status, run.stderr]).toEqual([
-        2,
-        'hookguard sweep: no cluster to sweep: set KUBECONFIG, or run in a pod with a service account\n',
-      ]);
-    },
-  );
+  it('gives the sweep arguments and a config file the CLI accepts (it stops only for want of a cluster)', async () => {
+    const cronJob = find(objects(overlay), 'CronJob', 'hookguard-sweep');
+    const [container] = cronJob.spec.jobTemplate.spec.template.spec.containers;
+    const configMap = objects(overlay).find((object) => object.kind === 'ConfigMap') as Manifest;
+    const file = join(dir, `sweep-${overlay}.yaml`);
+    writeFileSync(file, configMap.data['config.yaml']);
+    expect(container.env).toEqual([{ name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' }]);
+    const run = await runCommand(container.args, undefined, { HOOKGUARD_CONFIG: file, HOME: dir });
+    expect([run.status, run.stderr]).toEqual([
+      2,
+      'hookguard sweep: no cluster to sweep: set KUBECONFIG, or run in a pod with a service account\n',
+    ]);
+  });
 
   it('grants exactly what discovery and sweep need, each to its own service account', () => {
     const rules = (name: string) => find(objects(overlay), 'ClusterRole', name).rules;

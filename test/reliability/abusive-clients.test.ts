@@ -4,7 +4,6 @@
 // timeout, oversized headers and the connection limit are issue 4's test/http/limits.test.ts, against the timeouts
 // in the config; they are not repeated here.
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -12,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
-import { cliPath } from '../support/cli.js';
 import { hookJob } from '../support/objects.js';
 import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
@@ -26,9 +24,7 @@ import {
   type ServerProcess,
 } from '../support/server-process.js';
 
-const haveCli = existsSync(cliPath);
-
-describe.skipIf(!haveCli)('slow and abusive clients (built server, child process, real TLS)', () => {
+describe('slow and abusive clients (built server, child process, real TLS)', () => {
   let certificate: CertificateFiles;
   let server: ServerProcess;
   let config: Readonly<Config>;

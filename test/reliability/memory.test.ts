@@ -9,7 +9,6 @@ import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
-import { cliPath } from '../support/cli.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
   freePort,
@@ -21,7 +20,6 @@ import {
   type CertificateFiles,
   type ServerProcess,
 } from '../support/server-process.js';
-import { existsSync } from 'node:fs';
 
 const WARMUP_REQUESTS = 10_000;
 const MEASURED_REQUESTS = 100_000;
@@ -34,9 +32,7 @@ const HEAP_GROWTH_LIMIT_BYTES = 8 * MiB;
 const RSS_GROWTH_LIMIT_BYTES = 32 * MiB;
 
 const ARGOCD_VERSION = '2.14.3';
-const haveCli = existsSync(cliPath);
-
-describe.skipIf(!haveCli)('memory under 100k requests (built server, child process, real TLS)', () => {
+describe('memory under 100k requests (built server, child process, real TLS)', () => {
   let certificate: CertificateFiles;
   let server: ServerProcess;
 

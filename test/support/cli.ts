@@ -1,10 +1,17 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { staleBuild } from './fresh-build.js';
 import { repoRoot } from './k8s-tools.js';
 
-/** The built CLI, run as a user runs it: a real process, arguments, stdin, exit status. */
+/**
+ * The built CLI, run as a user runs it: a real process, arguments, stdin, exit status. (test/support/command.ts runs
+ * commands in this process.) The vitest project of the tests that use it builds dist/ first when it is stale
+ * (test/support/fresh-build.ts); a test elsewhere that imports this fails here rather than test an old build.
+ */
 export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
+
+const stale = staleBuild();
+if (stale !== undefined) throw new Error(`dist/ is older than src/ (${stale}): run npm run build (npm test does)`);
 
 export interface CliRun {
   status: number | null;
@@ -13,7 +20,6 @@ export interface CliRun {
 }
 
 export function runCli(args: readonly string[], input?: string, env: Record<string, string> = {}): CliRun {
-  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first (npm test does)`);
   const result = spawnSync(process.execPath, [cliPath, ...args], {
     input,
     encoding: 'utf8',
@@ -26,7 +32,6 @@ export function runCli(args: readonly string[], input?: string, env: Record<stri
 
 /** runCli without blocking this process, for commands that talk to a server the test itself runs. */
 export function runCliAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
-  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first (npm test does)`);
   const child = spawn(process.execPath, [cliPath, ...args], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', ...env },

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,7 +7,6 @@ import { DEFAULTS, ENV_KEYS } from '../../src/config/keys.js';
 import { loadConfig, type ConfigSources } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { decide } from '../../src/core/decide.js';
-import { cliPath, runCli } from '../support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
 let written = 0;
@@ -523,78 +521,5 @@ describe('advisories from the config', () => {
     const decision = decide(request, 'validate', decisionContext(extended));
     expect(decision.allowed).toBe(false);
     expect(decision.denial).toContain('Job apps/fast races with Argo CD 3.4.1 (argocd-fast-hook-finalizer-race: ');
-  });
-});
-
-const haveCli = existsSync(cliPath);
-
-describe('hookguard serve with a bad config (the built CLI)', () => {
-  it.skipIf(!haveCli).each<[string, () => { args: string[]; env?: Record<string, string> }, string]>([
-    [
-      'a config file with a misspelt key',
-      () => ({ args: ['--config', yamlFile('rules:\n  minRuntime:\n    imag: busybox\n')] }),
-      'hookguard serve: invalid config: rules.minRuntime.imag: unknown key\n',
-    ],
-    [
-      'HOOKGUARD_CONFIG naming a file with a bad mode',
-      () => ({ args: [], env: { HOOKGUARD_CONFIG: yamlFile('mode: block\n') } }),
-      'hookguard serve: invalid config: mode: must be one of enforce, audit, got "block"\n',
-    ],
-    [
-      'HOOKGUARD_PORT=abc',
-      () => ({ args: [], env: { HOOKGUARD_PORT: 'abc' } }),
-      'hookguard serve: invalid config: server.port: must be a number, got string "abc"\n',
-    ],
-    [
-      '--argocd-version latest',
-      () => ({ args: ['--argocd-version', 'latest'] }),
-      'hookguard serve: invalid config: argocd.version: "latest" is not a semantic version like 2.14.3\n',
-    ],
-  ])(haveCli ? 'exits 2 naming the bad key: %s' : `skipped: ${cliPath} is missing (%s)`, (_name, input, stderr) => {
-    const { args, env } = input();
-    const run = runCli(['serve', ...args], undefined, env);
-    expect(run.status).toBe(2);
-    expect(run.stderr).toBe(stderr);
-    expect(run.stdout).toBe('');
-  });
-});
-
-describe('hookguard serve with unusable TLS files or port (the built CLI)', () => {
-  it.skipIf(!haveCli)('exits 2 naming server.tls.certFile when the certificate file is missing', () => {
-    const run = runCli(['serve'], undefined, {
-      HOOKGUARD_TLS_CERT_FILE: '/nope/tls.crt',
-      HOOKGUARD_TLS_KEY_FILE: '/nope/tls.key',
-    });
-    expect(run.status).toBe(2);
-    expect(run.stderr).toBe(
-      "hookguard serve: invalid config: server.tls.certFile: cannot read /nope/tls.crt: ENOENT: no such file or directory, open '/nope/tls.crt'\n",
-    );
-  });
-
-  it.skipIf(!haveCli)('exits 2 naming server.tls when the files hold no usable certificate and key', () => {
-    const cert = yamlFile('not a certificate\n');
-    const key = yamlFile('not a key\n');
-    const run = runCli(['serve'], undefined, { HOOKGUARD_TLS_CERT_FILE: cert, HOOKGUARD_TLS_KEY_FILE: key });
-    expect(run.status).toBe(2);
-    expect(run.stderr).toMatch(
-      /^hookguard serve: invalid config: server\.tls: .* are not a usable certificate and key: /,
-    );
-  });
-
-  it.skipIf(!haveCli)('exits 2 naming server.port when the port is taken', async () => {
-    const taken = createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    const { port } = taken.address() as AddressInfo;
-    try {
-      const run = runCli(['serve', '--host', '127.0.0.1', '--port', String(port)]);
-      expect(run.status).toBe(2);
-      expect(run.stderr).toMatch(
-        new RegExp(
-          `^hookguard serve: invalid config: server\\.port: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`,
-        ),
-      );
-    } finally {
-      taken.close();
-    }
   });
 });
