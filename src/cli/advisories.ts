@@ -1,5 +1,5 @@
 import { loadConfig } from '../config/load.js';
-import { builtInRules, catalogOf } from '../rules/index.js';
+import { builtInRules, catalogOf, describeStages } from '../rules/index.js';
 import { EXIT, UsageError } from '../errors.js';
 import { parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
@@ -38,6 +38,8 @@ export async function runRules(argv: readonly string[], io: CommandIO): Promise<
   if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: catalog }, null, 2)}\n`);
   else
     for (const rule of catalog)
-      io.stdout(`${rule.id.padEnd(20)} ${rule.webhook} ${rule.operation.padEnd(6)} ${rule.doc}\n`);
+      io.stdout(
+        `${rule.id.padEnd(20)} ${rule.webhook} ${rule.operation.padEnd(6)} ${rule.doc} (takes effect at ${describeStages(rule.stages)})\n`,
+      );
   return EXIT.ok;
 }

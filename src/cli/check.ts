@@ -79,7 +79,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   });
   const appliedByArgo = values['argocd-version'] !== undefined;
   const username = appliedByArgo ? (config.argocd.controllerUsernames[0] ?? HELM_USER) : HELM_USER;
-  const context = decisionContext(config);
+  const context = decisionContext(config, undefined, 'render');
 
   const documents: SourceDocument[] = [];
   for (const source of positionals) {

@@ -1,17 +1,21 @@
 import { NO_INSTANCES } from '../core/argocd-instances.js';
 import type { DecisionContext } from '../core/context.js';
+import type { Stage } from '../core/rule.js';
 import { builtInRules } from '../rules/index.js';
 import type { Config } from './keys.js';
 
 /**
  * What the pure core needs from the config. `argocdVersion` pins the version (it defaults to `argocd.version`);
- * discovered instances are added per snapshot with `withInstances`.
+ * discovered instances are added per snapshot with `withInstances`. The webhooks decide at admission,
+ * `hookguard check` at render time.
  */
 export function decisionContext(
   config: Readonly<Config>,
   argocdVersion = config.argocd.version ?? undefined,
+  stage: Stage = 'admission',
 ): DecisionContext {
   return {
+    stage,
     config: {
       mode: config.mode,
       excludedNamespaces: config.excludedNamespaces,

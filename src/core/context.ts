@@ -3,7 +3,7 @@
 import type { ArgoInstances } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
 import type { HookDetection, HookInfo } from './hook.js';
-import type { RuleContext, RuleSet, RuleSettings } from './rule.js';
+import type { RuleContext, RuleSet, RuleSettings, Stage } from './rule.js';
 import type { Advisory, Mode } from './types.js';
 
 export interface CoreConfig {
@@ -14,6 +14,8 @@ export interface CoreConfig {
 }
 
 export interface DecisionContext {
+  /** Admission (the webhooks) or render time (`hookguard check`): rules run only at the stages they name. */
+  stage: Stage;
   config: CoreConfig;
   /** The rules to apply: the core is handed them, it does not know the catalog. */
   ruleSet: RuleSet;
@@ -73,7 +75,7 @@ const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
 /** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
 export function ruleContextFor(
   hook: HookInfo,
-  context: Pick<DecisionContext, 'config' | 'advisories'>,
+  context: Pick<DecisionContext, 'stage' | 'config' | 'advisories'>,
   chosenVersion: string | undefined,
 ): RuleContext {
   const known =
@@ -81,6 +83,7 @@ export function ruleContextFor(
       ? advisoriesForVersion(context.advisories, chosenVersion)
       : undefined;
   return {
+    stage: context.stage,
     hook,
     settings: context.config.rules,
     argocdVersion: known?.argocdVersion,

@@ -4,7 +4,7 @@ import { ruleContextFor, type DecisionContext } from './context.js';
 import { readHook, type HookInfo } from './hook.js';
 import { compare } from './json-patch.js';
 import { cloneJson, isRecord, metadataOf } from './objects.js';
-import { gateOpen, type RuleContext, type RuleSet } from './rule.js';
+import { gateOpen, type RuleContext, type RuleSet, type Stage } from './rule.js';
 import type { AdmissionRequest, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { renderWarnings } from './warnings.js';
 
@@ -49,7 +49,13 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
   const findings: Finding[] = [];
   const rules: string[] = [];
   for (const rule of ruleSet.mutations) {
-    if (!rule.kinds.includes(context.hook.kind) || !gateOpen(rule, context) || context.hook.skip.has(rule.id)) continue;
+    if (
+      !rule.stages.includes(context.stage) ||
+      !rule.kinds.includes(context.hook.kind) ||
+      !gateOpen(rule, context) ||
+      context.hook.skip.has(rule.id)
+    )
+      continue;
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
     const advisory = context.advisoriesFor(rule.id)[0]?.id;
@@ -149,12 +155,13 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   if (operation === 'UPDATE') {
     const oldObject = request.oldObject;
     if (endpoint === 'validate' || !isRecord(oldObject)) return conclude(judged, [], [], []);
+    const judges = atStage(ruleSet.updateJudges, ruleContext);
     const findings: Finding[] = [];
-    for (const judge of ruleSet.updateJudges) {
+    for (const judge of judges) {
       const finding = judge.judge(oldObject, object, ruleContext);
       if (finding) findings.push(finding);
     }
-    return conclude(judged, ids(ruleSet.updateJudges), findings, []);
+    return conclude(judged, ids(judges), findings, []);
   }
 
   if (endpoint === 'mutate') {
@@ -165,11 +172,18 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   }
   // In audit mode nothing was mutated before us: judge what enforce mode would have stored.
   const stored = judged.mode === 'audit' ? applyMutations(object, ruleContext, ruleSet).mutated : object;
+  const validators = atStage(ruleSet.createValidators, ruleContext);
   const findings: Finding[] = [];
-  for (const validator of ruleSet.createValidators) {
-    findings.push(...validator.validate(stored, ruleContext, ruleSet.mutations));
+  for (const validator of validators) {
+    findings.push(...validator.validate(stored, ruleContext, atStage(ruleSet.mutations, ruleContext)));
   }
-  return conclude(judged, ids(ruleSet.createValidators), findings, []);
+  return conclude(judged, ids(validators), findings, []);
+}
+
+function atStage<T extends { stages: readonly Stage[] }>(rules: readonly T[], context: RuleContext): readonly T[] {
+  return rules.every((rule) => rule.stages.includes(context.stage))
+    ? rules
+    : rules.filter((rule) => rule.stages.includes(context.stage));
 }
 
 function ids(rules: readonly { id: string }[]): string[] {

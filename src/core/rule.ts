@@ -31,7 +31,16 @@ export interface RuleSettings {
   ttlFloor: { minTtlSecondsAfterFinished: number };
 }
 
+/**
+ * Where a decision is made. `admission`: the object the API server is about to store, after its defaulting (the
+ * webhooks). `render`: the manifest as its author wrote it, before Helm or Argo CD applies it (`hookguard check`,
+ * the Helm post-renderer, the Argo CD plugin); only there do the fields the tools read from the manifest (delete
+ * policies) take effect, and only there is a field the author left unset still unset.
+ */
+export type Stage = 'admission' | 'render';
+
 export interface RuleContext {
+  stage: Stage;
   hook: HookInfo;
   settings: RuleSettings;
   /** Normalised Argo CD version; undefined when unknown. */
@@ -61,6 +70,8 @@ export interface RuleReport {
 export interface MutationRule {
   id: string;
   doc: string;
+  /** Where the rule takes effect: it runs only at these stages. */
+  stages: readonly Stage[];
   kinds: readonly HookKind[];
   gate: RuleGate;
   mutate(object: KubeObject, context: RuleContext): RuleReport;
@@ -70,6 +81,7 @@ export interface MutationRule {
 export interface UpdateJudge {
   id: string;
   doc: string;
+  stages: readonly Stage[];
   judge(oldObject: KubeObject, newObject: KubeObject, context: RuleContext): Finding | undefined;
 }
 
@@ -77,6 +89,7 @@ export interface UpdateJudge {
 export interface CreateValidator {
   id: string;
   doc: string;
+  stages: readonly Stage[];
   /** `mutations` are the rule set's, for validators that judge whether a mitigation is in place. */
   validate(object: KubeObject, context: RuleContext, mutations: readonly MutationRule[]): Finding[];
 }

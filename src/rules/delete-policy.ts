@@ -6,6 +6,7 @@ import { report, type MutationRule } from '../core/rule.js';
 export const deletePolicy: MutationRule = {
   id: 'delete-policy',
   doc: 'Gives a hook without a delete policy an explicit one (Helm: before-hook-creation,hook-succeeded; Argo CD: BeforeHookCreation,HookSucceeded).',
+  stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
   mutate(object, { hook, settings }) {

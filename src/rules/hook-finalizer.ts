@@ -9,6 +9,7 @@ import { report, type MutationRule } from '../core/rule.js';
 export const hookFinalizer: MutationRule = {
   id: 'hook-finalizer',
   doc: `Removes ${ARGOCD_HOOK_FINALIZER} at CREATE on the Argo CD versions that add it without a working cleanup (2.14.0-2.14.3).`,
+  stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'argocd-known',
   mutate(object) {

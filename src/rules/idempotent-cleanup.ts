@@ -12,6 +12,7 @@ const DEFAULT_BACKOFF_LIMIT = 6;
 export const idempotentCleanup: MutationRule = {
   id: 'idempotent-cleanup',
   doc: 'Adds --ignore-not-found to kubectl delete in hook commands and scripts; gives cleanup hook Jobs a backoffLimit of at least 3.',
+  stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
   mutate(object, { hook, settings }) {

@@ -49,6 +49,8 @@ function explainCause(oldObject: KubeObject, newObject: KubeObject, where: strin
 export const immutableUpdate: UpdateJudge = {
   id: IMMUTABLE_UPDATE_ID,
   doc: 'Denies an UPDATE changing a hook Job spec.template (which the API server rejects as immutable) with the cause and the exact fix.',
+  // An UPDATE exists only in a cluster: there is no render-time counterpart.
+  stages: ['admission'],
   judge(oldObject, newObject, context) {
     if (context.hook.kind !== 'Job') return undefined;
     const oldSpec = jobSpecOf(oldObject);

@@ -1,5 +1,5 @@
 // The rule catalog: every rule hookguard ships, as the RuleSet the config hands to the core.
-import { ruleSet, type RuleSet } from '../core/rule.js';
+import { ruleSet, type RuleSet, type Stage } from '../core/rule.js';
 import { deletePolicy } from './delete-policy.js';
 import { hookFinalizer } from './hook-finalizer.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
@@ -18,29 +18,30 @@ export interface CatalogEntry {
   id: string;
   webhook: 'mutating' | 'validating';
   operation: 'CREATE' | 'UPDATE';
+  /** Where it takes effect: at admission (the webhooks), at render time (check, post-renderer, plugin), or both. */
+  stages: readonly Stage[];
   doc: string;
 }
 
 /** What `hookguard rules` lists: each rule with the webhook and operation it acts on. */
 export function catalogOf(rules: RuleSet): CatalogEntry[] {
+  const entry =
+    (webhook: CatalogEntry['webhook'], operation: CatalogEntry['operation']) =>
+    (rule: { id: string; stages: readonly Stage[]; doc: string }): CatalogEntry => ({
+      id: rule.id,
+      webhook,
+      operation,
+      stages: rule.stages,
+      doc: rule.doc,
+    });
   return [
-    ...rules.mutations.map((rule) => ({
-      id: rule.id,
-      webhook: 'mutating' as const,
-      operation: 'CREATE' as const,
-      doc: rule.doc,
-    })),
-    ...rules.updateJudges.map((rule) => ({
-      id: rule.id,
-      webhook: 'mutating' as const,
-      operation: 'UPDATE' as const,
-      doc: rule.doc,
-    })),
-    ...rules.createValidators.map((rule) => ({
-      id: rule.id,
-      webhook: 'validating' as const,
-      operation: 'CREATE' as const,
-      doc: rule.doc,
-    })),
+    ...rules.mutations.map(entry('mutating', 'CREATE')),
+    ...rules.updateJudges.map(entry('mutating', 'UPDATE')),
+    ...rules.createValidators.map(entry('validating', 'CREATE')),
   ];
+}
+
+/** "admission", "render time" or "admission and render time", for people. */
+export function describeStages(stages: readonly Stage[]): string {
+  return stages.map((stage) => (stage === 'render' ? 'render time' : stage)).join(' and ');
 }

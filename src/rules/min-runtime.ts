@@ -51,6 +51,7 @@ function requestedSeconds(raw: string | undefined, settings: RuleSettings['minRu
 export const minRuntime: MutationRule = {
   id: 'min-runtime',
   doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied hooks, so they cannot finish before Argo CD sees them run.',
+  stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'argocd',
   mutate(object, { settings }) {

@@ -5,6 +5,7 @@ import { report, type MutationRule } from '../core/rule.js';
 export const ttlFloor: MutationRule = {
   id: 'ttl-floor',
   doc: 'Raises ttlSecondsAfterFinished below the floor (default 60) on Argo CD-applied hook Jobs, so the Job outlives Argo CD observing it.',
+  stages: ['admission', 'render'],
   kinds: ['Job'],
   gate: 'argocd',
   mutate(object, { settings }) {

@@ -39,6 +39,7 @@ function missingMitigations(
 export const versionRace: CreateValidator = {
   id: VERSION_RACE_ID,
   doc: 'Denies a hook CREATE that, after mutation, still races with the known Argo CD version (an opted-out or impossible mitigation), naming the advisory.',
+  stages: ['admission', 'render'],
   validate(object, context, mutationRules) {
     if (!context.hook.appliedByArgo || context.argocdVersion === undefined) return [];
     const mitigating = mutationRules.filter(

@@ -9,6 +9,7 @@ import {
   type CreateValidator,
   type MutationRule,
   type RuleSet,
+  type Stage,
   type UpdateJudge,
 } from '../../src/core/rule.js';
 import type { AdmissionRequest, Advisory, KubeObject } from '../../src/core/types.js';
@@ -16,15 +17,19 @@ import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ARGOCD_CONTROLLER, hookJob, hookPod } from '../support/objects.js';
 
+const BOTH: readonly Stage[] = ['admission', 'render'];
+
 /** Labels the object `test/<id>: done`; says so, or nothing when the label is there already. */
 function labelRule(
   id: string,
   gate: MutationRule['gate'],
   kinds: MutationRule['kinds'] = ['Job', 'Pod'],
+  stages: MutationRule['stages'] = BOTH,
 ): MutationRule {
   return {
     id,
     doc: `labels the object test/${id}`,
+    stages,
     kinds,
     gate,
     mutate(object) {
@@ -38,12 +43,14 @@ function labelRule(
 }
 
 const always = labelRule('always', 'always');
+const renderOnly = labelRule('render-only', 'always', ['Job', 'Pod'], ['render']);
 const argocd = labelRule('argocd', 'argocd');
 const argocdKnown = labelRule('argocd-known', 'argocd-known');
 const jobsOnly = labelRule('jobs-only', 'always', ['Job']);
 const warner: MutationRule = {
   id: 'warner',
   doc: 'warns and reports an unmet mitigation',
+  stages: BOTH,
   kinds: ['Job'],
   gate: 'always',
   mutate: () => report({ warnings: ['just so you know'], unmet: 'cannot do it here' }),
@@ -53,6 +60,7 @@ const warner: MutationRule = {
 const requiresAlways: CreateValidator = {
   id: 'requires-always',
   doc: 'denies a CREATE without the always label',
+  stages: BOTH,
   validate: (object) =>
     object.metadata?.labels?.['test/always'] === 'done'
       ? []
@@ -62,6 +70,7 @@ const requiresAlways: CreateValidator = {
 const noRename: UpdateJudge = {
   id: 'no-rename',
   doc: 'denies an UPDATE that changes the app label',
+  stages: ['admission'],
   judge: (oldObject, newObject) =>
     oldObject.metadata?.labels?.app === newObject.metadata?.labels?.app
       ? undefined
@@ -286,6 +295,26 @@ describe('decide, with rules of its own', () => {
     });
     const unchanged = request(structuredClone(oldObject), { operation: 'UPDATE', oldObject });
     expect(decide(unchanged, 'mutate', contextWith())).toMatchObject({ allowed: true, patch: [], reason: 'compliant' });
+  });
+
+  it('runs each rule only at the stages it names: a render-only rule at render time, an admission-only judge at admission', () => {
+    const staged = ruleSet({ mutations: [always, renderOnly], updateJudges: [noRename], createValidators: [] });
+    const atAdmission = decide(request(hookJob()), 'mutate', contextWith({ ruleSet: staged }));
+    expect(atAdmission.rules).toEqual(['always']);
+    const atRender = decide(request(hookJob()), 'mutate', { ...contextWith({ ruleSet: staged }), stage: 'render' });
+    expect(atRender.rules).toEqual(['always', 'render-only']);
+    expect(atRender.patch).toEqual([
+      { op: 'add', path: '/metadata/labels', value: { 'test/always': 'done', 'test/render-only': 'done' } },
+    ]);
+    const oldObject = hookJob();
+    oldObject.metadata!.labels = { app: 'a' };
+    const renamed = structuredClone<KubeObject>(oldObject);
+    renamed.metadata!.labels = { app: 'b' };
+    const update = request(renamed, { operation: 'UPDATE', oldObject });
+    expect(decide(update, 'mutate', { ...contextWith({ ruleSet: staged }), stage: 'render' })).toMatchObject({
+      allowed: true,
+      rules: [],
+    });
   });
 
   it('applies no rule it was not handed', () => {

@@ -43,6 +43,12 @@ describe('the built-in rule set', () => {
       'validating CREATE version-race',
     ]);
     expect([...builtInRules.mitigatingIds]).not.toContain('version-race');
+    // An UPDATE only exists in a cluster: immutable-update has no render-time counterpart.
+    expect(
+      catalogOf(builtInRules)
+        .filter((rule) => !rule.stages.includes('render'))
+        .map((rule) => rule.id),
+    ).toEqual(['immutable-update']);
   });
 
   it.each([
