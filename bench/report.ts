@@ -1,5 +1,5 @@
 // The short markdown table of one bench run (bench/results/latest.md, and the figures in docs/benchmark.md).
-import type { BenchResults, Scenario } from './run.js';
+import type { BenchResults, Scenario, ServerSummary } from './run.js';
 import { round, type MicroResult } from './micro.js';
 
 const SCENARIOS: Record<Scenario, string> = { mix: 'the mix', 'non-hooks': 'non-hooks only' };
@@ -23,9 +23,14 @@ export function renderMarkdown(results: BenchResults): string {
     '| requests | connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | RSS MiB |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
+  const before = settings.before;
   for (const level of results.levels) {
-    for (const name of ['hookguard', 'baseline'] as const) {
-      const s = level[name];
+    const rows: [string, ServerSummary][] = [
+      ['hookguard', level.hookguard],
+      ...(level.before ? [[`before (${before?.commit})`, level.before] as [string, ServerSummary]] : []),
+      ['baseline', level.baseline],
+    ];
+    for (const [name, s] of rows) {
       lines.push(
         `| ${SCENARIOS[level.scenario]} | ${level.connections} | ${name} | ${s.rps.toFixed(0)} | ${s.p50} | ${s.p97_5} | ${s.p99} | ${s.errors} | ${s.cpuMicrosPerRequest} | ${s.rssMiB} |`,
       );
@@ -41,6 +46,21 @@ export function renderMarkdown(results: BenchResults): string {
     lines.push(
       `| ${SCENARIOS[level.scenario]} | ${level.connections} | ${level.ratios.rps} (${mark(level.meetsTargets.throughput)}) | ${level.ratios.p50} | ${level.ratios.p99} (${mark(level.meetsTargets.p99)}) | ${level.ratios.cpu} | ${level.ratios.rss} |`,
     );
+  }
+  if (before) {
+    lines.push(
+      '',
+      `hookguard against the build before the change (${before.commit}, ${before.dir}), same run, alternating:`,
+      '',
+      `| requests | connections | server CPU/req ratio (limit <= ${results.targets.cpuVsBeforeMax}) | throughput ratio | p99 ratio |`,
+      '|---|---:|---:|---:|---:|',
+    );
+    for (const level of results.levels) {
+      if (!level.vsBefore) continue;
+      lines.push(
+        `| ${SCENARIOS[level.scenario]} | ${level.connections} | ${level.vsBefore.cpu} (${level.vsBefore.withinCpuLimit ? 'within' : 'OVER'}) | ${level.vsBefore.rps} | ${level.vsBefore.p99} |`,
+      );
+    }
   }
   lines.push(
     '',

@@ -1,9 +1,12 @@
 // `npm run bench`: hookguard against a bare fastify HTTPS baseline, on this machine, in one run.
 // Both run as child processes over real TLS; autocannon loads them with keep-alive and no pipelining,
 // alternating A B A B at each connection count so drift hits both; then the core decision is timed in-process.
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// With `--before DIR` (another checkout of hookguard, built), that build runs as a third server in the same
+// alternation, so a change's cost is measured against the code before it in one run.
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, release, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
@@ -32,7 +35,8 @@ type ResponsesModule = typeof import('../src/http/responses.js');
 type MetricsModule = typeof import('../src/http/metrics.js');
 type AppModule = typeof import('../src/http/app.js');
 
-export type ServerName = 'hookguard' | 'baseline';
+/** `before`: the build given with --before, when there is one. */
+export type ServerName = 'hookguard' | 'baseline' | 'before';
 
 /**
  * What is sent: the whole mix (the issue's workload, 92% hook objects, every rule at work), and the non-hook Jobs and
@@ -76,6 +80,9 @@ export interface LevelSummary {
   /** hookguard / baseline */
   ratios: { rps: number; p50: number; p99: number; cpu: number; rss: number };
   meetsTargets: { throughput: boolean; p99: boolean };
+  /** With --before: that build's figures, and hookguard / before. */
+  before?: ServerSummary;
+  vsBefore?: { rps: number; p99: number; cpu: number; withinCpuLimit: boolean };
 }
 
 export interface BenchResults {
@@ -90,6 +97,8 @@ export interface BenchResults {
     argocdVersion: string;
     pipelining: 1;
     logSink: string;
+    /** With --before: the other build's folder and commit. */
+    before?: { dir: string; commit: string };
   };
   workload: {
     requests: number;
@@ -102,10 +111,11 @@ export interface BenchResults {
   runs: LoadRun[];
   micro: MicroResult[];
   addedWork: AddedWork;
-  targets: { throughputRatioMin: number; p99RatioMax: number };
+  targets: { throughputRatioMin: number; p99RatioMax: number; cpuVsBeforeMax: number };
 }
 
-const TARGETS = { throughputRatioMin: 0.9, p99RatioMax: 1.25 };
+// cpuVsBeforeMax: a new rule may not make the server's CPU per request on the mix grow by more than 10%.
+const TARGETS = { throughputRatioMin: 0.9, p99RatioMax: 1.25, cpuVsBeforeMax: 1.1 };
 // Every rule in play: 2.14.3 is affected by all three advisories, so Argo CD hooks get the full set of mutations.
 const ARGOCD_VERSION = '2.14.3';
 const MiB = 1024 * 1024;
@@ -119,8 +129,18 @@ const { values: flags } = parseArgs({
     'non-hook-connections': { type: 'string', default: '32' },
     'micro-ms': { type: 'string', default: '40' },
     'no-write': { type: 'boolean', default: false },
+    before: { type: 'string' },
   },
 });
+const beforeDir = flags.before === undefined ? undefined : resolve(flags.before);
+const beforeCli = beforeDir === undefined ? undefined : join(beforeDir, 'dist', 'cli', 'main.js');
+if (beforeCli !== undefined && !existsSync(beforeCli))
+  throw new Error(`--before ${beforeDir}: no ${beforeCli}; run npm ci && npm run build there first`);
+const beforeCommit =
+  beforeDir === undefined
+    ? undefined
+    : execFileSync('git', ['-C', beforeDir, 'rev-parse', '--short', 'HEAD']).toString().trim();
+const serverNames: readonly ServerName[] = beforeCli ? ['hookguard', 'before', 'baseline'] : ['hookguard', 'baseline'];
 const durationSeconds = Number(flags.duration);
 const warmupSeconds = Number(flags.warmup);
 const rounds = Number(flags.rounds);
@@ -149,7 +169,11 @@ console.log(
 
 const certificate = writeCertificate(await generateDevCertificate());
 const logDir = mkdtempSync(join(tmpdir(), 'hookguard-bench-logs-'));
-const logFiles = { hookguard: join(logDir, 'hookguard.log'), baseline: join(logDir, 'baseline.log') };
+const logFiles: Record<ServerName, string> = {
+  hookguard: join(logDir, 'hookguard.log'),
+  baseline: join(logDir, 'baseline.log'),
+  before: join(logDir, 'before.log'),
+};
 const servers = {} as Record<ServerName, ServerProcess>;
 
 try {
@@ -177,9 +201,23 @@ try {
   });
   closeSync(hookguardLog);
   closeSync(baselineLog);
+  if (beforeCli !== undefined) {
+    const beforePort = await freePort();
+    const beforeLog = openSync(logFiles.before, 'w');
+    servers.before = await startServerProcess({
+      args: [beforeCli, ...hookguardArgs(beforePort, ['--argocd-version', ARGOCD_VERSION]).slice(1)],
+      port: beforePort,
+      ca: certificate.cert,
+      env: tlsEnv(certificate),
+      stdout: beforeLog,
+    });
+    closeSync(beforeLog);
+  }
 
   const answers = await checkAnswers(servers, workload.requests, certificate.cert);
-  console.log(`bench: every request answered 200 with its uid by both servers; hookguard: ${JSON.stringify(answers)}`);
+  console.log(
+    `bench: every request answered 200 with its uid by ${serverNames.join(', ')}; hookguard: ${JSON.stringify(answers)}`,
+  );
 
   const runs: LoadRun[] = [];
   const mixes: Record<Scenario, BenchRequest[]> = {
@@ -192,9 +230,9 @@ try {
   ];
   for (const { scenario, connections } of plan) {
     const mix = mixes[scenario];
-    for (const name of ['hookguard', 'baseline'] as const) await load(servers[name], mix, connections, warmupSeconds);
+    for (const name of serverNames) await load(servers[name], mix, connections, warmupSeconds);
     for (let round = 1; round <= rounds; round++) {
-      for (const name of ['hookguard', 'baseline'] as const) {
+      for (const name of serverNames) {
         const cpuBefore = servers[name].cpuMs();
         const result = await load(servers[name], mix, connections, durationSeconds);
         const run = toRun(scenario, name, connections, round, result, servers[name], servers[name].cpuMs() - cpuBefore);
@@ -206,11 +244,11 @@ try {
       }
     }
   }
-  const peaks = {
-    hookguard: servers.hookguard.memory().peakRssBytes,
-    baseline: servers.baseline.memory().peakRssBytes,
-  };
-  for (const name of ['hookguard', 'baseline'] as const) await servers[name].stop();
+  const peaks = Object.fromEntries(serverNames.map((name) => [name, servers[name].memory().peakRssBytes])) as Record<
+    ServerName,
+    number
+  >;
+  for (const name of serverNames) await servers[name].stop();
   const levels = plan.map(({ scenario, connections }) => summarise(scenario, connections, runs, peaks));
   const logBytes = { hookguard: statSync(logFiles.hookguard).size, baseline: statSync(logFiles.baseline).size };
 
@@ -247,6 +285,9 @@ try {
       argocdVersion: ARGOCD_VERSION,
       pipelining: 1,
       logSink: `stdout to a file, level ${DEFAULTS.log.level}; bytes per request: hookguard ${perRequest(logBytes.hookguard, runs, 'hookguard')}, baseline ${perRequest(logBytes.baseline, runs, 'baseline')}`,
+      ...(beforeDir !== undefined && beforeCommit !== undefined
+        ? { before: { dir: beforeDir, commit: beforeCommit } }
+        : {}),
     },
     workload: {
       requests: workload.requests.length,
@@ -365,6 +406,7 @@ function summarise(
   };
   const hookguard = of('hookguard');
   const baseline = of('baseline');
+  const before = runs.some((run) => run.server === 'before') ? of('before') : undefined;
   const ratio = (a: number, b: number) => round(a / b, 3);
   const ratios = {
     rps: ratio(hookguard.rps, baseline.rps),
@@ -380,6 +422,17 @@ function summarise(
     baseline,
     ratios,
     meetsTargets: { throughput: ratios.rps >= TARGETS.throughputRatioMin, p99: ratios.p99 <= TARGETS.p99RatioMax },
+    ...(before
+      ? {
+          before,
+          vsBefore: {
+            rps: ratio(hookguard.rps, before.rps),
+            p99: ratio(hookguard.p99, before.p99),
+            cpu: ratio(hookguard.cpuMicrosPerRequest, before.cpuMicrosPerRequest),
+            withinCpuLimit: hookguard.cpuMicrosPerRequest / before.cpuMicrosPerRequest <= TARGETS.cpuVsBeforeMax,
+          },
+        }
+      : {}),
   };
 }
 
@@ -397,7 +450,7 @@ async function checkAnswers(
 ): Promise<Record<string, number>> {
   const answers: Record<string, number> = { patched: 0, denied: 0, allowedUnchanged: 0 };
   for (const entry of requests) {
-    for (const name of ['hookguard', 'baseline'] as const) {
+    for (const name of serverNames) {
       const { status, body } = await post(targets[name].port, `/${entry.endpoint}`, entry.body, ca);
       const response = (JSON.parse(body) as { response?: { uid?: string; allowed?: boolean; patch?: string } })
         .response;
