@@ -1,17 +1,10 @@
-import { ARGOCD_DELETE_POLICY, ARGOCD_HOOK_FINALIZER, HELM_DELETE_POLICY } from '../core/annotations.js';
-import { annotation, describeObject, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
+import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
+import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
+import { describeObject, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
 import type { RuleContext, UpdateJudge } from '../core/rule.js';
 import type { KubeObject } from '../core/types.js';
 
 export const IMMUTABLE_UPDATE_ID = 'immutable-update';
-
-/** Helm's and Argo CD's spelling of the same policy, compared without case or dashes. */
-function hasBeforeHookCreation(object: KubeObject): boolean {
-  // Argo CD reads its own policy, else Helm's; both default to before-hook-creation when none is set.
-  const policy = annotation(object, ARGOCD_DELETE_POLICY) ?? annotation(object, HELM_DELETE_POLICY);
-  if (policy === undefined || policy.trim() === '') return true;
-  return policy.split(',').some((item) => item.trim().replaceAll('-', '').toLowerCase() === 'beforehookcreation');
-}
 
 function explainCause(oldObject: KubeObject, newObject: KubeObject, where: string, context: RuleContext): string {
   const metadata = metadataOf(oldObject);
@@ -33,7 +26,7 @@ function explainCause(oldObject: KubeObject, newObject: KubeObject, where: strin
   if (metadata?.deletionTimestamp) {
     return `The old Job is being deleted and waits on finalizers [${finalizers.join(', ')}]; wait for them or ask their owners, then sync again.`;
   }
-  if (!hasBeforeHookCreation(newObject)) {
+  if (!deletePoliciesFor(newObject, toolOf(context.hook)).has('before-hook-creation')) {
     return (
       `Its delete policy lacks before-hook-creation, so the old Job is not deleted before the new one is applied${argocd}. ` +
       `Fix: add before-hook-creation (Helm) or BeforeHookCreation (Argo CD) to the delete policy, and now: kubectl delete job ${where}.`
@@ -45,6 +38,11 @@ function explainCause(oldObject: KubeObject, newObject: KubeObject, where: strin
 /**
  * An UPDATE that changes a Job's pod template fails in the API server with "field is immutable"; denying it here
  * says why and how to fix it. Updates of metadata, finalizers or status are always allowed (argo-cd#24187).
+ *
+ * The delete policy in the explanation is read from the new object's annotations as the hook's tool reads them
+ * (`deletePoliciesFor`): since admission writes no delete policy, they are the chart's. A Job created by an earlier
+ * hookguard may still carry the policy it injected; by default each held before-hook-creation, which is also the
+ * tools' default when the chart sets none, so the explanation stays the same for it.
  */
 export const immutableUpdate: UpdateJudge = {
   id: IMMUTABLE_UPDATE_ID,

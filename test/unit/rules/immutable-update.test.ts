@@ -73,6 +73,37 @@ describe('immutable-update', () => {
     );
   });
 
+  // Read as the tools read it: Argo CD combines its own policy with Helm's; Helm gives no default to an empty one.
+  it.each([
+    [
+      "Argo CD's HookSucceeded with Helm's before-hook-creation",
+      {
+        'argocd.argoproj.io/hook': 'PreSync',
+        'argocd.argoproj.io/hook-delete-policy': 'HookSucceeded',
+        'helm.sh/hook-delete-policy': 'before-hook-creation',
+      },
+      ARGOCD_CONTROLLER,
+      false,
+    ],
+    [
+      'an empty Helm policy, under Helm',
+      { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': '' },
+      'kubernetes-admin',
+      true,
+    ],
+    [
+      'an empty Helm policy, under Argo CD',
+      { 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': '' },
+      ARGOCD_CONTROLLER,
+      false,
+    ],
+  ])('reads the delete policy as the tool does: %s', (_name, annotations, username, lacksBeforeHookCreation) => {
+    const oldJob = hookJob(annotations);
+    const newJob = withNewImage(oldJob);
+    const finding = immutableUpdate.judge(oldJob, newJob, contextFor(newJob, { username }));
+    expect(finding?.message.includes('Its delete policy lacks before-hook-creation')).toBe(lacksBeforeHookCreation);
+  });
+
   it('leaves suspended Jobs to the API server (some template fields are mutable there)', () => {
     const oldJob = hookJob(undefined, { suspend: true });
     expect(judge(oldJob, withNewImage(oldJob))).toBeUndefined();
