@@ -8,7 +8,8 @@ import type { CommandIO } from './io.js';
 
 export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [--output text|json] [--fix] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
-  --argocd-version V   the objects will be applied by this Argo CD version (without it: applied by plain Helm)
+  --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
+                       argocd.version in the config; without any: applied by plain Helm)
   --fix                print the manifests as hookguard would store them (YAML, documents in order)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
@@ -75,9 +76,12 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
 
   const config = loadConfig({
     file: values.config ?? io.env.HOOKGUARD_CONFIG,
+    env: io.env,
     overrides: { mode, 'argocd.version': values['argocd-version'] },
   });
-  const appliedByArgo = values['argocd-version'] !== undefined;
+  // Told an Argo CD version (the flag, or HOOKGUARD_ARGOCD_VERSION as the Helm post-renderer and the Argo CD plugin
+  // pass it, or the config): the objects are Argo CD's to apply.
+  const appliedByArgo = config.argocd.version !== null;
   const username = appliedByArgo ? (config.argocd.controllerUsernames[0] ?? HELM_USER) : HELM_USER;
   const context = decisionContext(config, undefined, 'render');
 

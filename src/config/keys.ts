@@ -172,15 +172,15 @@ export const KEYS = {
     deletePolicy: {
       helm: text({
         default: 'before-hook-creation,hook-succeeded',
-        doc: 'helm.sh/hook-delete-policy given to Helm hooks without one.',
+        doc: 'helm.sh/hook-delete-policy given to Helm hooks without one, at render time (where Helm reads it).',
       }),
       helmTest: text({
         default: 'before-hook-creation',
-        doc: 'The policy for Helm test hooks without one (no hook-succeeded: helm test --logs still finds the Pod).',
+        doc: 'The policy for Helm test hooks without one (no hook-succeeded: Helm 3 deletes such Pods before helm test --logs reads them).',
       }),
       argocd: text({
         default: 'BeforeHookCreation,HookSucceeded',
-        doc: 'argocd.argoproj.io/hook-delete-policy given to Argo CD hooks without one.',
+        doc: 'argocd.argoproj.io/hook-delete-policy given to Argo CD hooks without one, at render time (where Argo CD reads it).',
       }),
     },
     idempotentCleanup: {
@@ -234,7 +234,15 @@ export const KEYS = {
         default: 60,
         min: 0,
         max: 86400 * 7,
-        doc: "Argo CD hook Jobs' ttlSecondsAfterFinished below this is raised to it.",
+        doc: "Hook Jobs' ttlSecondsAfterFinished below this is raised to it (Helm's always, Argo CD's on an affected or unknown version).",
+      }),
+    },
+    hookTtl: {
+      ttlSecondsAfterFinished: integer({
+        default: 3600,
+        min: 1,
+        max: 86400 * 30,
+        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor).',
       }),
     },
   },

@@ -29,6 +29,7 @@ export interface RuleSettings {
     limits: ResourceList;
   };
   ttlFloor: { minTtlSecondsAfterFinished: number };
+  hookTtl: { ttlSecondsAfterFinished: number };
 }
 
 /**
@@ -54,8 +55,9 @@ export interface RuleContext {
  * - `always`: every hook object.
  * - `argocd`: hooks applied by Argo CD whose version an advisory for this rule affects, or whose version is unknown.
  * - `argocd-known`: only when a known Argo CD version is affected (changes that would hurt a fixed version).
+ * - `helm-and-argocd`: every hook Helm applies, and hooks applied by Argo CD as under `argocd`.
  */
-export type RuleGate = 'always' | 'argocd' | 'argocd-known';
+export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd';
 
 export interface RuleReport {
   /** What the rule changed, one line each. */
@@ -129,7 +131,7 @@ export function report(partial: Partial<RuleReport> = {}): RuleReport {
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {
   if (rule.gate === 'always') return true;
-  if (!context.hook.appliedByArgo) return false;
-  if (context.argocdVersion === undefined) return rule.gate === 'argocd';
+  if (!context.hook.appliedByArgo) return rule.gate === 'helm-and-argocd';
+  if (context.argocdVersion === undefined) return rule.gate !== 'argocd-known';
   return context.advisoriesFor(rule.id).length > 0;
 }

@@ -2,11 +2,24 @@ import { ARGOCD_DELETE_POLICY, HELM_DELETE_POLICY } from '../core/annotations.js
 import { annotation, setAnnotation } from '../core/objects.js';
 import { report, type MutationRule } from '../core/rule.js';
 
-/** A hook without a delete policy gets one explicitly, in the annotation its own tool reads; a chart's choice is kept. */
+/**
+ * A hook without a delete policy gets one explicitly, in the annotation its own tool reads; a chart's choice is kept.
+ *
+ * Render time only, because that is where the tools read it. Helm parses the policy from the rendered manifest
+ * (after its post-renderer, in Helm 4) into the release and acts on that copy, never on the live object (helm v4.1.4
+ * `pkg/release/v1/util/manifest_sorter.go`, `pkg/action/hooks.go` hookHasDeletePolicy reads `h.DeletePolicies`;
+ * `pkg/action/action.go` renderResources runs the post-renderer before SortManifests). Argo CD reads a sync hook's
+ * policy from the target manifest before the live object (gitops-engine `pkg/sync/sync_task.go`
+ * hasHookDeletePolicy → `t.obj()` = `obj(t.targetObj, t.liveObj)`, at 093aef0dad58 pinned by argo-cd v3.1.0, and in
+ * argo-cd v3.4.0 `gitops-engine/`). Written at admission it would change nothing and say `hook-succeeded` on a Job
+ * that will not be deleted. Argo CD's PreDelete and PostDelete hooks are the exception: the controller reads their
+ * policy from the live object (argo-cd v3.4.0 `controller/hook.go` cleanupHooks); admission still writes none, and
+ * their Jobs get a TTL from `hook-ttl` instead.
+ */
 export const deletePolicy: MutationRule = {
   id: 'delete-policy',
-  doc: 'Gives a hook without a delete policy an explicit one (Helm: before-hook-creation,hook-succeeded; Argo CD: BeforeHookCreation,HookSucceeded).',
-  stages: ['admission', 'render'],
+  doc: 'Gives a hook without a delete policy an explicit one where the tools read it, in the rendered manifest (Helm: before-hook-creation,hook-succeeded, test hooks before-hook-creation; Argo CD: BeforeHookCreation,HookSucceeded).',
+  stages: ['render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
   mutate(object, { hook, settings }) {

@@ -2,6 +2,7 @@
 import { ruleSet, type RuleSet, type Stage } from '../core/rule.js';
 import { deletePolicy } from './delete-policy.js';
 import { hookFinalizer } from './hook-finalizer.js';
+import { hookTtl } from './hook-ttl.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
 import { immutableUpdate } from './immutable-update.js';
 import { minRuntime } from './min-runtime.js';
@@ -9,7 +10,8 @@ import { ttlFloor } from './ttl-floor.js';
 import { versionRace } from './version-race.js';
 
 export const builtInRules: RuleSet = ruleSet({
-  mutations: [deletePolicy, idempotentCleanup, hookFinalizer, ttlFloor, minRuntime],
+  // hook-ttl after delete-policy: at render time a hook the latter gives hook-succeeded needs no TTL.
+  mutations: [deletePolicy, hookTtl, idempotentCleanup, hookFinalizer, ttlFloor, minRuntime],
   updateJudges: [immutableUpdate],
   createValidators: [versionRace],
 });

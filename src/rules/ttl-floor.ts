@@ -1,13 +1,25 @@
 import { jobSpecOf } from '../core/objects.js';
 import { report, type MutationRule } from '../core/rule.js';
 
-/** A Job deleted by its TTL before Argo CD records the hook's result leaves the sync waiting forever (argo-cd#21055). */
+/**
+ * A hook Job deleted by its TTL before the tool waiting on it has seen it finish leaves that tool waiting.
+ *
+ * - Argo CD: on versions without the hook finalizer the sync waits forever (argo-cd#21055, gitops-engine#646); gated
+ *   on the advisories, like every Argo CD mitigation.
+ * - Helm 4: hooks are awaited with a kstatus watcher that wants the Job `Current`; a Job that is gone is `NotFound`,
+ *   which never counts as done, so `helm install|upgrade` waits until `--timeout` and fails (helm v4.1.4
+ *   `pkg/kube/statuswait.go` statusObserver; unchanged in v4.2.4; issue helm#31786, open fix PRs helm#31851 and
+ *   helm#32586). Every Helm hook gets the floor, whichever version runs it: Helm 3 ends a hook's wait successfully
+ *   on a Deleted event (helm v3.21.4 `pkg/kube/client.go` watchUntilReady: `case watch.Deleted: ... return true`),
+ *   so there the floor costs nothing and helps little. (Helm 3's "jobs.batch not found" with `--wait-for-jobs`,
+ *   helm#10576, concerns a chart's non-hook Jobs, which are no hooks and which hookguard leaves alone.)
+ */
 export const ttlFloor: MutationRule = {
   id: 'ttl-floor',
-  doc: 'Raises ttlSecondsAfterFinished below the floor (default 60) on Argo CD-applied hook Jobs, so the Job outlives Argo CD observing it.',
+  doc: 'Raises ttlSecondsAfterFinished below the floor (default 60) on hook Jobs (Helm: always; Argo CD: on an affected or unknown version), so the Job outlives the tool observing it.',
   stages: ['admission', 'render'],
   kinds: ['Job'],
-  gate: 'argocd',
+  gate: 'helm-and-argocd',
   mutate(object, { settings }) {
     const spec = jobSpecOf(object);
     const ttl = spec?.ttlSecondsAfterFinished;

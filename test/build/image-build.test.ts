@@ -97,13 +97,7 @@ describe('scripts/build.sh in a clean copy of the repository', () => {
       );
       const { response } = JSON.parse(reply.body);
       expect([reply.status, response.uid]).toEqual([200, 'uid-image']);
-      expect(decodePatch(response)).toEqual([
-        {
-          op: 'add',
-          path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-          value: 'before-hook-creation,hook-succeeded',
-        },
-      ]);
+      expect(decodePatch(response)).toEqual([{ op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 }]);
       connection.destroy();
       serve.child.kill('SIGTERM');
       expect(await serve.exitWithin(10_000), serve.stderr).toBe(0);

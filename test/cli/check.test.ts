@@ -49,32 +49,29 @@ function goldenPatch(file: string, scenario: string): unknown {
 describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures', () => {
   const fixtures = loadSharedFixtures();
 
-  it.each(fixtures.map(({ file }) => file))('%s: the CLI computes the same patch as the server core', async (file) => {
-    const run = await runCommand([
-      'check',
-      join(sharedFixturesDir, file),
-      '--argocd-version',
-      '2.14.8',
-      '--output',
-      'json',
-    ]);
-    expect(run.stderr).toBe('');
-    expect(run.status).toBe(0);
-    const { results } = JSON.parse(run.stdout);
-    expect(results).toHaveLength(1);
-    expect(Object.keys(results[0]).sort()).toEqual(
-      [
-        'allowed',
-        'apiVersion',
-        'findings',
-        'kind',
-        'name',
-        'patch',
-        ...(results[0].namespace ? ['namespace'] : []),
-      ].sort(),
-    );
-    expect(results[0].patch).toEqual(goldenPatch(file, 'argocd-2.14.8'));
-  });
+  // check decides at render time: the golden scenario `helm-render` is the core's decision there, for plain Helm.
+  it.each(fixtures.map(({ file }) => file))(
+    '%s: the CLI computes the same patch as the core at render time',
+    async (file) => {
+      const run = await runCommand(['check', join(sharedFixturesDir, file), '--output', 'json']);
+      expect(run.stderr).toBe('');
+      expect(run.status).toBe(0);
+      const { results } = JSON.parse(run.stdout);
+      expect(results).toHaveLength(1);
+      expect(Object.keys(results[0]).sort()).toEqual(
+        [
+          'allowed',
+          'apiVersion',
+          'findings',
+          'kind',
+          'name',
+          'patch',
+          ...(results[0].namespace ? ['namespace'] : []),
+        ].sort(),
+      );
+      expect(results[0].patch).toEqual(goldenPatch(file, 'helm-render'));
+    },
+  );
 
   it('reads a multi-document stream from stdin, keeps document order, and --fix prints what would be stored', async () => {
     const stream = [...fixtures.map(({ file }) => readFileSync(join(sharedFixturesDir, file), 'utf8')), CONFIGMAP].join(
@@ -126,6 +123,20 @@ describe('hookguard check exit status', () => {
     expect(result.findings).toContainEqual(
       expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }),
     );
+  });
+
+  // How the Helm post-renderer and the Argo CD plugin tell it the version (plugins/, manifests/argocd-cmp/).
+  it('takes the Argo CD version from HOOKGUARD_ARGOCD_VERSION as from --argocd-version; the flag wins', async () => {
+    const flagged = await runCommand(['check', '-', '--argocd-version', '2.14.8', '--output', 'json'], OPTED_OUT_JOB);
+    const fromEnv = await runCommand(['check', '-', '--output', 'json'], OPTED_OUT_JOB, {
+      HOOKGUARD_ARGOCD_VERSION: '2.14.8',
+    });
+    expect(fromEnv).toEqual(flagged);
+    expect(fromEnv.status).toBe(1);
+    const overridden = await runCommand(['check', '-', '--argocd-version', '3.4.0'], OPTED_OUT_JOB, {
+      HOOKGUARD_ARGOCD_VERSION: '2.14.8',
+    });
+    expect(overridden.status).toBe(0);
   });
 
   it('exits 0 for the same input in audit mode, and on an unknown Argo CD version', async () => {
@@ -215,6 +226,7 @@ describe('hookguard advisories and rules', () => {
     const { rules } = JSON.parse((await runCommand(['rules', '--output', 'json'])).stdout);
     expect(rules.map((rule: { id: string }) => rule.id)).toEqual([
       'delete-policy',
+      'hook-ttl',
       'idempotent-cleanup',
       'hook-finalizer',
       'ttl-floor',

@@ -74,8 +74,9 @@ function withIgnoreNotFound(script: string): string {
 
 /**
  * Patches expected for each rendered document when no --argocd-version is
- * given (objects applied by plain Helm: only delete-policy and
- * idempotent-cleanup apply). Keyed by metadata.name.
+ * given (objects applied by plain Helm: delete-policy, hook-ttl,
+ * idempotent-cleanup and ttl-floor apply; check decides at render time,
+ * where the delete policy takes effect). Keyed by metadata.name.
  */
 function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
   const script = cleanupScript(r.cleanupJob);
@@ -86,8 +87,9 @@ function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
       { op: 'replace', path: CLEANUP_SCRIPT_PATH, value: withIgnoreNotFound(script) },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
     ],
-    // Has its own delete policy, no `delete`, not a cleanup hook: untouched by Helm-side rules.
-    [r.preUpgradeJob.metadata.name]: [],
+    // Has its own delete policy, no `delete`, not a cleanup hook; its TTL of 0 is raised to the floor, as Helm 4
+    // would otherwise wait until --timeout for a Job its TTL deleted (helm#31786).
+    [r.preUpgradeJob.metadata.name]: [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }],
   };
 }
 
@@ -261,7 +263,9 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
       for (const f of cleanup.findings) expect(typeof f.message, JSON.stringify(f)).toBe('string');
 
       const pre = resultFor(results, rendered.preUpgradeJob.metadata.name);
-      expect(pre.findings.filter((f) => f.action !== 'warn')).toEqual([]);
+      expect(pre.findings.filter((f) => f.action !== 'warn')).toEqual([
+        { rule: 'ttl-floor', action: 'mutate', message: 'raised spec.ttlSecondsAfterFinished from 0 to 60' },
+      ]);
     });
 
     it('patches apply cleanly to the rendered objects and give schema-valid Jobs', () => {

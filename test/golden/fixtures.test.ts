@@ -1,6 +1,7 @@
 // Golden tests over every real chart manifest in ../shared/fixtures: each is sent as a CREATE, from Argo CD's
 // application controller at several versions and from a person running Helm, through the mutating decision and
-// then the validating one on what the mutation stored. Expected patches and findings live in expected/*.json
+// then the validating one on what the mutation stored. These decide at admission, as the webhooks do; the scenario
+// `helm-render` decides at render time, as `hookguard check` and the Helm post-renderer do for plain Helm. Expected patches and findings live in expected/*.json
 // (reviewed by hand; regenerate with `npx vitest run test/golden -u` and read the diff before committing).
 import { applyPatch } from '../../src/core/json-patch.js';
 import semver from 'semver';
@@ -9,6 +10,7 @@ import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ARGOCD_HOOK_FINALIZER } from '../../src/core/annotations.js';
 import { decide } from '../../src/core/decide.js';
+import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../support/fixtures.js';
 import { assertValidKubeObject, stripNullFields } from '../support/k8s-schema.js';
@@ -20,10 +22,12 @@ interface Scenario {
   name: string;
   username: string;
   argocdVersion?: string;
+  stage?: Stage;
 }
 
 const scenarios: Scenario[] = [
   { name: 'helm', username: HELM_USER },
+  { name: 'helm-render', username: HELM_USER, stage: 'render' },
   ...['2.13.3', '2.14.3', '2.14.8', '3.1.0'].map((version) => ({
     name: `argocd-${version}`,
     username: ARGOCD_CONTROLLER,
@@ -53,7 +57,7 @@ function createRequest(object: KubeObject, scenario: Scenario): AdmissionRequest
 }
 
 function run(request: AdmissionRequest, scenario: Scenario) {
-  const context = decisionContext(loadConfig(), scenario.argocdVersion);
+  const context = decisionContext(loadConfig(), scenario.argocdVersion, scenario.stage);
   const mutation = decide(request, 'mutate', context);
   const stored = applyPatch(structuredClone(request.object), mutation.patch, true, false).newDocument as KubeObject;
   const validation = decide({ ...request, object: stored }, 'validate', context);

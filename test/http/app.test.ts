@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionResponse, AdmissionReviewResponse } from '../../src/http/responses.js';
-import { deletePolicy } from '../../src/rules/delete-policy.js';
+import { idempotentCleanup } from '../../src/rules/idempotent-cleanup.js';
 import { ARGOCD_CONTROLLER, HOOK_FINALIZER, hookJob } from '../support/objects.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 
@@ -58,13 +58,11 @@ function cleanupJobPatched(): Json {
     metadata: {
       name: 'cleanup',
       namespace: 'apps',
-      annotations: {
-        'helm.sh/hook': 'post-delete',
-        'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
-      },
+      annotations: { 'helm.sh/hook': 'post-delete' },
     },
     spec: {
       backoffLimit: 3,
+      ttlSecondsAfterFinished: 3600,
       template: {
         spec: {
           restartPolicy: 'Never',
@@ -81,22 +79,19 @@ function cleanupJobPatched(): Json {
   };
 }
 
+// No delete policy at admission (Helm reads it from the rendered release only): the Job gets a TTL instead.
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
   { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-  {
-    op: 'add',
-    path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-    value: 'before-hook-creation,hook-succeeded',
-  },
+  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
 ];
 
+const HOOK_TTL_MESSAGE =
+  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
+
 const CLEANUP_FINDINGS = [
-  {
-    rule: 'delete-policy',
-    action: 'mutate',
-    message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
-  },
+  { rule: 'hook-ttl', action: 'mutate', message: HOOK_TTL_MESSAGE },
   {
     rule: 'idempotent-cleanup',
     action: 'mutate',
@@ -106,7 +101,8 @@ const CLEANUP_FINDINGS = [
 ];
 
 const CLEANUP_AUDIT_WARNINGS = [
-  'hookguard audit would change [delete-policy]: set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+  // Cut to 119 characters and an ellipsis; the audit log line has it whole.
+  'hookguard audit would change [hook-ttl]: set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job on…',
   // 127 characters before truncation: cut to 119 and an ellipsis.
   'hookguard audit would change [idempotent-cleanup]: container main: --ignore-not-found for kubectl delete configmap x (e…',
   'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3',
@@ -520,7 +516,7 @@ describe('body limit (7 MiB)', () => {
 
 describe('a rule that throws', () => {
   it('never blocks: the request is allowed unchanged with one warning, and the failure is logged', async () => {
-    vi.spyOn(deletePolicy, 'mutate').mockImplementation(() => {
+    vi.spyOn(idempotentCleanup, 'mutate').mockImplementation(() => {
       throw new Error('boom');
     });
     const { app, lines } = harness();
@@ -557,7 +553,7 @@ describe('a rule that throws', () => {
     ['null', null, 'null'],
     ['a string', 'plain string', 'plain string'],
   ])('never blocks when a rule throws %s', async (_name, thrown, said) => {
-    vi.spyOn(deletePolicy, 'mutate').mockImplementation(() => {
+    vi.spyOn(idempotentCleanup, 'mutate').mockImplementation(() => {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rules may throw anything; the server must cope
       throw thrown;
     });
@@ -594,11 +590,7 @@ describe('a rule that throws', () => {
     expect(response.warnings).toBeUndefined();
     expect(decodePatch(response)).toEqual([
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      {
-        op: 'add',
-        path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-        value: 'before-hook-creation,hook-succeeded',
-      },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
     ]);
     expect(lines.filter((line) => line.level === 50)).toHaveLength(0);
   });
@@ -628,7 +620,7 @@ describe('audit log', () => {
       mode: 'enforce',
       argocdVersion: null,
       hook: { system: 'helm', phases: ['post-delete'], appliedByArgo: false },
-      rules: ['delete-policy', 'idempotent-cleanup'],
+      rules: ['hook-ttl', 'idempotent-cleanup', 'ttl-floor'],
       patch: CLEANUP_PATCH,
       patchApplied: true,
       allowed: true,

@@ -82,8 +82,12 @@ const cleanupReview = (uid: string) =>
       ),
     }),
   );
-// No backoffLimit means Kubernetes' default of 6 retries, already enough for a cleanup hook.
-const CLEANUP_PATCH = [{ op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' }];
+// No backoffLimit means Kubernetes' default of 6 retries, already enough for a cleanup hook; its delete policy does
+// not delete it on success, so it gets a TTL.
+const CLEANUP_PATCH = [
+  { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
+  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+];
 
 describe('/readyz', () => {
   it('answers 200 until shutdown begins, then 503 with Connection: close, while /healthz stays 200', async () => {

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import type { ArgoInstance, ArgoInstances } from '../../src/core/argocd-instances.js';
 import { knownArgoCdInstances, Metrics } from '../../src/http/metrics.js';
-import { deletePolicy } from '../../src/rules/delete-policy.js';
+import { idempotentCleanup } from '../../src/rules/idempotent-cleanup.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
 import { admissionReview } from '../support/reviews.js';
@@ -67,7 +67,7 @@ describe('GET /metrics', () => {
     expect(await post(target, '/validate', review('denied', racingJob(), ARGOCD_CONTROLLER))).toBe(200);
     expect(await post(target, '/mutate', '{not json')).toBe(400);
     expect(await post(target, '/validate', '[]')).toBe(400);
-    vi.spyOn(deletePolicy, 'mutate').mockImplementation(() => {
+    vi.spyOn(idempotentCleanup, 'mutate').mockImplementation(() => {
       throw new Error('boom');
     });
     expect(await post(target, '/mutate', review('errored', cleanupJob()))).toBe(200);
@@ -85,7 +85,7 @@ describe('GET /metrics', () => {
       'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"} 1',
     ]);
     expect(await scrape(target, 'hookguard_rule_actions_total')).toEqual([
-      'hookguard_rule_actions_total{rule="delete-policy",action="mutate"} 1',
+      'hookguard_rule_actions_total{rule="hook-ttl",action="mutate"} 1',
       'hookguard_rule_actions_total{rule="idempotent-cleanup",action="mutate"} 2',
       'hookguard_rule_actions_total{rule="version-race",action="deny"} 1',
     ]);
@@ -106,7 +106,7 @@ describe('GET /metrics', () => {
   it('reports the totals so far at every scrape, and later requests add to them', async () => {
     const target = app();
     const patchedLine = 'hookguard_admission_requests_total{endpoint="mutate",decision="patched"}';
-    const ruleLine = 'hookguard_rule_actions_total{rule="delete-policy",action="mutate"}';
+    const ruleLine = 'hookguard_rule_actions_total{rule="hook-ttl",action="mutate"}';
     await post(target, '/mutate', review('first', cleanupJob()));
     for (let scrapes = 0; scrapes < 2; scrapes++) {
       expect(await scrape(target, patchedLine)).toEqual([`${patchedLine} 1`]);

@@ -90,11 +90,7 @@ describe('the webhook over a real TLS socket', () => {
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      {
-        op: 'add',
-        path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-        value: 'before-hook-creation,hook-succeeded',
-      },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
     ]);
   });
 

@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { computedPatch, decide } from '../../src/core/decide.js';
+import { deletePoliciesFor, toolOf } from '../../src/core/delete-policies.js';
+import { readHook } from '../../src/core/hook.js';
+import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -123,34 +126,83 @@ const pod = fc.record({ annotations, podSpec }).map(({ annotations: values, podS
 const requester = fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER);
 const version = fc.constantFrom(undefined, '2.13.3', '2.14.0', '2.14.3', '2.14.8', '3.1.0', '3.4.0');
 const mode = fc.constantFrom('enforce', 'audit');
+// The webhooks decide at admission; hookguard check, the Helm post-renderer and the Argo CD plugin at render time.
+const stage = fc.constantFrom<Stage>('admission', 'render');
+
+function createRequest(object: KubeObject, username: string): AdmissionRequest {
+  return { uid: 'p', operation: 'CREATE', namespace: 'apps', userInfo: { username }, object };
+}
 
 describe('idempotence over generated hook objects', () => {
   it('a second pass yields no patch and no new finding, and the result is a valid object', () => {
     fc.assert(
-      fc.property(fc.oneof(job, pod), requester, version, mode, (object, username, argocdVersion, chosenMode) => {
-        const context = decisionContext(loadConfig({ overrides: { mode: chosenMode } }), argocdVersion);
-        const request: AdmissionRequest = {
-          uid: 'p',
-          operation: 'CREATE',
-          namespace: 'apps',
-          userInfo: { username },
-          object,
-        };
-        const first = decide(request, 'mutate', context);
-        const patch = computedPatch(first);
-        const stored = applyPatch(structuredClone(object), patch, true, false).newDocument;
-        assertValidKubeObject(stored);
+      fc.property(
+        fc.oneof(job, pod),
+        requester,
+        version,
+        mode,
+        stage,
+        (object, username, argocdVersion, chosenMode, chosenStage) => {
+          const context = decisionContext(loadConfig({ overrides: { mode: chosenMode } }), argocdVersion, chosenStage);
+          const request = createRequest(object, username);
+          const first = decide(request, 'mutate', context);
+          const patch = computedPatch(first);
+          const stored = applyPatch(structuredClone(object), patch, true, false).newDocument;
+          assertValidKubeObject(stored);
 
-        const second = decide({ ...request, object: stored }, 'mutate', context);
-        expect(second.patch).toEqual([]);
-        expect(second.withheldPatch).toEqual([]);
-        const newFindings = second.findings.filter(
-          (finding) =>
-            !first.findings.some((earlier) => earlier.rule === finding.rule && earlier.message === finding.message),
-        );
-        expect(newFindings).toEqual([]);
-      }),
+          const second = decide({ ...request, object: stored }, 'mutate', context);
+          expect(second.patch).toEqual([]);
+          expect(second.withheldPatch).toEqual([]);
+          const newFindings = second.findings.filter(
+            (finding) =>
+              !first.findings.some((earlier) => earlier.rule === finding.rule && earlier.message === finding.message),
+          );
+          expect(newFindings).toEqual([]);
+        },
+      ),
       { numRuns: 400, seed: 20261122 },
+    );
+  });
+});
+
+describe('delete policies and TTLs over generated hook objects', () => {
+  it('admission never writes a delete policy, render time writes one wherever none was set', () => {
+    fc.assert(
+      fc.property(fc.oneof(job, pod), requester, version, (object, username, argocdVersion) => {
+        const request = createRequest(object, username);
+        const admitted = decide(request, 'mutate', decisionContext(loadConfig(), argocdVersion, 'admission'));
+        expect(admitted.patch.filter((op) => op.path.includes('hook-delete-policy'))).toEqual([]);
+
+        const rendered = decide(request, 'mutate', decisionContext(loadConfig(), argocdVersion, 'render'));
+        const stored = applyPatch(structuredClone(object), rendered.patch, true, false).newDocument;
+        const annotations = stored.metadata?.annotations ?? {};
+        const key =
+          annotations['argocd.argoproj.io/hook'] !== undefined
+            ? 'argocd.argoproj.io/hook-delete-policy'
+            : 'helm.sh/hook-delete-policy';
+        expect(annotations[key], key).toBeDefined();
+      }),
+      { numRuns: 300, seed: 20261123 },
+    );
+  });
+
+  it('a hook Job leaves either stage with a TTL or a policy its tool reads as delete-on-success (but Helm test hooks)', () => {
+    fc.assert(
+      fc.property(job, requester, version, stage, (object, username, argocdVersion, chosenStage) => {
+        const context = decisionContext(loadConfig(), argocdVersion, chosenStage);
+        const decision = decide(createRequest(object, username), 'mutate', context);
+        const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
+        const hook = readHook(stored, username, context.config.hookDetection)!;
+        const ttl = (stored.spec as { ttlSecondsAfterFinished?: number }).ttlSecondsAfterFinished;
+        if (hook.testOnly) {
+          // hook-ttl leaves test hooks alone (ttl-floor still raises a short TTL of theirs).
+          if ((object.spec as { ttlSecondsAfterFinished?: number }).ttlSecondsAfterFinished === undefined)
+            expect(ttl).toBeUndefined();
+          return;
+        }
+        expect(typeof ttl === 'number' || deletePoliciesFor(stored, toolOf(hook)).has('hook-succeeded')).toBe(true);
+      }),
+      { numRuns: 300, seed: 20261124 },
     );
   });
 });

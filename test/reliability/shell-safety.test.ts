@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
+import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, Container, KubeObject } from '../../src/core/types.js';
 import { argvOf, createSandbox, type Sandbox } from '../support/fake-kubectl.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -109,7 +110,11 @@ beforeAll(() => {
 });
 afterAll(() => sandbox.remove());
 
-const context = decisionContext(loadConfig(), '2.14.3');
+// At admission (the webhooks) and at render time (check, the Helm post-renderer, the Argo CD plugin).
+const contexts = {
+  admission: decisionContext(loadConfig(), '2.14.3', 'admission'),
+  render: decisionContext(loadConfig(), '2.14.3', 'render'),
+};
 const withoutFlag = (calls: string[][]) => calls.map((call) => call.filter((arg) => arg !== FLAG));
 const containersOf = (object: KubeObject) =>
   (object.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers;
@@ -118,34 +123,39 @@ describe('container commands keep their meaning through every mutation', () => {
   it('same exit status, stdout and kubectl calls in a real shell, deletes only gaining --ignore-not-found', () => {
     let deletesSeen = 0;
     fc.assert(
-      fc.property(job, fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER), (object, username) => {
-        const request = (
-          admissionReview({ uid: 'uid', operation: 'CREATE', object, username }) as { request: AdmissionRequest }
-        ).request;
-        const decision = decide(request, 'mutate', context);
-        expect(decision.allowed).toBe(true);
-        const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
-        const after = containersOf(stored);
-        for (const [index, before] of containersOf(object).entries()) {
-          const mutated = after[index] as Container;
-          // Only command and args may change, and only by the one flag.
-          expect({ ...mutated, command: undefined, args: undefined }).toEqual({
-            ...before,
-            command: undefined,
-            args: undefined,
-          });
-          const original = sandbox.run(argvOf(before), sandbox.present);
-          const rewritten = sandbox.run(argvOf(mutated), sandbox.present);
-          expect(rewritten.status, rewritten.stderr).toBe(original.status);
-          expect(rewritten.stdout.toString('utf8')).toBe(original.stdout.toString('utf8'));
-          expect(withoutFlag(rewritten.calls)).toEqual(withoutFlag(original.calls));
-          const flagged = rewritten.calls.filter((call) => call.includes(FLAG)).length;
-          const deletes = rewritten.calls.filter((call) => call.includes('delete')).length;
-          // A flag is only ever added to a kubectl delete (the fake logs kubectl calls only).
-          expect(flagged).toBeLessThanOrEqual(deletes);
-          deletesSeen += deletes;
-        }
-      }),
+      fc.property(
+        job,
+        fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER),
+        fc.constantFrom('admission', 'render') satisfies fc.Arbitrary<Stage>,
+        (object, username, stage) => {
+          const request = (
+            admissionReview({ uid: 'uid', operation: 'CREATE', object, username }) as { request: AdmissionRequest }
+          ).request;
+          const decision = decide(request, 'mutate', contexts[stage]);
+          expect(decision.allowed).toBe(true);
+          const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
+          const after = containersOf(stored);
+          for (const [index, before] of containersOf(object).entries()) {
+            const mutated = after[index] as Container;
+            // Only command and args may change, and only by the one flag.
+            expect({ ...mutated, command: undefined, args: undefined }).toEqual({
+              ...before,
+              command: undefined,
+              args: undefined,
+            });
+            const original = sandbox.run(argvOf(before), sandbox.present);
+            const rewritten = sandbox.run(argvOf(mutated), sandbox.present);
+            expect(rewritten.status, rewritten.stderr).toBe(original.status);
+            expect(rewritten.stdout.toString('utf8')).toBe(original.stdout.toString('utf8'));
+            expect(withoutFlag(rewritten.calls)).toEqual(withoutFlag(original.calls));
+            const flagged = rewritten.calls.filter((call) => call.includes(FLAG)).length;
+            const deletes = rewritten.calls.filter((call) => call.includes('delete')).length;
+            // A flag is only ever added to a kubectl delete (the fake logs kubectl calls only).
+            expect(flagged).toBeLessThanOrEqual(deletes);
+            deletesSeen += deletes;
+          }
+        },
+      ),
       { numRuns: 60 },
     );
     // The generators do reach kubectl delete: the property is not vacuous.

@@ -88,7 +88,7 @@ const ADVISORY: Advisory = {
   summary: 'a race in 2.x',
   affected: '>=2.0.0 <3.0.0',
   references: [],
-  mitigatedBy: ['argocd', 'argocd-known'],
+  mitigatedBy: ['argocd', 'argocd-known', 'helm-and-argocd'],
 };
 
 function contextWith(
@@ -204,6 +204,21 @@ describe('decide, with rules of its own', () => {
     ['Argo CD, an unparseable version (unknown)', asArgo, 'latest', ['always', 'argocd', 'jobs-only', 'warner']],
   ])('opens the gates for %s', (_name, overrides, argocdVersion, expected) => {
     const context = contextWith(argocdVersion ? { argocdVersion } : {});
+    expect(decide(request(hookJob(), overrides), 'mutate', context).rules).toEqual(expected);
+  });
+
+  it.each([
+    ['plain Helm, any version', {}, undefined, ['helm-and-argocd']],
+    ['Argo CD, version unknown', asArgo, undefined, ['helm-and-argocd']],
+    ['Argo CD, an affected version', asArgo, '2.14.3', ['helm-and-argocd']],
+    ['Argo CD, a version no advisory affects', asArgo, '3.1.0', []],
+  ])('opens a helm-and-argocd gate for %s', (_name, overrides, argocdVersion, expected) => {
+    const ruleSetOfOne = ruleSet({
+      mutations: [labelRule('helm-and-argocd', 'helm-and-argocd')],
+      updateJudges: [],
+      createValidators: [],
+    });
+    const context = contextWith({ ruleSet: ruleSetOfOne, ...(argocdVersion ? { argocdVersion } : {}) });
     expect(decide(request(hookJob(), overrides), 'mutate', context).rules).toEqual(expected);
   });
 

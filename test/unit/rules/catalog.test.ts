@@ -5,6 +5,7 @@ import { decisionContext } from '../../../src/config/decision-context.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { decide } from '../../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../../src/core/types.js';
+import { MAX_WARNING_CHARS, truncate } from '../../../src/core/warnings.js';
 import { builtInRules, catalogOf } from '../../../src/rules/index.js';
 import { ARGOCD_CONTROLLER, hookJob } from '../../support/objects.js';
 
@@ -21,11 +22,11 @@ function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): Ad
 
 const enforce = decisionContext(loadConfig());
 const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
-const DELETE_POLICY_OP = {
-  op: 'add',
-  path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-  value: 'before-hook-creation,hook-succeeded',
-};
+// At admission a hook Job without a delete policy gets a TTL; the policy itself is written at render time only.
+const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 };
+const HOOK_TTL_MESSAGE =
+  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
 
 describe('the built-in rule set', () => {
   it('is what the config hands to the core', () => {
@@ -35,6 +36,7 @@ describe('the built-in rule set', () => {
   it('lists every rule once, mutations in the order they run', () => {
     expect(catalogOf(builtInRules).map((rule) => `${rule.webhook} ${rule.operation} ${rule.id}`)).toEqual([
       'mutating CREATE delete-policy',
+      'mutating CREATE hook-ttl',
       'mutating CREATE idempotent-cleanup',
       'mutating CREATE hook-finalizer',
       'mutating CREATE ttl-floor',
@@ -43,12 +45,14 @@ describe('the built-in rule set', () => {
       'validating CREATE version-race',
     ]);
     expect([...builtInRules.mitigatingIds]).not.toContain('version-race');
-    // An UPDATE only exists in a cluster: immutable-update has no render-time counterpart.
-    expect(
+    // An UPDATE only exists in a cluster: immutable-update has no render-time counterpart. A delete policy is read
+    // from the rendered manifest only: delete-policy takes effect at render time alone.
+    const atOnly = (stage: 'admission' | 'render') =>
       catalogOf(builtInRules)
-        .filter((rule) => !rule.stages.includes('render'))
-        .map((rule) => rule.id),
-    ).toEqual(['immutable-update']);
+        .filter((rule) => rule.stages.length === 1 && rule.stages[0] === stage)
+        .map((rule) => rule.id);
+    expect(atOnly('admission')).toEqual(['immutable-update']);
+    expect(atOnly('render')).toEqual(['delete-policy']);
   });
 
   it.each([
@@ -95,12 +99,25 @@ describe('the built-in rule set', () => {
     expect(decision).toMatchObject({
       allowed: true,
       mode: 'enforce',
-      patch: [DELETE_POLICY_OP],
+      patch: [HOOK_TTL_OP],
       withheldPatch: [],
       warnings: [],
       reason: 'mutated',
     });
-    expect(decision.rules).toEqual(['delete-policy', 'idempotent-cleanup']);
+    expect(decision.rules).toEqual(['hook-ttl', 'idempotent-cleanup', 'ttl-floor']);
+  });
+
+  it('at render time writes the delete policy instead, so the Job needs no TTL', () => {
+    const render = decisionContext(loadConfig(), undefined, 'render');
+    const decision = decide(request(hookJob()), 'mutate', render);
+    expect(decision.patch).toEqual([
+      {
+        op: 'add',
+        path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+        value: 'before-hook-creation,hook-succeeded',
+      },
+    ]);
+    expect(decision.rules).toEqual(['delete-policy', 'hook-ttl', 'idempotent-cleanup', 'ttl-floor']);
   });
 
   it('withholds the patch in audit mode and says what it would have done', () => {
@@ -109,10 +126,8 @@ describe('the built-in rule set', () => {
       allowed: true,
       mode: 'audit',
       patch: [],
-      withheldPatch: [DELETE_POLICY_OP],
-      warnings: [
-        'hookguard audit would change [delete-policy]: set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
-      ],
+      withheldPatch: [HOOK_TTL_OP],
+      warnings: [truncate(`hookguard audit would change [hook-ttl]: ${HOOK_TTL_MESSAGE}`, MAX_WARNING_CHARS)],
       reason: 'would mutate (audit)',
     });
   });
@@ -122,12 +137,12 @@ describe('the built-in rule set', () => {
     expect(decide(request(job), 'mutate', enforce)).toMatchObject({
       mode: 'audit',
       patch: [],
-      withheldPatch: [DELETE_POLICY_OP],
+      withheldPatch: [HOOK_TTL_OP],
     });
   });
 
   it('honours hookguard.io/skip and warns about rule ids it does not know', () => {
-    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'delete-policy, no-such-rule' });
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'hook-ttl, no-such-rule' });
     const decision = decide(request(job), 'mutate', enforce);
     expect(decision.patch).toEqual([]);
     expect(decision.findings).toEqual([
@@ -174,7 +189,7 @@ describe('the built-in rule set', () => {
     const context = decisionContext(loadConfig(), 'latest');
     expect(decide(request(job, argo), 'validate', context).allowed).toBe(true);
     expect(decide(request(hookJob(), argo), 'mutate', context).rules).toEqual([
-      'delete-policy',
+      'hook-ttl',
       'idempotent-cleanup',
       'ttl-floor',
       'min-runtime',

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { decisionContext } from '../../../src/config/decision-context.js';
+import { loadConfig } from '../../../src/config/load.js';
+import { decide } from '../../../src/core/decide.js';
 import { deletePolicy } from '../../../src/rules/delete-policy.js';
 import { hookJob, hookPod, contextFor, ARGOCD_CONTROLLER } from '../../support/objects.js';
 
@@ -39,7 +42,7 @@ describe('delete-policy', () => {
   it.each([
     ['a Helm policy the chart set', { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': 'hook-failed' }],
     [
-      'an empty Helm policy (Helm reads it as its default)',
+      'an empty Helm policy (Helm then deletes the hook never; hook-ttl gives its Job a TTL)',
       { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': '' },
     ],
     [
@@ -59,5 +62,23 @@ describe('delete-policy', () => {
     expect(pod.metadata?.annotations?.['argocd.argoproj.io/hook-delete-policy']).toBe(
       'BeforeHookCreation,HookSucceeded',
     );
+  });
+
+  // Helm and Argo CD read the policy from the rendered manifest, never from the object at admission.
+  it.each([
+    ['admission', []],
+    [
+      'render',
+      [{ op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation' }],
+    ],
+  ] as const)('takes effect at render time only: at %s', (stage, expected) => {
+    const request = {
+      uid: 'u',
+      operation: 'CREATE',
+      namespace: 'apps',
+      userInfo: { username: 'kubernetes-admin' },
+      object: hookPod({ 'helm.sh/hook': 'test' }),
+    };
+    expect(decide(request, 'mutate', decisionContext(loadConfig(), undefined, stage)).patch).toEqual(expected);
   });
 });

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { decisionContext } from '../../../src/config/decision-context.js';
+import { loadConfig } from '../../../src/config/load.js';
+import { decide } from '../../../src/core/decide.js';
 import { ttlFloor } from '../../../src/rules/ttl-floor.js';
 import { contextFor, hookJob, ARGOCD_CONTROLLER } from '../../support/objects.js';
 
@@ -21,8 +24,33 @@ describe('ttl-floor', () => {
     expect(job.spec).not.toHaveProperty('ttlSecondsAfterFinished');
   });
 
-  it('is gated to Argo CD-applied hooks on affected or unknown versions', () => {
-    expect(ttlFloor.gate).toBe('argocd');
+  // Helm 4 waits until --timeout for a hook Job its TTL deleted (helm#31786); Argo CD only races on some versions.
+  it.each([
+    ['a Helm hook Helm applies', 'kubernetes-admin', undefined, true],
+    ['a hook Argo CD applies, version unknown', ARGOCD_CONTROLLER, undefined, true],
+    ['a hook Argo CD 2.14.8 applies (no hook finalizer: the TTL race)', ARGOCD_CONTROLLER, '2.14.8', true],
+    ['a hook Argo CD 3.4.0 applies (no advisory names ttl-floor)', ARGOCD_CONTROLLER, '3.4.0', false],
+  ])('runs on %s: %s', (_name, username, argocdVersion, runs) => {
+    for (const stage of ['admission', 'render'] as const) {
+      const context = decisionContext(loadConfig(), argocdVersion, stage);
+      const request = {
+        uid: 'u',
+        operation: 'CREATE',
+        namespace: 'apps',
+        userInfo: { username },
+        object: hookJob(undefined, { ttlSecondsAfterFinished: 0 }),
+      };
+      const decision = decide(request, 'mutate', context);
+      expect(decision.rules.includes('ttl-floor'), stage).toBe(runs);
+      expect(
+        decision.patch.some((op) => op.path === '/spec/ttlSecondsAfterFinished'),
+        stage,
+      ).toBe(runs);
+    }
+  });
+
+  it('acts on Jobs only', () => {
     expect(ttlFloor.kinds).toEqual(['Job']);
+    expect(ttlFloor.gate).toBe('helm-and-argocd');
   });
 });
