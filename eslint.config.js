@@ -14,7 +14,7 @@ const LAYERS = [
   ['rules'],
   ['config', 'errors'],
   ['kube', 'tls', 'offline'],
-  ['discovery', 'sweep'],
+  ['discovery', 'sweep', 'selftest'],
   ['http'],
   ['cli'],
 ];

@@ -7,6 +7,7 @@ import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls } from '../tls/certificates.js';
+import { startSelfTest } from '../selftest/start.js';
 import { ConfigError, EXIT } from '../errors.js';
 import { parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
@@ -54,18 +55,29 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
     );
   }
+  let certificateInUse = tls.cert;
+  // Read when the first self-test runs, after the Lease is taken: `discovery` and `metrics` exist by then. Started
+  // first, as its config check may still refuse to serve.
+  const selfTest = startSelfTest(
+    config,
+    io.env,
+    logger,
+    { certificate: () => certificateInUse, discovery: () => discovery.source.status() },
+    (outcome, atMs) => metrics.selfTest(outcome, atMs),
+  );
   const discovery = startDiscovery(config, io.env, logger);
   const lifecycle = new Lifecycle();
   const metrics = new Metrics({
     processMetrics: true,
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
+    selfTest: selfTest.status().enabled,
   });
   metrics.certificate(tls.cert, false);
-  const app = buildApp(config, { logger, tls, argocd: discovery.source, metrics, lifecycle });
+  const app = buildApp(config, { logger, tls, argocd: discovery.source, metrics, lifecycle, selfTest });
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
-    await discovery.stop();
+    await Promise.all([discovery.stop(), selfTest.stop()]);
     throw new ConfigError(
       'server.port',
       `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`,
@@ -101,7 +113,10 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       current: tls,
       intervalMs: reloadIntervalMs,
       logger,
-      reloaded: (pair) => metrics.certificate(pair.cert, true),
+      reloaded: (pair) => {
+        certificateInUse = pair.cert;
+        metrics.certificate(pair.cert, true);
+      },
       rejected: () => metrics.error('tls_reload'),
     });
   }
@@ -111,9 +126,11 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     'shutting down: finishing in-flight requests',
   );
   certificates?.close();
+  // Released at once, so another replica takes the self-test over while this one drains.
+  const selfTestStopped = selfTest.stop();
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
-  await discovery.stop();
+  await Promise.all([discovery.stop(), selfTestStopped]);
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

@@ -282,6 +282,73 @@ export const KEYS = {
       doc: 'Each watch is renewed after this; one silent for 30 s longer is restarted.',
     }),
   },
+  selfTest: {
+    enabled: flag({
+      default: true,
+      env: 'HOOKGUARD_SELF_TEST_ENABLED',
+      doc: 'The leader replica dry-runs a probe hook Job through the API server and writes the HookGuard status (off anyway outside a cluster).',
+    }),
+    // The bound on how long a broken webhook (stale caBundle, unreachable port) goes unnoticed.
+    intervalSeconds: integer({
+      default: 60,
+      min: 1,
+      max: 3600,
+      doc: 'Run the self-test this often.',
+    }),
+    // The API server may wait the webhooks' timeoutSeconds (5 s each) before it answers the dry run.
+    requestTimeoutMs: integer({
+      default: 15_000,
+      min: 100,
+      max: 120_000,
+      doc: 'One API call of the self-test (the dry run, the status read and write) gets no longer than this.',
+    }),
+    namespace: text({
+      default: 'hookguard-selftest',
+      format: NOT_EMPTY,
+      doc: 'Namespace of the probe Job: one the webhooks select and excludedNamespaces does not list.',
+    }),
+    certificateWarningDays: integer({
+      default: 14,
+      min: 0,
+      max: 365,
+      doc: 'CertificateValid turns False this many days before the serving certificate expires.',
+    }),
+  },
+  // client-go's defaults (15 s, 10 s, 2 s) and its two checks: leaseDuration > renewDeadline > 1.2 x retryPeriod.
+  leaderElection: group(
+    {
+      leaseName: text({
+        default: 'hookguard',
+        format: NOT_EMPTY,
+        doc: 'The coordination.k8s.io Lease the replicas elect a leader with.',
+      }),
+      leaseNamespace: text({ default: 'hookguard', format: NOT_EMPTY, doc: "The Lease's namespace: hookguard's own." }),
+      leaseDurationSeconds: integer({
+        default: 15,
+        min: 1,
+        max: 3600,
+        doc: 'A replica takes the Lease over once its holder has not renewed it for this long.',
+      }),
+      renewDeadlineMs: integer({
+        default: 10_000,
+        min: 100,
+        max: 3_600_000,
+        doc: 'The leader stops leading (and self-testing) when it has not renewed the Lease for this long.',
+      }),
+      retryPeriodMs: integer({
+        default: 2_000,
+        min: 50,
+        max: 600_000,
+        doc: 'Try to acquire or renew the Lease this often.',
+      }),
+    },
+    (election) =>
+      election.leaseDurationSeconds * 1000 <= election.renewDeadlineMs
+        ? 'renewDeadlineMs must be shorter than leaseDurationSeconds, or two replicas could lead at once'
+        : election.renewDeadlineMs <= 1.2 * election.retryPeriodMs
+          ? 'renewDeadlineMs must be longer than 1.2 x retryPeriodMs, or one slow renewal loses the Lease'
+          : undefined,
+  ),
   sweep: {
     minAgeSeconds: integer({
       default: 600,

@@ -11,6 +11,11 @@ export function truncate(text: string, limit: number): string {
 
 const AUDIT_VERBS = { mutate: 'would change', deny: 'would deny', warn: 'note' } as const;
 
+/** How a finding's warning begins: `hookguard audit would change [rule]:` in audit mode, `hookguard [rule]:` else. */
+export function findingPrefix(finding: Pick<Finding, 'rule' | 'action'>, mode: Mode): string {
+  return `${mode === 'audit' ? `hookguard audit ${AUDIT_VERBS[finding.action]}` : 'hookguard'} [${finding.rule}]:`;
+}
+
 /**
  * Audit mode says everything it would have done; enforce mode only says what it could not fix (denials carry their
  * own message, and mutations are in the audit log).
@@ -20,8 +25,7 @@ export function renderWarnings(findings: readonly Finding[], mode: Mode): string
   const warnings: string[] = [];
   let total = 0;
   for (const [index, finding] of shown.entries()) {
-    const prefix = mode === 'audit' ? `hookguard audit ${AUDIT_VERBS[finding.action]}` : 'hookguard';
-    const warning = truncate(`${prefix} [${finding.rule}]: ${finding.message}`, MAX_WARNING_CHARS);
+    const warning = truncate(`${findingPrefix(finding, mode)} ${finding.message}`, MAX_WARNING_CHARS);
     const remaining = shown.length - index - 1;
     if (total + warning.length > MAX_TOTAL_CHARS - MAX_WARNING_CHARS && remaining > 0) {
       warnings.push(`hookguard: ${remaining + 1} more findings in the audit log`);

@@ -14,6 +14,8 @@ import { decide, type Decision } from '../core/decide.js';
 import { withInstances } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { Endpoint } from '../core/types.js';
+import { isSelfTestProbe } from '../selftest/probe.js';
+import type { SelfTestStatus } from '../selftest/start.js';
 import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
 import type { Lifecycle } from './lifecycle.js';
 import { fastifyLimits, serverLimits } from './limits.js';
@@ -32,6 +34,12 @@ export interface AppOptions {
   metrics?: Metrics;
   /** Shutdown state: /readyz fails and answers close their connection once it is shutting down. */
   lifecycle?: Lifecycle;
+  /**
+   * The self-test: its state for /readyz, and the username its probe's requests come from (hookguard's own). Those
+   * requests are decided as any other, but not counted in the admission metrics, and log a debug line, not an
+   * audit line.
+   */
+  selfTest?: { status(): SelfTestStatus; probeUsername: string | undefined };
 }
 
 const WEBHOOK_ROUTES = new Set(['/mutate', '/validate']);
@@ -52,6 +60,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   app.server.maxConnections = config.server.maxConnections;
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
+  const probeUsername = options.selfTest?.probeUsername;
   // Rebuilt only when discovery publishes a new snapshot: a request pays one comparison.
   let context = baseContext;
   const contextNow = (): DecisionContext => {
@@ -74,22 +83,31 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       return { error: parsed.message };
     }
     const admission = parsed.request;
+    // One comparison of the username for every other request.
+    const probe = probeUsername !== undefined && isSelfTestProbe(admission, probeUsername);
     const started = performance.now();
     let decision: Decision;
     try {
       decision = decide(admission, endpoint, contextNow());
     } catch (error) {
       const audit = auditRecord(admission, endpoint, undefined, performance.now() - started, { error });
-      app.log.error({ audit, err: error }, 'rule failed; request allowed unchanged');
+      app.log.error({ audit, err: error, selfTest: probe || undefined }, 'rule failed; request allowed unchanged');
       metrics.error('rule');
-      metrics.request(endpoint, 'errored', seconds());
+      if (!probe) metrics.request(endpoint, 'errored', seconds());
       return errored(admission.uid, error);
+    }
+    const answer = fromDecision(admission.uid, decision);
+    if (probe) {
+      app.log.debug(
+        { selfTest: auditRecord(admission, endpoint, decision, performance.now() - started) },
+        'self-test probe decided',
+      );
+      return answer;
     }
     app.log.info(
       { audit: auditRecord(admission, endpoint, decision, performance.now() - started) },
       'admission decision',
     );
-    const answer = fromDecision(admission.uid, decision);
     metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings);
     return answer;
   };
@@ -100,10 +118,13 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   // Discovery not synced, or the API server away, keeps it 200: admission works with the last known or an
   // unknown version, and an unready webhook would let hooks pass unguarded. Only shutting down makes it 503.
   app.get('/readyz', async (_request, reply) => {
-    const discovery = argocd ? { discovery: argocd.status() } : {};
-    if (!lifecycle?.shuttingDown) return { status: 'ready', ...discovery };
+    const details = {
+      ...(argocd ? { discovery: argocd.status() } : {}),
+      ...(options.selfTest ? { selfTest: options.selfTest.status() } : {}),
+    };
+    if (!lifecycle?.shuttingDown) return { status: 'ready', ...details };
     reply.code(503).header('connection', 'close');
-    return { status: 'shutting down', ...discovery };
+    return { status: 'shutting down', ...details };
   });
   app.get('/metrics', async (_request, reply) => {
     const { contentType, text } = await metrics.exposition();

@@ -26,7 +26,13 @@ export interface MetricsOptions {
   processMetrics?: boolean;
   /** The Argo CD versions hookguard knows, read at scrape time. */
   argocdInstances?: () => readonly ArgoCdInstance[];
+  /** Register the self-test's metrics (only where the self-test runs, so that its alerts stay quiet elsewhere). */
+  selfTest?: boolean;
 }
+
+/** The self-test's outcomes as the counter labels them. */
+const SELF_TEST_OUTCOMES = { Called: 'called', NotCalled: 'not_called', Error: 'error' } as const;
+export type SelfTestOutcomeName = keyof typeof SELF_TEST_OUTCOMES;
 
 /** What the instance gauge shows: the pinned version alone when `argocd.version` is set, else what discovery knows. */
 export function knownArgoCdInstances(pinned: string | null, discovered: () => ArgoInstances): ArgoCdInstance[] {
@@ -57,6 +63,8 @@ export class Metrics {
   private readonly errors: Counter<'source'>;
   private readonly tlsReloads: Counter;
   private readonly certificateNotAfter: Gauge;
+  private readonly selfTests: Counter<'outcome'> | undefined;
+  private readonly selfTestLastSuccess: Gauge | undefined;
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -124,7 +132,27 @@ export class Metrics {
         for (const instance of instances()) this.labels(instance.namespace, instance.version).set(1);
       },
     });
+    if (options.selfTest) {
+      this.selfTests = new Counter({
+        name: 'hookguard_selftest_total',
+        help: "Self-tests this replica ran as the leader, by outcome: called (the API server applied hookguard's patch or returned its warning), not_called (the probe came back unchanged), error (the dry run failed).",
+        labelNames: ['outcome'] as const,
+        registers,
+      });
+      for (const outcome of Object.values(SELF_TEST_OUTCOMES)) this.selfTests.labels(outcome).inc(0);
+      this.selfTestLastSuccess = new Gauge({
+        name: 'hookguard_selftest_last_success_timestamp_seconds',
+        help: 'When this replica last saw the API server call the webhook (outcome called), as a Unix timestamp; 0 before that.',
+        registers,
+      });
+    }
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One self-test, run at `atMs`. */
+  selfTest(outcome: SelfTestOutcomeName, atMs: number): void {
+    this.selfTests?.labels(SELF_TEST_OUTCOMES[outcome]).inc();
+    if (outcome === 'Called') this.selfTestLastSuccess?.set(Math.floor(atMs / 1000));
   }
 
   /** One finished admission request; `seconds` is undefined when it was refused before reaching the handler. */

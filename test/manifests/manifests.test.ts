@@ -10,6 +10,10 @@ import { readHook } from '../../src/core/hook.js';
 import { runCommand } from '../support/command.js';
 import { SKIP_MESSAGE, haveSharedFixtures, loadSharedFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
+import { schemaValidator } from '../support/fake-admission.js';
+import { probeJob } from '../../src/selftest/probe.js';
+import { Metrics } from '../../src/http/metrics.js';
+import { promqlErrors } from '../support/promql.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
   evaluateMatchCondition,
@@ -36,6 +40,15 @@ const modeOf = (overlay: Overlay) => (overlay.endsWith('audit') ? 'audit' : 'enf
 
 const BASE_KINDS = [
   'Namespace/hookguard',
+  'Namespace/hookguard-selftest',
+  'CustomResourceDefinition/hookguards.hookguard.io',
+  'HookGuard/hookguard',
+  'Role/hookguard-self-test',
+  'Role/hookguard-leader-election',
+  'RoleBinding/hookguard-self-test',
+  'RoleBinding/hookguard-leader-election',
+  'ClusterRole/hookguard-status',
+  'ClusterRoleBinding/hookguard-status',
   'ServiceAccount/hookguard',
   'ServiceAccount/hookguard-sweep',
   'ClusterRole/hookguard-discovery',
@@ -82,11 +95,16 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     expect(configMaps).toHaveLength(1);
     const expected = [...BASE_KINDS, ...(usesCertManager(overlay) ? CERT_MANAGER_KINDS : [])];
     expect(names.filter((name) => !configMaps.includes(name)).sort()).toEqual(expected.sort());
-    for (const object of objects(overlay))
-      expect(() => assertValidKubeObject(object), `${object.kind}/${object.metadata.name}`).not.toThrow();
+    const crd = find(objects(overlay), 'CustomResourceDefinition', 'hookguards.hookguard.io');
+    const hookGuardErrors = schemaValidator(crd.spec.versions[0].schema.openAPIV3Schema);
+    for (const object of objects(overlay)) {
+      const name = `${object.kind}/${object.metadata.name}`;
+      if (object.kind === 'HookGuard') expect(hookGuardErrors(object), name).toEqual([]);
+      else expect(() => assertValidKubeObject(object), name).not.toThrow();
+    }
   });
 
-  it('labels everything part-of hookguard and puts every namespaced object in hookguard', () => {
+  it('labels everything part-of hookguard and puts every namespaced object in hookguard (the self-test Role in its namespace)', () => {
     for (const object of objects(overlay)) {
       expect(object.metadata.labels?.['app.kubernetes.io/part-of'], `${object.kind}/${object.metadata.name}`).toBe(
         'hookguard',
@@ -97,9 +115,12 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
         'ClusterRoleBinding',
         'MutatingWebhookConfiguration',
         'ValidatingWebhookConfiguration',
+        'CustomResourceDefinition',
+        'HookGuard',
       ];
+      const inSelfTestNamespace = object.metadata.name === 'hookguard-self-test';
       expect(object.metadata.namespace, `${object.kind}/${object.metadata.name}`).toBe(
-        clusterScoped.includes(object.kind) ? undefined : 'hookguard',
+        clusterScoped.includes(object.kind) ? undefined : inSelfTestNamespace ? 'hookguard-selftest' : 'hookguard',
       );
     }
   });
@@ -240,7 +261,91 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
         [{ kind: 'ServiceAccount', name: account, namespace: 'hookguard' }],
       ]);
     }
-    expect(objects(overlay).filter((object) => object.kind === 'Role' || object.kind === 'RoleBinding')).toEqual([]);
+  });
+
+  it("grants the server's service account exactly what the self-test needs: a dry-run create of the probe Job, its Lease, the HookGuard status", () => {
+    const config = loadConfig();
+    const role = (kind: string, name: string) => find(objects(overlay), kind, name);
+    expect(role('Role', 'hookguard-self-test')).toMatchObject({
+      metadata: { namespace: config.selfTest.namespace },
+      rules: [{ apiGroups: ['batch'], resources: ['jobs'], verbs: ['create'] }],
+    });
+    expect(role('Role', 'hookguard-leader-election')).toMatchObject({
+      metadata: { namespace: config.leaderElection.leaseNamespace },
+      rules: [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          resourceNames: [config.leaderElection.leaseName],
+          verbs: ['get', 'update'],
+        },
+      ],
+    });
+    expect(role('ClusterRole', 'hookguard-status').rules).toEqual([
+      { apiGroups: ['hookguard.io'], resources: ['hookguards'], resourceNames: ['hookguard'], verbs: ['get'] },
+      {
+        apiGroups: ['hookguard.io'],
+        resources: ['hookguards/status'],
+        resourceNames: ['hookguard'],
+        verbs: ['update'],
+      },
+    ]);
+    for (const [kind, name, roleKind] of [
+      ['RoleBinding', 'hookguard-self-test', 'Role'],
+      ['RoleBinding', 'hookguard-leader-election', 'Role'],
+      ['ClusterRoleBinding', 'hookguard-status', 'ClusterRole'],
+    ] as const) {
+      const binding = role(kind, name);
+      expect([binding.roleRef, binding.subjects]).toEqual([
+        { apiGroup: 'rbac.authorization.k8s.io', kind: roleKind, name },
+        [{ kind: 'ServiceAccount', name: 'hookguard', namespace: 'hookguard' }],
+      ]);
+    }
+  });
+
+  it('dry-runs the probe in a namespace that exists, that both webhooks select, and that hookguard judges', () => {
+    const config = loadConfig();
+    const namespace = find(objects(overlay), 'Namespace', config.selfTest.namespace);
+    expect(namespace.metadata.labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    const configMap = objects(overlay).find((object) => object.kind === 'ConfigMap') as Manifest;
+    const file = join(dir, `self-test-${overlay}.yaml`);
+    writeFileSync(file, configMap.data['config.yaml']);
+    expect(loadConfig({ file }).excludedNamespaces).not.toContain(config.selfTest.namespace);
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+      const [webhook] = find(objects(overlay), kind, 'hookguard').webhooks;
+      const [excluded] = webhook.namespaceSelector.matchExpressions;
+      expect([excluded.key, excluded.operator]).toEqual(['kubernetes.io/metadata.name', 'NotIn']);
+      expect(excluded.values).not.toContain(config.selfTest.namespace);
+      expect(evaluateMatchCondition(webhook.matchConditions[0].expression, probeJob(config.selfTest.namespace))).toBe(
+        true,
+      );
+    }
+  });
+
+  it('ships the HookGuard kind: cluster-scoped, a status subresource, the printer columns, and the one object', () => {
+    const crd = find(objects(overlay), 'CustomResourceDefinition', 'hookguards.hookguard.io');
+    expect([crd.spec.group, crd.spec.scope, crd.spec.names.kind]).toEqual(['hookguard.io', 'Cluster', 'HookGuard']);
+    const [version] = crd.spec.versions;
+    expect([version.name, version.served, version.storage, version.subresources]).toEqual([
+      'v1alpha1',
+      true,
+      true,
+      { status: {} },
+    ]);
+    expect(
+      version.additionalPrinterColumns.map((column: Manifest) => [column.name, column.type, column.jsonPath]),
+    ).toEqual([
+      ['Ready', 'string', '.status.conditions[?(@.type=="Ready")].status'],
+      ['Mode', 'string', '.status.mode'],
+      ['Webhook', 'string', '.status.conditions[?(@.type=="WebhookCalled")].reason'],
+      ['Certificate Expiry', 'string', '.status.certificateNotAfter'],
+      ['Age', 'date', '.metadata.creationTimestamp'],
+    ]);
+    expect(find(objects(overlay), 'HookGuard', 'hookguard')).toMatchObject({
+      apiVersion: 'hookguard.io/v1alpha1',
+      spec: {},
+    });
   });
 
   it('passes Pod Security "restricted" in every pod it runs, with a read-only root file system and no CPU limit', () => {
@@ -382,12 +487,12 @@ describe('Argo CD health checks (manifests/argocd, run in a real Lua VM)', () =>
     'resource.customizations.health.admissionregistration.k8s.io_ValidatingWebhookConfiguration',
   ];
 
-  it('patches argocd-cm in argocd with one check for each webhook configuration kind', async () => {
+  it('patches argocd-cm in argocd with one check for each webhook configuration kind, and one for HookGuard', async () => {
     const [patch] = await render('argocd');
     expect([patch?.kind, patch?.metadata, Object.keys(patch?.data ?? {})]).toEqual([
       'ConfigMap',
       { name: 'argocd-cm', namespace: 'argocd' },
-      KEYS,
+      [...KEYS, 'resource.customizations.health.hookguard.io_HookGuard'],
     ]);
   });
 
@@ -417,5 +522,137 @@ describe('Argo CD health checks (manifests/argocd, run in a real Lua VM)', () =>
     };
     expect((await runHealthCheck(script, byUrl)).status).toBe('Healthy');
     expect((await runHealthCheck(script, { ...shipped, webhooks: undefined })).status).toBe('Healthy');
+  });
+});
+
+describe('the HookGuard health check (manifests/argocd, run in a real Lua VM)', () => {
+  let script: string;
+  beforeAll(async () => {
+    const [patch] = await render('argocd');
+    script = patch?.data?.['resource.customizations.health.hookguard.io_HookGuard'] as string;
+  });
+  const condition = (type: string, status: string, reason: string, message = `${type} ${reason}`) => ({
+    type,
+    status,
+    reason,
+    message,
+    lastTransitionTime: '2026-09-01T00:00:00Z',
+    observedGeneration: 1,
+  });
+  const hookGuard = (status?: Record<string, unknown>, generation = 1) => ({
+    apiVersion: 'hookguard.io/v1alpha1',
+    kind: 'HookGuard',
+    metadata: { name: 'hookguard', generation },
+    spec: {},
+    ...(status ? { status } : {}),
+  });
+  const allTrue = [
+    condition('WebhookCalled', 'True', 'Called'),
+    condition('CertificateValid', 'True', 'Valid'),
+    condition('ArgoCDKnown', 'True', 'Discovered'),
+    condition('Ready', 'True', 'Ready', 'all good'),
+  ];
+
+  it.each([
+    ['no status yet', hookGuard(), 'Progressing', "waiting for hookguard's first self-test"],
+    [
+      'a status without conditions',
+      hookGuard({ mode: 'enforce' }),
+      'Progressing',
+      "waiting for hookguard's first self-test",
+    ],
+    [
+      'conditions but no self-test yet',
+      hookGuard({ observedGeneration: 1, conditions: [condition('CertificateValid', 'True', 'Valid')] }),
+      'Progressing',
+      "waiting for hookguard's first self-test",
+    ],
+    ['every condition True', hookGuard({ observedGeneration: 1, conditions: allTrue }), 'Healthy', 'all good'],
+    [
+      'every condition True, for an older generation',
+      hookGuard({ observedGeneration: 1, conditions: allTrue }, 2),
+      'Progressing',
+      'the status is for generation 1, not 2',
+    ],
+    [
+      'no observedGeneration',
+      hookGuard({ conditions: allTrue }),
+      'Progressing',
+      'the status is for generation nil, not 1',
+    ],
+    [
+      'the webhook not called',
+      hookGuard({
+        observedGeneration: 1,
+        conditions: [
+          condition('WebhookCalled', 'False', 'NotCalled', 'stale caBundle?'),
+          condition('Ready', 'False', 'NotCalled', 'WebhookCalled=False'),
+        ],
+      }),
+      'Degraded',
+      'the API server does not call the webhook: stale caBundle?',
+    ],
+    [
+      'called, but the certificate expires soon',
+      hookGuard({
+        observedGeneration: 1,
+        conditions: [
+          condition('WebhookCalled', 'True', 'Called'),
+          condition('CertificateValid', 'False', 'ExpiresSoon'),
+          condition('Ready', 'False', 'ExpiresSoon', 'CertificateValid=False'),
+        ],
+      }),
+      'Degraded',
+      'CertificateValid=False',
+    ],
+    [
+      'the self-test could not run (WebhookCalled Unknown)',
+      hookGuard({
+        observedGeneration: 1,
+        conditions: [condition('WebhookCalled', 'Unknown', 'Error'), condition('Ready', 'False', 'Error', 'forbidden')],
+      }),
+      'Degraded',
+      'forbidden',
+    ],
+  ])('%s: %s', async (_name, object, status, message) => {
+    expect(await runHealthCheck(script, object)).toEqual({ status, message });
+  });
+});
+
+describe('the sample PrometheusRule (manifests/prometheus)', () => {
+  let rule: Manifest;
+  beforeAll(async () => {
+    [rule] = (await render('prometheus')) as [Manifest];
+  });
+
+  it('is a valid PrometheusRule in hookguard, labelled part-of hookguard', () => {
+    expect(() => assertValidKubeObject(rule)).not.toThrow();
+    expect([rule.metadata.namespace, rule.metadata.labels['app.kubernetes.io/part-of']]).toEqual([
+      'hookguard',
+      'hookguard',
+    ]);
+  });
+
+  it('alerts when the self-test has not succeeded for 10 minutes and when the certificate expires within 14 days', () => {
+    const rules = rule.spec.groups.flatMap((group: Manifest) => group.rules);
+    expect(rules.map((each: Manifest) => [each.alert, each.expr, each.for])).toEqual([
+      ['HookguardSelfTestFailing', 'time() - max(hookguard_selftest_last_success_timestamp_seconds) > 600', '1m'],
+      [
+        'HookguardCertificateExpiresSoon',
+        'min(hookguard_tls_certificate_not_after_timestamp_seconds) - time() < 14 * 86400',
+        undefined,
+      ],
+    ]);
+  });
+
+  it('parses every expression with the Prometheus PromQL grammar and names only metrics hookguard serves', async () => {
+    const rules = rule.spec.groups.flatMap((group: Manifest) => group.rules);
+    const served = (await new Metrics({ selfTest: true }).exposition()).text;
+    for (const each of rules) {
+      expect(promqlErrors(each.expr), each.alert).toEqual([]);
+      for (const metric of each.expr.match(/hookguard_[a-z_]+/g) ?? [])
+        expect(served, metric).toContain(`# TYPE ${metric} `);
+    }
+    expect(promqlErrors('time() - max(hookguard_selftest_last_success_timestamp_seconds) >')).not.toEqual([]);
   });
 });

@@ -5,12 +5,17 @@
 // application/json-patch+json, where a failed `test` op answers 422 Invalid; Status bodies for 404, 409, 410,
 // 422, 429 (with Retry-After) and 5xx. An object with a deletionTimestamp goes away once its last finalizer
 // does, as in the API server. Tests can drop watches, expire resourceVersions, stop and restart it, and inject
-// failures.
+// failures. It also answers Leases (create, and PUT with resourceVersion conflicts, 409), custom resources defined
+// from their CRD (validated against its schema, with a status subresource), and CREATEs of Jobs and Pods through
+// the admission webhooks when `admission` is set: it calls hookguard's /mutate and /validate over TLS, applies the
+// JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"` headers; a
+// dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import { KubeConfig } from '@kubernetes/client-node';
+import { admit, schemaValidator, type Admission, type AdmissionResult } from './fake-admission.js';
 
 type Json = Record<string, unknown>;
 export type KubeItem = Json & {
@@ -27,6 +32,11 @@ interface Resource {
   group: string;
   kind: string;
   apiVersion: string;
+  clusterScoped?: boolean;
+  /** A status subresource: PUT of the object keeps its status, PUT of /status changes only the status. */
+  statusSubresource?: boolean;
+  /** Schema errors of an object (a custom resource's openAPIV3Schema); none when valid. */
+  schemaErrors?: (object: unknown) => string[];
 }
 
 const RESOURCES: readonly Resource[] = [
@@ -34,7 +44,17 @@ const RESOURCES: readonly Resource[] = [
   { prefix: '/apis/apps/v1', plural: 'statefulsets', group: 'apps', kind: 'StatefulSet', apiVersion: 'apps/v1' },
   { prefix: '/apis/batch/v1', plural: 'jobs', group: 'batch', kind: 'Job', apiVersion: 'batch/v1' },
   { prefix: '/api/v1', plural: 'pods', group: '', kind: 'Pod', apiVersion: 'v1' },
+  {
+    prefix: '/apis/coordination.k8s.io/v1',
+    plural: 'leases',
+    group: 'coordination.k8s.io',
+    kind: 'Lease',
+    apiVersion: 'coordination.k8s.io/v1',
+  },
 ];
+
+/** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease time with fewer digits. */
+const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
 
 interface HistoryEntry {
   resourceVersion: number;
@@ -56,6 +76,8 @@ export interface InjectedFailure {
   pathIncludes?: string;
   /** Only watch requests (true) or only non-watch requests (false). */
   watch?: boolean;
+  /** Only requests of this user. */
+  user?: string;
   status: number;
   retryAfterSeconds?: number;
   /** How many requests to fail; default 1. */
@@ -65,6 +87,8 @@ export interface InjectedFailure {
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** Who sent it, as the API server authenticates a bearer token: a service account token's subject. */
+  user: string;
   query: Record<string, string>;
   contentType?: string;
   body?: unknown;
@@ -72,6 +96,8 @@ export interface RecordedRequest {
 }
 
 const REASONS: Readonly<Record<number, string>> = {
+  400: 'BadRequest',
+  403: 'Forbidden',
   404: 'NotFound',
   409: 'Conflict',
   410: 'Gone',
@@ -114,8 +140,29 @@ function matches(object: KubeItem, namespace: string | undefined, selector: Reco
   return Object.entries(selector).every(([key, value]) => labels[key] === value);
 }
 
+/** The user a bearer token stands for: a JWT's subject (service account tokens), or NAME for `token-of-NAME`. */
+function userOf(authorization: string | undefined): string {
+  const token = /^Bearer (.+)$/.exec(authorization ?? '')?.[1];
+  if (token === undefined) return 'system:anonymous';
+  const payload = token.split('.')[1];
+  if (payload !== undefined) {
+    try {
+      const sub = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { sub?: unknown }).sub;
+      if (typeof sub === 'string') return sub;
+    } catch {
+      // not a JWT
+    }
+  }
+  return token.startsWith('token-of-') ? token.slice('token-of-'.length) : token;
+}
+
 export class FakeApiServer {
   private server: Server | undefined;
+  private readonly resources: Resource[] = [...RESOURCES];
+  /** The admission webhooks Job and Pod CREATEs go through; none when unset. */
+  admission: Admission | undefined;
+  /** Every webhook call the server made, and how it ended (a failed call fails open: failurePolicy Ignore). */
+  readonly webhookCalls: AdmissionResult['calls'] = [];
   private readonly objects = new Map<string, KubeItem>();
   private readonly history: HistoryEntry[] = [];
   private resourceVersion = 100;
@@ -173,8 +220,16 @@ export class FakeApiServer {
     return `${resource.plural}/${namespace}/${name}`;
   }
 
+  /** metadata.generation of a custom resource: 1 when created, one more with every change of its spec. */
+  private setGeneration(resource: Resource, item: KubeItem, before: KubeItem | undefined): void {
+    if (resource.schemaErrors === undefined) return;
+    const generation = typeof before?.metadata.generation === 'number' ? before.metadata.generation : 0;
+    const changed = before === undefined || JSON.stringify(before.spec) !== JSON.stringify(item.spec);
+    item.metadata.generation = changed ? generation + 1 : generation;
+  }
+
   private resourceOf(object: Json): Resource {
-    const resource = RESOURCES.find(
+    const resource = this.resources.find(
       (candidate) => candidate.kind === object.kind && candidate.apiVersion === object.apiVersion,
     );
     if (!resource)
@@ -195,13 +250,39 @@ export class FakeApiServer {
     object.metadata.resourceVersion = String(this.resourceVersion);
   }
 
+  /**
+   * Serves a custom resource from its CustomResourceDefinition (the first version): its paths, its scope, its status
+   * subresource, and its openAPIV3Schema, against which every write is validated (422 Invalid), as the API server does.
+   */
+  defineCustomResource(crd: Json): void {
+    const spec = crd.spec as {
+      group: string;
+      scope: string;
+      names: { plural: string; kind: string };
+      versions: Array<{ name: string; subresources?: { status?: unknown }; schema: { openAPIV3Schema: Json } }>;
+    };
+    const version = spec.versions[0]!;
+    this.resources.push({
+      prefix: `/apis/${spec.group}/${version.name}`,
+      plural: spec.names.plural,
+      group: spec.group,
+      kind: spec.names.kind,
+      apiVersion: `${spec.group}/${version.name}`,
+      clusterScoped: spec.scope === 'Cluster',
+      statusSubresource: version.subresources?.status !== undefined,
+      schemaErrors: schemaValidator(version.schema.openAPIV3Schema),
+    });
+  }
+
   /** Creates or replaces an object, as a controller's write would, with ADDED or MODIFIED to watchers. */
   put(object: Json): KubeItem {
     const item = structuredClone(object) as KubeItem;
     const resource = this.resourceOf(item);
-    const key = this.key(resource, item.metadata.namespace, item.metadata.name);
+    const key = this.key(resource, item.metadata.namespace ?? '', item.metadata.name);
     const existed = this.objects.has(key);
     item.metadata.uid ??= this.objects.get(key)?.metadata.uid ?? `uid-${key}`;
+    item.metadata.creationTimestamp ??= this.objects.get(key)?.metadata.creationTimestamp ?? kubeNow();
+    this.setGeneration(resource, item, this.objects.get(key));
     this.bump(item);
     this.objects.set(key, item);
     this.record(resource, existed ? 'MODIFIED' : 'ADDED', item);
@@ -233,7 +314,7 @@ export class FakeApiServer {
     namespace: string,
     name: string,
   ): { resource: Resource; key: string; item: KubeItem } | undefined {
-    const resource = RESOURCES.find((candidate) => candidate.kind === kind);
+    const resource = this.resources.find((candidate) => candidate.kind === kind);
     if (!resource) return undefined;
     const key = this.key(resource, namespace, name);
     const item = this.objects.get(key);
@@ -248,7 +329,7 @@ export class FakeApiServer {
 
   /** Stores a changed object; one with a deletionTimestamp and no finalizers left is deleted, as the API server does. */
   private commit(resource: Resource, item: KubeItem): KubeItem {
-    const key = this.key(resource, item.metadata.namespace, item.metadata.name);
+    const key = this.key(resource, item.metadata.namespace ?? '', item.metadata.name);
     this.bump(item);
     const finalizers = item.metadata.finalizers as string[] | undefined;
     if (item.metadata.deletionTimestamp !== undefined && (finalizers ?? []).length === 0) {
@@ -311,19 +392,20 @@ export class FakeApiServer {
     recorded: RecordedRequest,
     status: number,
     body: Json,
-    headers: Record<string, string> = {},
+    headers: Record<string, string | string[]> = {},
   ): void {
     recorded.status = status;
     response.writeHead(status, { 'content-type': 'application/json', ...headers });
     response.end(JSON.stringify(body));
   }
 
-  private injected(method: string, path: string, watch: boolean): InjectedFailure | undefined {
+  private injected(method: string, path: string, watch: boolean, user: string): InjectedFailure | undefined {
     const index = this.failures.findIndex(
       (failure) =>
         (failure.method === undefined || failure.method === method) &&
         (failure.pathIncludes === undefined || path.includes(failure.pathIncludes)) &&
-        (failure.watch === undefined || failure.watch === watch),
+        (failure.watch === undefined || failure.watch === watch) &&
+        (failure.user === undefined || failure.user === user),
     );
     const failure = this.failures[index];
     if (!failure) return undefined;
@@ -333,18 +415,26 @@ export class FakeApiServer {
   }
 
   /** Resolves /apis/batch/v1/namespaces/ns/jobs/name and friends. */
-  private route(path: string): { resource: Resource; namespace?: string; name?: string } | undefined {
-    for (const resource of RESOURCES) {
+  private route(path: string): { resource: Resource; namespace?: string; name?: string; status?: boolean } | undefined {
+    for (const resource of this.resources) {
       if (!path.startsWith(`${resource.prefix}/`)) continue;
       const rest = path
         .slice(resource.prefix.length + 1)
         .split('/')
         .map(decodeURIComponent);
       if (rest.length === 1 && rest[0] === resource.plural) return { resource };
+      if (resource.clusterScoped) {
+        if (rest[0] !== resource.plural) continue;
+        if (rest.length === 2) return { resource, namespace: '', name: rest[1] };
+        if (rest.length === 3 && rest[2] === 'status') return { resource, namespace: '', name: rest[1], status: true };
+        continue;
+      }
       if (rest.length === 3 && rest[0] === 'namespaces' && rest[2] === resource.plural)
         return { resource, namespace: rest[1] };
       if (rest.length === 4 && rest[0] === 'namespaces' && rest[2] === resource.plural)
         return { resource, namespace: rest[1], name: rest[3] };
+      if (rest.length === 5 && rest[0] === 'namespaces' && rest[2] === resource.plural && rest[4] === 'status')
+        return { resource, namespace: rest[1], name: rest[3], status: true };
     }
     return undefined;
   }
@@ -356,13 +446,19 @@ export class FakeApiServer {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
-    const recorded: RecordedRequest = { method, path: url.pathname, query, status: 0 };
+    const recorded: RecordedRequest = {
+      method,
+      path: url.pathname,
+      user: userOf(request.headers.authorization),
+      query,
+      status: 0,
+    };
     if (request.headers['content-type']) recorded.contentType = request.headers['content-type'];
     if (text !== '') recorded.body = JSON.parse(text) as unknown;
     this.requests.push(recorded);
 
     const watch = query.watch === 'true' || query.watch === '1';
-    const failure = this.injected(method, url.pathname, watch);
+    const failure = this.injected(method, url.pathname, watch, recorded.user);
     if (failure) {
       const retryAfter = failure.retryAfterSeconds;
       const message =
@@ -384,6 +480,10 @@ export class FakeApiServer {
     }
     const { resource, namespace, name } = route;
     const qualified = resource.group === '' ? resource.plural : `${resource.plural}.${resource.group}`;
+    if (method === 'POST' && name === undefined && (namespace !== undefined || resource.clusterScoped)) {
+      await this.create(resource, namespace ?? '', text, query, recorded, response, qualified);
+      return;
+    }
     if (name !== undefined) {
       const key = this.key(resource, namespace ?? '', name);
       const stored = this.objects.get(key);
@@ -400,7 +500,11 @@ export class FakeApiServer {
         this.reply(response, recorded, 200, stored);
         return;
       }
-      if (method === 'PATCH') {
+      if (method === 'PUT') {
+        this.update(resource, stored, text, route.status === true, response, recorded, qualified);
+        return;
+      }
+      if (method === 'PATCH' && route.status !== true) {
         this.patch(resource, stored, text, request.headers['content-type'], response, recorded, qualified);
         return;
       }
@@ -436,6 +540,158 @@ export class FakeApiServer {
       },
       items: page,
     });
+  }
+
+  private conflict(resource: Resource, name: string, qualified: string): Json {
+    return statusBody(
+      409,
+      `Operation cannot be fulfilled on ${qualified} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      { name, group: resource.group, kind: resource.plural },
+    );
+  }
+
+  /** The 400 or 422 the API server gives a body it cannot decode or that its schema refuses; undefined when fine. */
+  private refusal(resource: Resource, item: KubeItem): { code: number; body: Json } | undefined {
+    if (resource.kind === 'Lease') {
+      const spec = (item.spec ?? {}) as Json;
+      for (const field of ['acquireTime', 'renewTime']) {
+        const value = spec[field];
+        if (value !== undefined && (typeof value !== 'string' || !MICRO_TIME.test(value)))
+          return {
+            code: 400,
+            body: statusBody(
+              400,
+              `parsing time ${JSON.stringify(value)} as "2006-01-02T15:04:05.000000Z07:00": cannot parse`,
+            ),
+          };
+      }
+    }
+    const errors = resource.schemaErrors?.(item) ?? [];
+    if (errors.length === 0) return undefined;
+    return {
+      code: 422,
+      body: statusBody(
+        422,
+        `${resource.kind}.${resource.group} "${item.metadata.name}" is invalid: ${errors.join(', ')}`,
+        {
+          name: item.metadata.name,
+          group: resource.group,
+          kind: resource.kind,
+          causes: errors.map((message) => ({ reason: 'FieldValueInvalid', message })),
+        },
+      ),
+    };
+  }
+
+  /**
+   * POST to a collection: a name or generateName, 409 AlreadyExists, the admission webhooks for Jobs and Pods, and
+   * 201 with the stored object; with `dryRun=All`, the admitted object, stored nowhere.
+   */
+  private async create(
+    resource: Resource,
+    namespace: string,
+    text: string,
+    query: Record<string, string>,
+    recorded: RecordedRequest,
+    response: ServerResponse,
+    qualified: string,
+  ): Promise<void> {
+    let item = JSON.parse(text) as KubeItem;
+    item.metadata ??= {} as KubeItem['metadata'];
+    if (!resource.clusterScoped) item.metadata.namespace = namespace;
+    const dryRun = query.dryRun === 'All';
+    let warnings: string[] = [];
+    if (this.admission && (resource.kind === 'Job' || resource.kind === 'Pod')) {
+      const result = await admit(this.admission, {
+        resource,
+        namespace,
+        user: recorded.user,
+        object: item,
+        dryRun,
+        generateName: (object) => this.generateName(resource, object),
+      });
+      this.webhookCalls.push(...result.calls);
+      warnings = result.warnings;
+      if (result.denied !== undefined) {
+        this.reply(response, recorded, 403, statusBody(403, result.denied), warningHeaders(warnings));
+        return;
+      }
+      item = result.object as KubeItem;
+    }
+    this.generateName(resource, item);
+    const key = this.key(resource, item.metadata.namespace ?? '', item.metadata.name);
+    if (this.objects.has(key)) {
+      this.reply(
+        response,
+        recorded,
+        409,
+        statusBody(
+          409,
+          `${qualified} "${item.metadata.name}" already exists`,
+          { name: item.metadata.name, group: resource.group, kind: resource.plural },
+          'AlreadyExists',
+        ),
+      );
+      return;
+    }
+    const refused = this.refusal(resource, item);
+    if (refused) {
+      this.reply(response, recorded, refused.code, refused.body);
+      return;
+    }
+    if (dryRun) {
+      item.metadata.uid = `dry-run-uid-${key}`;
+      item.metadata.creationTimestamp = kubeNow();
+      this.reply(response, recorded, 201, item, warningHeaders(warnings));
+      return;
+    }
+    const stored = this.put(item);
+    this.reply(response, recorded, 201, stored, warningHeaders(warnings));
+  }
+
+  /** BeforeCreate's name: generateName plus five random characters, when no name is given. */
+  private generateName(_resource: Resource, item: KubeItem): void {
+    const prefix = item.metadata.generateName;
+    if ((item.metadata.name ?? '') === '' && typeof prefix === 'string')
+      item.metadata.name = `${prefix}${Math.random().toString(36).slice(2, 7).padEnd(5, 'x')}`;
+  }
+
+  /**
+   * PUT of an object: 409 when its resourceVersion is not the stored one. With a status subresource, a PUT of the
+   * object keeps the stored status and a PUT of /status changes only the status.
+   */
+  private update(
+    resource: Resource,
+    stored: KubeItem,
+    text: string,
+    toStatus: boolean,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+    qualified: string,
+  ): void {
+    const body = JSON.parse(text) as KubeItem;
+    const sent = body.metadata?.resourceVersion;
+    if (sent !== undefined && sent !== '' && sent !== stored.metadata.resourceVersion) {
+      this.reply(response, recorded, 409, this.conflict(resource, stored.metadata.name, qualified));
+      return;
+    }
+    let next: KubeItem;
+    if (toStatus) {
+      next = { ...structuredClone(stored), status: body.status };
+    } else {
+      next = {
+        ...body,
+        metadata: { ...body.metadata, uid: stored.metadata.uid, creationTimestamp: stored.metadata.creationTimestamp },
+      };
+      if (resource.statusSubresource) next.status = stored.status;
+      this.setGeneration(resource, next, stored);
+    }
+    const refused = this.refusal(resource, next);
+    if (refused) {
+      this.reply(response, recorded, refused.code, refused.body);
+      return;
+    }
+    this.reply(response, recorded, 200, this.commit(resource, next));
   }
 
   private patch(
@@ -551,6 +807,21 @@ export class FakeApiServer {
       this.watches.delete(open);
     });
   }
+}
+
+/** A timestamp as the API server writes metav1.Time. */
+function kubeNow(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * One `Warning: 299 - "<text>"` header per distinct warning (k8s.io/apiserver pkg/endpoints/filters/warning.go),
+ * the UTF-8 bytes of each sent as they are, as Go writes them.
+ */
+function warningHeaders(warnings: readonly string[]): Record<string, string[]> {
+  if (warnings.length === 0) return {};
+  const quoted = [...new Set(warnings)].map((text) => `299 - "${text.replace(/["\\]/g, '\\$&')}"`);
+  return { warning: quoted.map((value) => Buffer.from(value, 'utf8').toString('latin1')) };
 }
 
 /** The options of a kubeconfig for the fake server (http, so skipTLSVerify is what client-node requires). */
