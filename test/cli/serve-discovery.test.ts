@@ -33,7 +33,11 @@ describe('hookguard serve with discovery (the built CLI)', () => {
     writeFileSync(kubeconfig, server.kubeConfig('hookguard').exportConfig());
     const config = join(dir, 'config.yaml');
     // No drain delay on SIGTERM: no endpoints controller needs time to drop this process.
-    writeFileSync(config, 'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\n');
+    // The self-test has a test of its own (serve-self-test.test.ts).
+    writeFileSync(
+      config,
+      'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\nselfTest:\n  enabled: false\n',
+    );
     const serve = await ServeProcess.start(['--config', config], { KUBECONFIG: kubeconfig });
     const { port } = serve;
     const logged = (msg: string) => serve.waitForLog((line) => line.msg === msg);
@@ -49,7 +53,10 @@ describe('hookguard serve with discovery (the built CLI)', () => {
       await eventually(async () => watching((await readyz(port)).body), 'discovery watching');
       expect(await readyz(port)).toEqual({
         status: 200,
-        body: readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
+        body: {
+          ...readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
+          selfTest: { enabled: false, reason: 'selfTest.enabled is false' },
+        },
       });
 
       server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.4'));

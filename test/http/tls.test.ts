@@ -183,7 +183,11 @@ describe('hookguard serve (the built CLI)', () => {
       const offReason = 'no kubeconfig and no in-cluster service account: not running in a cluster';
       expect([readiness.status, JSON.parse(readiness.body)]).toEqual([
         200,
-        { status: 'ready', discovery: { enabled: false, reason: offReason } },
+        {
+          status: 'ready',
+          discovery: { enabled: false, reason: offReason },
+          selfTest: { enabled: false, reason: offReason },
+        },
       ]);
       expect(lines.filter((line) => line.msg === 'Argo CD discovery off')).toEqual([
         expect.objectContaining({ level: 30, reason: offReason }),
