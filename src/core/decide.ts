@@ -107,7 +107,9 @@ function conclude(
           ? enforce
             ? 'mutated'
             : 'would mutate (audit)'
-          : 'compliant',
+          : findings.some((finding) => finding.missingMitigation !== undefined)
+            ? 'mitigation missing, allowed'
+            : 'compliant',
     rules,
     hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
     ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),

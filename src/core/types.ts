@@ -81,6 +81,12 @@ export interface Finding {
   action: FindingAction;
   message: string;
   advisory?: string;
+  /**
+   * The id of a mitigating rule whose change the object lacks although nothing in it opts out: the mutating webhook
+   * was not called, failed, timed out, or a later webhook undid the change. Counted on its own
+   * (hookguard_mitigation_missing_total); such a finding warns, it never denies.
+   */
+  missingMitigation?: string;
 }
 
 export interface Advisory {

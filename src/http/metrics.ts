@@ -49,6 +49,12 @@ type Tally<K extends string> = Record<K, number>;
 const zeroTally = <K extends string>(keys: readonly K[]): Tally<K> =>
   Object.fromEntries(keys.map((key) => [key, 0])) as Tally<K>;
 
+function increment(counts: Map<string, Map<string, number>>, first: string, second: string): void {
+  let inner = counts.get(first);
+  if (!inner) counts.set(first, (inner = new Map<string, number>()));
+  inner.set(second, (inner.get(second) ?? 0) + 1);
+}
+
 export class Metrics {
   readonly registry = new Registry();
   // The per-request counts are plain numbers handed to prom-client at scrape time: its inc() hashes the labels on
@@ -59,6 +65,8 @@ export class Metrics {
   };
   /** By rule, then action, in the order first seen. */
   private readonly ruleActionCounts = new Map<string, Map<string, number>>();
+  /** By the missing mitigation's rule, then advisory, in the order first seen. */
+  private readonly missingMitigationCounts = new Map<string, Map<string, number>>();
   private readonly latencyChildren = new Map<Endpoint, Timer>();
   private readonly errors: Counter<'source'>;
   private readonly tlsReloads: Counter;
@@ -70,6 +78,7 @@ export class Metrics {
     const registers = [this.registry];
     const requestCounts = this.requestCounts;
     const ruleActionCounts = this.ruleActionCounts;
+    const missingMitigationCounts = this.missingMitigationCounts;
     // Every series exists from the start at 0, so rate() and absent() work before the first request.
     new Counter({
       name: 'hookguard_admission_requests_total',
@@ -102,6 +111,17 @@ export class Metrics {
         this.reset();
         for (const [rule, actions] of ruleActionCounts)
           for (const [action, count] of actions) this.labels(rule, action).inc(count);
+      },
+    });
+    new Counter({
+      name: 'hookguard_mitigation_missing_total',
+      help: "Hooks allowed at /validate without a mitigation their Argo CD version needs, which the object did not opt out of: hookguard's own change was missing (the mutating webhook bypassed, failed or undone), by the mitigating rule and advisory.",
+      labelNames: ['rule', 'advisory'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [rule, advisories] of missingMitigationCounts)
+          for (const [advisory, count] of advisories) this.labels(rule, advisory).inc(count);
       },
     });
     this.errors = new Counter({
@@ -160,9 +180,9 @@ export class Metrics {
     this.requestCounts[endpoint][outcome] += 1;
     if (seconds !== undefined) this.latencyChildren.get(endpoint)?.observe(seconds);
     for (const finding of findings) {
-      let actions = this.ruleActionCounts.get(finding.rule);
-      if (!actions) this.ruleActionCounts.set(finding.rule, (actions = new Map<string, number>()));
-      actions.set(finding.action, (actions.get(finding.action) ?? 0) + 1);
+      increment(this.ruleActionCounts, finding.rule, finding.action);
+      if (finding.missingMitigation !== undefined)
+        increment(this.missingMitigationCounts, finding.missingMitigation, finding.advisory ?? '');
     }
   }
 

@@ -1,19 +1,25 @@
 import { HOOKGUARD_SKIP } from '../core/annotations.js';
 import { cloneJson, describeObject, jsonEqual } from '../core/objects.js';
 import type { CreateValidator, MutationRule, RuleContext } from '../core/rule.js';
-import type { Finding, KubeObject } from '../core/types.js';
+import type { Advisory, Finding, KubeObject } from '../core/types.js';
 
 export const VERSION_RACE_ID = 'version-race';
 
-/** Why a mitigation is not in place, judged on a copy of its own; undefined when the object already carries it. */
-function missingMitigation(rule: MutationRule, object: KubeObject, context: RuleContext): string | undefined {
+/**
+ * Why a mitigation is not in place. `unmet`: a setting of the object no mitigation can fix (a deadline too short for
+ * the guard); `optedOut`: the object names the rule in hookguard.io/skip. Both are the author's choice, and denied.
+ * `missing`: hookguard's own change is simply absent (the mutating webhook was bypassed, failed or timed out, or a
+ * later webhook undid it): not the author's doing, so it is allowed with a warning.
+ */
+type Shortfall = { kind: 'unmet'; reason: string } | { kind: 'optedOut' } | { kind: 'missing' };
+
+/** Judged on a copy of its own; undefined when the object already carries the mitigation. */
+function shortfallOf(rule: MutationRule, object: KubeObject, context: RuleContext): Shortfall | undefined {
   const probe = cloneJson(object);
   const outcome = rule.mutate(probe, context);
-  if (outcome.unmet) return outcome.unmet;
+  if (outcome.unmet) return { kind: 'unmet', reason: outcome.unmet };
   if (jsonEqual(probe, object)) return undefined;
-  return context.hook.skip.has(rule.id)
-    ? `opted out with ${HOOKGUARD_SKIP}`
-    : 'not applied (was the mutating webhook bypassed?)';
+  return context.hook.skip.has(rule.id) ? { kind: 'optedOut' } : { kind: 'missing' };
 }
 
 /**
@@ -21,42 +27,67 @@ function missingMitigation(rule: MutationRule, object: KubeObject, context: Rule
  * runs on one copy and one comparison shows none changed it. Only when one would change it is each rule judged
  * alone, to name the ones that would (none of them undoes another's change).
  */
-function missingMitigations(
+function shortfalls(
   rules: readonly MutationRule[],
   object: KubeObject,
   context: RuleContext,
-): (string | undefined)[] {
+): (Shortfall | undefined)[] {
   const probe = cloneJson(object);
   const unmet = rules.map((rule) => rule.mutate(probe, context).unmet);
-  if (jsonEqual(probe, object)) return unmet;
-  return rules.map((rule) => missingMitigation(rule, object, context));
+  if (jsonEqual(probe, object)) return unmet.map((reason) => (reason ? { kind: 'unmet', reason } : undefined));
+  return rules.map((rule) => shortfallOf(rule, object, context));
+}
+
+function finding(
+  object: KubeObject,
+  rule: MutationRule,
+  shortfall: Shortfall,
+  advisory: Advisory,
+  argocdVersion: string,
+): Finding {
+  const race = `races with Argo CD ${argocdVersion} (${advisory.id}: ${advisory.summary})`;
+  const fixed = advisory.fixed ? ` Fixed in Argo CD ${advisory.fixed}.` : '';
+  if (shortfall.kind === 'missing') {
+    return {
+      rule: VERSION_RACE_ID,
+      action: 'warn',
+      advisory: advisory.id,
+      missingMitigation: rule.id,
+      message: `${describeObject(object)} lacks ${rule.id} (was the mutating webhook bypassed?) and ${race}; allowed, since only hookguard's own change is missing.${fixed}`,
+    };
+  }
+  const reason = shortfall.kind === 'unmet' ? shortfall.reason : `opted out with ${HOOKGUARD_SKIP}`;
+  return {
+    rule: VERSION_RACE_ID,
+    action: 'deny',
+    advisory: advisory.id,
+    message: `${describeObject(object)} ${race}: ${rule.id} ${reason}.${fixed}`,
+  };
 }
 
 /**
  * The validating webhook's judgement of a hook CREATE as it will be stored: every rule that mitigates an advisory
- * affecting the known Argo CD version must already be in effect. Opting out of one is exactly what this judges.
+ * affecting the known Argo CD version must be in effect. It denies only what the object's author chose (an opt-out,
+ * or a setting no mitigation can fix); a mitigation that is merely missing is allowed, with a warning.
  */
 export const versionRace: CreateValidator = {
   id: VERSION_RACE_ID,
-  doc: 'Denies a hook CREATE that, after mutation, still races with the known Argo CD version (an opted-out or impossible mitigation), naming the advisory.',
+  doc: 'Denies a hook CREATE that still races with the known Argo CD version because of its own settings (an opted-out mitigation, or one its settings make impossible), naming the advisory; a mitigation merely missing only warns.',
   stages: ['admission', 'render'],
   validate(object, context, mutationRules) {
-    if (!context.hook.appliedByArgo || context.argocdVersion === undefined) return [];
+    const argocdVersion = context.argocdVersion;
+    if (!context.hook.appliedByArgo || argocdVersion === undefined) return [];
     const mitigating = mutationRules.filter(
       (rule) => rule.kinds.includes(context.hook.kind) && context.advisoriesFor(rule.id).length > 0,
     );
     if (mitigating.length === 0) return [];
-    const missing = missingMitigations(mitigating, object, context);
+    const missing = shortfalls(mitigating, object, context);
     const findings: Finding[] = [];
     mitigating.forEach((rule, index) => {
-      if (missing[index] === undefined) return;
+      const shortfall = missing[index];
+      if (shortfall === undefined) return;
       for (const advisory of context.advisoriesFor(rule.id)) {
-        findings.push({
-          rule: VERSION_RACE_ID,
-          action: 'deny',
-          advisory: advisory.id,
-          message: `${describeObject(object)} races with Argo CD ${context.argocdVersion} (${advisory.id}: ${advisory.summary}): ${rule.id} ${missing[index]}.${advisory.fixed ? ` Fixed in Argo CD ${advisory.fixed}.` : ''}`,
-        });
+        findings.push(finding(object, rule, shortfall, advisory, argocdVersion));
       }
     });
     return findings;

@@ -353,6 +353,37 @@ describe('POST /validate', () => {
     });
   });
 
+  it('allows an unmutated hook sent straight to it on an affected version, with a warning and an audit line', async () => {
+    const { app, lines } = harness({ 'argocd.version': '2.14.8' });
+    const unmutated = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+    const response = await respond(
+      app,
+      '/validate',
+      admissionReview({ uid: 'uid-bypassed', operation: 'CREATE', object: unmutated, username: ARGOCD_CONTROLLER }),
+    );
+    expect(response).toEqual({
+      uid: 'uid-bypassed',
+      allowed: true,
+      warnings: [
+        'hookguard [version-race]: Job apps/migrate lacks min-runtime (was the mutating webhook bypassed?) and races with Argo C…',
+      ],
+    });
+    const [audit] = auditLines(lines).map((line) => line.audit);
+    expect(audit).toMatchObject({ uid: 'uid-bypassed', allowed: true, reason: 'mitigation missing, allowed' });
+    expect(audit?.findings).toEqual([
+      {
+        rule: 'version-race',
+        action: 'warn',
+        advisory: 'argocd-fast-hook-finalizer-race',
+        missingMitigation: 'min-runtime',
+        message:
+          'Job apps/migrate lacks min-runtime (was the mutating webhook bypassed?) and races with Argo CD 2.14.8 ' +
+          '(argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer ' +
+          "and the sync never ends); allowed, since only hookguard's own change is missing. Fixed in Argo CD 3.4.0.",
+      },
+    ]);
+  });
+
   it('never denies when the Argo CD version is unknown', async () => {
     const { app } = harness();
     expect(await respond(app, '/validate', body())).toEqual({ uid: 'uid-race', allowed: true });

@@ -103,6 +103,26 @@ describe('GET /metrics', () => {
     expect(buckets).toEqual(['hookguard_admission_duration_seconds_bucket{le="+Inf",endpoint="mutate"} 3']);
   });
 
+  it('counts hooks allowed without a mitigation hookguard failed to add, by mitigation and advisory', async () => {
+    const target = app();
+    const line = 'hookguard_mitigation_missing_total{rule="min-runtime",advisory="argocd-fast-hook-finalizer-race"}';
+    expect(await scrape(target, 'hookguard_mitigation_missing_total')).toEqual([]);
+    // An Argo CD hook that never went through /mutate: no guard, no opt-out.
+    const unmutated = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+    expect(await post(target, '/validate', review('bypassed-1', unmutated, ARGOCD_CONTROLLER))).toBe(200);
+    expect(await post(target, '/validate', review('bypassed-2', unmutated, ARGOCD_CONTROLLER))).toBe(200);
+    // An opt-out is denied, not counted as missing.
+    expect(await post(target, '/validate', review('opted-out', racingJob(), ARGOCD_CONTROLLER))).toBe(200);
+    expect(await scrape(target, 'hookguard_mitigation_missing_total')).toEqual([`${line} 2`]);
+    expect(await scrape(target, 'hookguard_admission_requests_total{endpoint="validate"')).toEqual([
+      'hookguard_admission_requests_total{endpoint="validate",decision="allowed"} 2',
+      'hookguard_admission_requests_total{endpoint="validate",decision="patched"} 0',
+      'hookguard_admission_requests_total{endpoint="validate",decision="denied"} 1',
+      'hookguard_admission_requests_total{endpoint="validate",decision="errored"} 0',
+      'hookguard_admission_requests_total{endpoint="validate",decision="bad_request"} 0',
+    ]);
+  });
+
   it('reports the totals so far at every scrape, and later requests add to them', async () => {
     const target = app();
     const patchedLine = 'hookguard_admission_requests_total{endpoint="mutate",decision="patched"}';

@@ -78,9 +78,40 @@ describe('version-race', () => {
     expect(findings.map((finding) => finding.advisory)).toEqual(['argocd-hook-finalizer-partial']);
   });
 
-  it('says so when the mutating webhook was bypassed', () => {
-    const [finding] = judge(hookJob(), '2.14.8');
-    expect(finding?.message).toContain('min-runtime not applied (was the mutating webhook bypassed?)');
+  it('allows, with a warning it counts apart, a hook whose mitigation is merely missing (mutating webhook bypassed)', () => {
+    expect(judge(hookJob(undefined, { ttlSecondsAfterFinished: 0 }), '2.14.8')).toEqual(
+      ['ttl-floor', 'min-runtime'].map((mitigation) => ({
+        rule: 'version-race',
+        action: 'warn',
+        advisory: 'argocd-fast-hook-finalizer-race',
+        missingMitigation: mitigation,
+        message:
+          `Job apps/migrate lacks ${mitigation} (was the mutating webhook bypassed?) and races with Argo CD 2.14.8 ` +
+          '(argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends); ' +
+          "allowed, since only hookguard's own change is missing. Fixed in Argo CD 3.4.0.",
+      })),
+    );
+  });
+
+  it('still denies the opted-out mitigation beside a merely missing one', () => {
+    const job = hookJob(
+      { 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' },
+      { ttlSecondsAfterFinished: 0 },
+    );
+    expect(judge(job, '3.1.0').map(({ action, missingMitigation }) => [action, missingMitigation])).toEqual([
+      ['warn', 'ttl-floor'],
+      ['deny', undefined],
+    ]);
+  });
+
+  it('never denies, nor warns about, a Windows hook it cannot guard, even opted out', () => {
+    const windows = (annotations?: Record<string, string>) => {
+      const job = hookJob(annotations);
+      (job.spec as { template: { spec: Record<string, unknown> } }).template.spec.os = { name: 'windows' };
+      return job;
+    };
+    expect(judge(windows(), '2.14.8')).toEqual([]);
+    expect(judge(windows({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' }), '2.14.8')).toEqual([]);
   });
 
   it.each([
