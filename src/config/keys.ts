@@ -2,7 +2,8 @@
 // doc line. The checks, the defaults, the env map, the Config type and docs/configuration.md's table
 // (`npm run docs:config`) are derived from this declaration. Units are in the names.
 import { normalizeArgoVersion } from '../core/argocd-version.js';
-import type { RuleSettings } from '../core/rule.js';
+import { parseQuantity } from '../core/quantity.js';
+import type { ResourceList, RuleSettings } from '../core/rule.js';
 import type { Advisory } from '../core/types.js';
 import {
   defaultsOf,
@@ -11,6 +12,7 @@ import {
   integer,
   list,
   oneOf,
+  optionalInteger,
   optionalText,
   settingsOf,
   sibling,
@@ -19,6 +21,7 @@ import {
   type Same,
   type ValueOf,
 } from './schema.js';
+import { imageReferenceProblem } from './image-reference.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -27,10 +30,19 @@ const NOT_EMPTY: Format = {
   problem: (value) => (value.trim() === '' ? 'must not be empty' : undefined),
 };
 
-const QUANTITY_PATTERN = /^\d+(\.\d+)?(m|Ki|Mi|Gi|k|M|G)?$/;
 const QUANTITY: Format = {
-  accepts: 'a Kubernetes quantity',
-  problem: (value) => (QUANTITY_PATTERN.test(value) ? undefined : 'must be a Kubernetes quantity like 10m or 16Mi'),
+  accepts: 'a Kubernetes quantity above 0',
+  problem: (value) => {
+    const nano = parseQuantity(value);
+    return nano !== undefined && nano > 0n
+      ? undefined
+      : `must be a Kubernetes quantity above 0 like 100m or 128Mi, got "${value}"`;
+  },
+};
+
+const IMAGE_REFERENCE: Format = {
+  accepts: 'an image reference',
+  problem: imageReferenceProblem,
 };
 
 const ARGO_CD_VERSION: Format = {
@@ -40,10 +52,26 @@ const ARGO_CD_VERSION: Format = {
 };
 
 function resources(kind: string, cpu: string, memory: string) {
+  const doc = (name: string) =>
+    `The guard's ${name} ${kind} is the smallest ${name} request of the Pod's containers, at most this.`;
   return {
-    cpu: text({ default: cpu, format: QUANTITY, doc: `CPU ${kind} of the guard.` }),
-    memory: text({ default: memory, format: QUANTITY, doc: `Memory ${kind} of the guard.` }),
+    cpu: text({ default: cpu, format: QUANTITY, doc: doc('CPU') }),
+    memory: text({ default: memory, format: QUANTITY, doc: doc('memory') }),
   };
+}
+
+/** A guard request above its limit would make the API server refuse every guarded Pod. */
+function requestsWithinLimits({ requests, limits }: { requests: ResourceList; limits: ResourceList }) {
+  for (const resource of ['cpu', 'memory'] as const) {
+    const [request, limit] = [parseQuantity(requests[resource]), parseQuantity(limits[resource])];
+    if (request !== undefined && limit !== undefined && request > limit) {
+      return {
+        key: `requests.${resource}`,
+        problem: `${requests[resource]} is above limits.${resource} (${limits[resource]})`,
+      };
+    }
+  }
+  return undefined;
 }
 
 export const KEYS = {
@@ -202,33 +230,41 @@ export const KEYS = {
         doc: 'Cleanup hook Jobs (pre/post-delete) get at least this backoffLimit.',
       }),
     },
-    minRuntime: {
-      minRuntimeSeconds: integer({
-        default: 10,
-        min: 1,
-        max: sibling('maxRuntimeSeconds'),
-        doc: 'The init container hookguard-min-runtime waits this long (per object: hookguard.io/min-runtime-seconds).',
-      }),
-      maxRuntimeSeconds: integer({
-        default: 3600,
-        min: 1,
-        max: 86400,
-        doc: 'The longest wait an object may ask for with hookguard.io/min-runtime-seconds.',
-      }),
-      image: text({
-        default: 'busybox:1.37.0',
-        format: NOT_EMPTY,
-        doc: 'Image of the guard init container; pin it by digest in production.',
-      }),
-      command: list({
-        default: ['sleep'],
-        nonEmpty: true,
-        doc: 'The guard runs this command with the seconds to wait appended.',
-      }),
-      runAsUser: integer({ default: 65534, min: 1, max: 2 ** 31 - 1, doc: 'User (and group) the guard runs as.' }),
-      requests: resources('request', '10m', '16Mi'),
-      limits: resources('limit', '100m', '32Mi'),
-    },
+    minRuntime: group(
+      {
+        minRuntimeSeconds: integer({
+          default: 10,
+          min: 1,
+          max: sibling('maxRuntimeSeconds'),
+          doc: 'The init container hookguard-min-runtime waits this long (per object: hookguard.io/min-runtime-seconds).',
+        }),
+        maxRuntimeSeconds: integer({
+          default: 3600,
+          min: 1,
+          max: 86400,
+          doc: 'The longest wait an object may ask for with hookguard.io/min-runtime-seconds.',
+        }),
+        image: text({
+          default: 'busybox:1.37.0',
+          format: IMAGE_REFERENCE,
+          doc: 'Image of the guard init container; mirror it and pin it by digest in production.',
+        }),
+        command: list({
+          default: ['sleep'],
+          nonEmpty: true,
+          doc: 'The guard runs this command with the seconds to wait appended.',
+        }),
+        runAsUser: optionalInteger({
+          default: 65534,
+          min: 1,
+          max: 2 ** 31 - 1,
+          doc: "User (and group) the guard runs as where the Pod sets none; null: the image's or the platform's (OpenShift).",
+        }),
+        requests: resources('request', '250m', '512Mi'),
+        limits: resources('limit', '250m', '512Mi'),
+      },
+      requestsWithinLimits,
+    ),
     ttlFloor: {
       minTtlSecondsAfterFinished: integer({
         default: 60,

@@ -49,11 +49,14 @@ export class Setting<T> {
   ) {}
 }
 
+/** What a check across a group found: a problem of the group, or of one key in it (a path below the group). */
+export type GroupProblem = string | { key: string; problem: string };
+
 /** A group of keys with a check across them, e.g. server.tls: certFile and keyFile go together. */
 export class Group<K extends Keys> {
   constructor(
     readonly keys: K,
-    readonly problem: (values: ValuesOf<K>) => string | undefined,
+    readonly problem: (values: ValuesOf<K>) => GroupProblem | undefined,
   ) {}
 }
 
@@ -109,6 +112,23 @@ export function integer(options: Declared & { default: number; min: Bound; max: 
   });
 }
 
+/** An integer that may be left unset (null); its doc says what null means. */
+export function optionalInteger(
+  options: Declared & { default: number | null; min: number; max: number },
+): Setting<number | null> {
+  const { min, max, ...declared } = options;
+  return new Setting<number | null>({
+    ...declared,
+    type: 'number',
+    nullable: true,
+    accepts: `${min}..${max}, or null`,
+    problem: (value) =>
+      value === null || (Number.isInteger(value) && value >= min && value <= max)
+        ? undefined
+        : `must be an integer ${min}..${max} or null, got ${value}`,
+  });
+}
+
 export function text(options: Declared & { default: string; format?: Format }): Setting<string> {
   const { format, ...declared } = options;
   return new Setting({
@@ -159,7 +179,7 @@ export function list(
   });
 }
 
-export function group<K extends Keys>(keys: K, problem: (values: ValuesOf<K>) => string | undefined): Group<K> {
+export function group<K extends Keys>(keys: K, problem: (values: ValuesOf<K>) => GroupProblem | undefined): Group<K> {
   return new Group(keys, problem);
 }
 
@@ -273,7 +293,8 @@ function check(keys: Keys, values: Siblings, prefix: string): void {
       check(keysOf(node), values[name] as Siblings, key);
       if (node instanceof Group) {
         const problem = node.problem(values[name] as ValuesOf<Keys>);
-        if (problem !== undefined) fail(key, problem);
+        if (typeof problem === 'string') fail(key, problem);
+        if (problem !== undefined) fail(`${key}.${problem.key}`, problem.problem);
       }
     }
   }

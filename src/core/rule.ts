@@ -24,7 +24,9 @@ export interface RuleSettings {
     image: string;
     /** The guard runs `[...command, String(seconds)]`. */
     command: readonly string[];
-    runAsUser: number;
+    /** The guard's user and group where the Pod sets none; null leaves them to the image or the platform. */
+    runAsUser: number | null;
+    /** Upper bounds of the guard's requests and limits (it follows the Pod's containers below them). */
     requests: ResourceList;
     limits: ResourceList;
   };

@@ -1,32 +1,206 @@
 import { HOOKGUARD_MIN_RUNTIME_SECONDS } from '../core/annotations.js';
 import { annotation, isRecord, jobSpecOf, podSpecOf } from '../core/objects.js';
+import { parseQuantity } from '../core/quantity.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
-import type { Container } from '../core/types.js';
+import type { Container, PodSpec } from '../core/types.js';
 
 export const GUARD_CONTAINER_NAME = 'hookguard-min-runtime';
 
-/** The wait runs in an init container of our own image, so the user's image needs no shell or sleep binary. */
-export function guardContainer(seconds: number, settings: RuleSettings['minRuntime']): Container {
+type GuardSettings = RuleSettings['minRuntime'];
+
+/** A quantity with its text as written, so the guard repeats the chart's own spelling. */
+interface Quantity {
+  text: string;
+  nano: bigint;
+}
+
+/** What the guard takes from the config, prepared once per config (the loaded config is frozen). */
+interface GuardTemplate {
+  image: string;
+  command: readonly string[];
+  runAsUser: number | null;
+  /** Upper bounds of the guard's request and limit, per resource; resources without one are copied uncapped. */
+  caps: ReadonlyMap<string, { request: Quantity; limit: Quantity }>;
+}
+
+/**
+ * The resources the guard sizes itself by. cpu and memory decide the QoS class; ephemeral-storage is the other one a
+ * LimitRange commonly constrains per container (extended resources are never copied onto a sleep).
+ */
+const GUARD_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'] as const;
+
+const templates = new WeakMap<GuardSettings, GuardTemplate>();
+
+function configuredQuantity(text: string, key: string): Quantity {
+  const nano = parseQuantity(text);
+  // The config module refuses these; only a settings object built by hand gets here.
+  if (nano === undefined) throw new Error(`rules.minRuntime.${key} "${text}" is not a Kubernetes quantity`);
+  return { text, nano };
+}
+
+function templateOf(settings: GuardSettings): GuardTemplate {
+  let template = templates.get(settings);
+  if (!template) {
+    const caps = new Map(
+      (['cpu', 'memory'] as const).map((resource) => [
+        resource,
+        {
+          request: configuredQuantity(settings.requests[resource], `requests.${resource}`),
+          limit: configuredQuantity(settings.limits[resource], `limits.${resource}`),
+        },
+      ]),
+    );
+    template = { image: settings.image, command: settings.command, runAsUser: settings.runAsUser, caps };
+    templates.set(settings, template);
+  }
+  return template;
+}
+
+/** A quantity as a pod spec holds it: a string, or a number in a manifest read from YAML. */
+function quantityOf(value: unknown): Quantity | undefined {
+  const text = typeof value === 'number' ? String(value) : value;
+  if (typeof text !== 'string') return undefined;
+  const nano = parseQuantity(text);
+  return nano === undefined ? undefined : { text, nano };
+}
+
+function resourceList(container: Container, list: 'requests' | 'limits'): Record<string, unknown> | undefined {
+  const resources = container.resources;
+  if (!isRecord(resources)) return undefined;
+  const values = resources[list];
+  return isRecord(values) ? values : undefined;
+}
+
+/** The container of the Pod asking least of one resource; its request is its limit when it sets only a limit. */
+interface Smallest {
+  request: Quantity;
+  limit: Quantity | undefined;
+}
+
+function smallestAsk(containers: readonly Container[], resource: string): Smallest | undefined {
+  let smallest: Smallest | undefined;
+  for (const container of containers) {
+    const limit = quantityOf(resourceList(container, 'limits')?.[resource]);
+    // What the API server's Pod defaulting does (SetDefaults_Pod): a limit without a request is also the request.
+    const request = quantityOf(resourceList(container, 'requests')?.[resource]) ?? limit;
+    if (request !== undefined && (smallest === undefined || request.nano < smallest.request.nano)) {
+      smallest = { request, limit };
+    }
+  }
+  return smallest;
+}
+
+const atMost = (value: Quantity, cap: Quantity | undefined) =>
+  cap !== undefined && cap.nano < value.nano ? cap : value;
+
+/**
+ * The guard's requests and limits follow the Pod's own containers, one resource at a time, so the guard can neither
+ * keep the Pod from being admitted nor change its QoS class:
+ * - Where none of the Pod's containers sets a resource, the guard sets none either: a LimitRange's defaults then
+ *   reach it exactly as they reach them (LimitRanger defaults init containers too; a bare Pod reaches the webhook
+ *   after them, and then there is none for that resource), and a BestEffort Pod stays BestEffort.
+ * - Otherwise the guard asks what the container asking least asks, at most the configured size. With a limit there,
+ *   the guard's limit equals its request (any maxLimitRequestRatio passes, a Guaranteed Pod stays Guaranteed); without
+ *   one, it copies that request alone, so a LimitRange's default limit gives both the same ratio.
+ * Each value is at most one app container's, so the Pod's effective request and limit, the larger of the sum of its
+ * containers (with sidecars) and each init step, is what it was (LimitRanger podRequests/podLimits, the scheduler
+ * and ResourceQuota all count it so), and every per-container LimitRange check the guard meets, one of those
+ * containers already passes, as long as the configured size is above the LimitRange's minimum.
+ */
+function guardResources(podSpec: PodSpec, template: GuardTemplate): Container['resources'] {
+  const containers = Array.isArray(podSpec.containers) ? podSpec.containers.filter(isRecord) : [];
+  const requests: Record<string, string> = {};
+  const limits: Record<string, string> = {};
+  for (const resource of GUARD_RESOURCES) {
+    const smallest = smallestAsk(containers, resource);
+    if (smallest === undefined) continue;
+    const cap = template.caps.get(resource);
+    if (smallest.limit === undefined) {
+      requests[resource] = smallest.request.text;
+      continue;
+    }
+    requests[resource] = atMost(smallest.request, cap?.request).text;
+    limits[resource] = atMost(smallest.request, cap?.limit).text;
+  }
+  // A limit is only ever set beside its request.
+  if (Object.keys(requests).length === 0) return undefined;
+  return Object.keys(limits).length > 0 ? { requests, limits } : { requests };
+}
+
+/** A user or group id the Pod sets for all its containers; root (0) is never taken over. */
+function podId(podSpec: PodSpec, field: 'runAsUser' | 'runAsGroup'): number | undefined {
+  const context = podSpec.securityContext;
+  const id = isRecord(context) ? context[field] : undefined;
+  return typeof id === 'number' && Number.isInteger(id) && id > 0 ? id : undefined;
+}
+
+/** Pod Security "restricted" holds the Pod to runAsNonRoot: true, set for the Pod or by each of its containers. */
+function podRunsAsNonRoot(podSpec: PodSpec): boolean {
+  const context = podSpec.securityContext;
+  if (isRecord(context) && context.runAsNonRoot === true) return true;
+  const all = [podSpec.initContainers, podSpec.containers].flatMap((list) => (Array.isArray(list) ? list : []));
+  return (
+    all.length > 0 &&
+    all.every(
+      (container) =>
+        isRecord(container) && isRecord(container.securityContext) && container.securityContext.runAsNonRoot === true,
+    )
+  );
+}
+
+/**
+ * Passes Pod Security "restricted" (kubernetes/pod-security-admission v0.36.2 policy/check_*.go) wherever the Pod
+ * does. It runs as the Pod's user and group when the Pod sets non-root ones, else as `runAsUser` (both). With
+ * `runAsUser: null` (platforms that assign ids, such as OpenShift's restricted-v2 SCC) and no id from the Pod, the
+ * image's user runs it: then it says runAsNonRoot only where the Pod itself must, because the kubelet refuses to
+ * start a container that says runAsNonRoot but would run as root (busybox's user is root) unless the platform
+ * assigns it a non-root id.
+ */
+function guardSecurityContext(podSpec: PodSpec, template: GuardTemplate): Record<string, unknown> {
+  const runAsUser = podId(podSpec, 'runAsUser') ?? template.runAsUser ?? undefined;
+  const runAsGroup = podId(podSpec, 'runAsGroup') ?? template.runAsUser ?? undefined;
+  const runAsNonRoot = runAsUser !== undefined || podRunsAsNonRoot(podSpec);
+  return {
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ['ALL'] },
+    privileged: false,
+    readOnlyRootFilesystem: true,
+    ...(runAsNonRoot ? { runAsNonRoot: true } : {}),
+    ...(runAsUser !== undefined ? { runAsUser } : {}),
+    ...(runAsGroup !== undefined ? { runAsGroup } : {}),
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+/**
+ * The wait runs in an init container of our own image, so the user's image needs no shell or sleep binary. Its
+ * resources and ids are read off the Pod it joins (see guardResources and guardSecurityContext).
+ */
+export function guardContainer(seconds: number, settings: GuardSettings, podSpec: PodSpec): Container {
+  const template = templateOf(settings);
+  const resources = guardResources(podSpec, template);
   return {
     name: GUARD_CONTAINER_NAME,
-    image: settings.image,
+    image: template.image,
     imagePullPolicy: 'IfNotPresent',
-    command: [...settings.command, String(seconds)],
-    // Small requests and limits: namespaces with a ResourceQuota on limits still admit the Pod, and the Pod's
-    // effective request (max of init containers and the sum of containers) does not grow in practice.
-    resources: { requests: { ...settings.requests }, limits: { ...settings.limits } },
-    // Passes the Pod Security "restricted" profile whatever the Pod sets.
-    securityContext: {
-      allowPrivilegeEscalation: false,
-      capabilities: { drop: ['ALL'] },
-      privileged: false,
-      readOnlyRootFilesystem: true,
-      runAsNonRoot: true,
-      runAsUser: settings.runAsUser,
-      runAsGroup: settings.runAsUser,
-      seccompProfile: { type: 'RuntimeDefault' },
-    },
+    command: [...template.command, String(seconds)],
+    ...(resources ? { resources } : {}),
+    securityContext: guardSecurityContext(podSpec, template),
   };
+}
+
+/**
+ * A Windows Pod (spec.os.name, kubernetes/kubernetes v1.34.1 pkg/apis/core/validation/validation.go validateWindows:
+ * the API server refuses runAsUser, capabilities, seccompProfile... on its containers, in a Job's template too), or
+ * one pinned to Windows nodes, where a Linux guard image could not run anyway.
+ */
+function runsOnWindows(podSpec: PodSpec): boolean {
+  const os = podSpec.os;
+  const nodeSelector = podSpec.nodeSelector;
+  return (
+    (isRecord(os) && os.name === 'windows') ||
+    (isRecord(nodeSelector) && nodeSelector['kubernetes.io/os'] === 'windows')
+  );
 }
 
 interface RuntimeRequest {
@@ -34,7 +208,7 @@ interface RuntimeRequest {
   warning?: string;
 }
 
-function requestedSeconds(raw: string | undefined, settings: RuleSettings['minRuntime']): RuntimeRequest {
+function requestedSeconds(raw: string | undefined, settings: GuardSettings): RuntimeRequest {
   const fallback = settings.minRuntimeSeconds;
   if (raw === undefined) return { seconds: fallback };
   const seconds = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
@@ -47,10 +221,13 @@ function requestedSeconds(raw: string | undefined, settings: RuleSettings['minRu
   return { seconds };
 }
 
+export const WINDOWS_NOT_GUARDED =
+  'no guard for a Windows Pod (the API server refuses its Linux securityContext there): the hook may still race';
+
 /** A Job that finishes before Argo CD observes it keeps the hook finalizer forever (kyverno#13149, argo-cd#23226). */
 export const minRuntime: MutationRule = {
   id: 'min-runtime',
-  doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied hooks, so they cannot finish before Argo CD sees them run.',
+  doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied hooks, so they cannot finish before Argo CD sees them run; sized and run like the Pod, never on Windows Pods.',
   stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'argocd',
@@ -68,6 +245,7 @@ export const minRuntime: MutationRule = {
     if (initContainers?.some((container) => isRecord(container) && container.name === GUARD_CONTAINER_NAME)) {
       return report({ warnings });
     }
+    if (runsOnWindows(podSpec)) return report({ warnings: [...warnings, WINDOWS_NOT_GUARDED] });
     const deadlines = [jobSpecOf(object)?.activeDeadlineSeconds, podSpec.activeDeadlineSeconds];
     const tooShort = deadlines.find((deadline) => typeof deadline === 'number' && deadline <= requested.seconds);
     if (tooShort !== undefined) {
@@ -76,7 +254,7 @@ export const minRuntime: MutationRule = {
         unmet: `activeDeadlineSeconds ${tooShort} leaves no time after a ${requested.seconds}s guard; raise it or lower ${HOOKGUARD_MIN_RUNTIME_SECONDS}`,
       });
     }
-    const guard = guardContainer(requested.seconds, settings.minRuntime);
+    const guard = guardContainer(requested.seconds, settings.minRuntime, podSpec);
     if (Array.isArray(initContainers)) initContainers.push(guard);
     else podSpec.initContainers = [guard];
     return report({

@@ -11,6 +11,7 @@ import { readHook } from '../../src/core/hook.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
+import { WINDOWS_NOT_GUARDED } from '../../src/rules/min-runtime.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 
 const word = fc.constantFrom(
@@ -41,9 +42,25 @@ const script = fc
   .map((parts) => parts.join(' '));
 const argv = fc.array(word, { minLength: 1, maxLength: 7 });
 
+const quantities = (cpu: string[], memory: string[]) =>
+  fc.record({ cpu: fc.constantFrom(...cpu), memory: fc.constantFrom(...memory) }, { requiredKeys: [] });
+// Requests at or below limits, as the API server requires; the guard follows them.
+const resources = fc.oneof(
+  fc.record(
+    { requests: quantities(['10m', '100m'], ['16Mi', '64Mi']), limits: quantities(['100m', '1'], ['64Mi', '1Gi']) },
+    { requiredKeys: [] },
+  ),
+  fc.constantFrom({}, { requests: { 'ephemeral-storage': '1Gi' }, limits: { 'ephemeral-storage': '2Gi' } }),
+);
+
 const container = fc.record(
   {
     name: fc.constantFrom('main', 'kubectl', 'cleanup'),
+    resources,
+    securityContext: fc.record(
+      { runAsUser: fc.constantFrom(0, 1000), runAsNonRoot: fc.boolean() },
+      { requiredKeys: [] },
+    ),
     image: fc.constantFrom('bitnami/kubectl:1.32.3', 'registry.k8s.io/kubectl:v1.32.7', 'alpine:3.20', 'busybox'),
     command: fc.oneof(
       argv,
@@ -84,6 +101,12 @@ const podSpec = fc.record(
     containers: fc.array(container, { minLength: 1, maxLength: 3 }),
     initContainers: fc.array(container, { maxLength: 2 }),
     activeDeadlineSeconds: fc.integer({ min: 1, max: 600 }),
+    securityContext: fc.record(
+      { runAsUser: fc.constantFrom(0, 2000), runAsGroup: fc.constantFrom(0, 3000), runAsNonRoot: fc.boolean() },
+      { requiredKeys: [] },
+    ),
+    os: fc.constantFrom({ name: 'linux' }, { name: 'windows' }),
+    nodeSelector: fc.constantFrom({ 'kubernetes.io/os': 'linux' }, { 'kubernetes.io/os': 'windows' }),
   },
   { requiredKeys: ['restartPolicy', 'containers'] },
 );
@@ -123,6 +146,9 @@ const pod = fc.record({ annotations, podSpec }).map(({ annotations: values, podS
   spec,
 }));
 
+/** A guard with resources in a patch: its command, then its resources. */
+const SIZED_GUARD = /"name":"hookguard-min-runtime",[^{]*"command":\[[^\]]*\],"resources":\{/;
+
 const requester = fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER);
 const version = fc.constantFrom(undefined, '2.13.3', '2.14.0', '2.14.3', '2.14.8', '3.1.0', '3.4.0');
 const mode = fc.constantFrom('enforce', 'audit');
@@ -135,6 +161,7 @@ function createRequest(object: KubeObject, username: string): AdmissionRequest {
 
 describe('idempotence over generated hook objects', () => {
   it('a second pass yields no patch and no new finding, and the result is a valid object', () => {
+    const seen = { sizedGuards: 0, windowsUnguarded: 0 };
     fc.assert(
       fc.property(
         fc.oneof(job, pod),
@@ -149,6 +176,8 @@ describe('idempotence over generated hook objects', () => {
           const patch = computedPatch(first);
           const stored = applyPatch(structuredClone(object), patch, true, false).newDocument;
           assertValidKubeObject(stored);
+          if (SIZED_GUARD.test(JSON.stringify(patch))) seen.sizedGuards++;
+          if (first.findings.some((finding) => finding.message === WINDOWS_NOT_GUARDED)) seen.windowsUnguarded++;
 
           const second = decide({ ...request, object: stored }, 'mutate', context);
           expect(second.patch).toEqual([]);
@@ -162,6 +191,9 @@ describe('idempotence over generated hook objects', () => {
       ),
       { numRuns: 400, seed: 20261122 },
     );
+    // The generators reach the guard's sizing and its Windows exception: the property is not vacuous there.
+    expect(seen.sizedGuards).toBeGreaterThan(20);
+    expect(seen.windowsUnguarded).toBeGreaterThan(20);
   });
 });
 

@@ -12,6 +12,7 @@ import { decide } from '../../src/core/decide.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, Container, KubeObject } from '../../src/core/types.js';
 import { argvOf, createSandbox, type Sandbox } from '../support/fake-kubectl.js';
+import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import { admissionReview } from '../support/reviews.js';
 
@@ -84,8 +85,9 @@ const job = fc
     containers: fc.array(container, { minLength: 1, maxLength: 2 }),
     hook: fc.constantFrom('post-delete', 'pre-delete', 'pre-install'),
     argocd: fc.boolean(),
+    resources: fc.constantFrom(undefined, { requests: { cpu: '10m' }, limits: { cpu: '100m', memory: '64Mi' } }),
   })
-  .map(({ containers, hook, argocd }): KubeObject => ({
+  .map(({ containers, hook, argocd, resources }): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
@@ -98,7 +100,12 @@ const job = fc
       template: {
         spec: {
           restartPolicy: 'Never',
-          containers: containers.map((entry, index) => ({ name: `c${index}`, image: 'alpine:3.20', ...entry })),
+          containers: containers.map((entry, index) => ({
+            name: `c${index}`,
+            image: 'alpine:3.20',
+            ...(resources ? { resources } : {}),
+            ...entry,
+          })),
         },
       },
     },
@@ -118,10 +125,13 @@ const contexts = {
 const withoutFlag = (calls: string[][]) => calls.map((call) => call.filter((arg) => arg !== FLAG));
 const containersOf = (object: KubeObject) =>
   (object.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers;
+const initContainersOf = (object: KubeObject) =>
+  (object.spec as { template: { spec: { initContainers?: Container[] } } }).template.spec.initContainers ?? [];
 
 describe('container commands keep their meaning through every mutation', () => {
   it('same exit status, stdout and kubectl calls in a real shell, deletes only gaining --ignore-not-found', () => {
     let deletesSeen = 0;
+    let guardsSeen = 0;
     fc.assert(
       fc.property(
         job,
@@ -134,6 +144,12 @@ describe('container commands keep their meaning through every mutation', () => {
           const decision = decide(request, 'mutate', contexts[stage]);
           expect(decision.allowed).toBe(true);
           const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
+          // The guard, where one is added, is the only init container and runs exec form: no shell reads it.
+          for (const guard of initContainersOf(stored)) {
+            expect(guard).toMatchObject({ name: GUARD_CONTAINER_NAME, command: ['sleep', '10'] });
+            expect(guard.args).toBeUndefined();
+            guardsSeen += 1;
+          }
           const after = containersOf(stored);
           for (const [index, before] of containersOf(object).entries()) {
             const mutated = after[index] as Container;
@@ -158,7 +174,8 @@ describe('container commands keep their meaning through every mutation', () => {
       ),
       { numRuns: 60 },
     );
-    // The generators do reach kubectl delete: the property is not vacuous.
+    // The generators do reach kubectl delete and the guard: the property is not vacuous.
     expect(deletesSeen).toBeGreaterThan(20);
+    expect(guardsSeen).toBeGreaterThan(10);
   });
 });

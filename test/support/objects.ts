@@ -50,13 +50,15 @@ export function contextFor(
   return ruleContextFor(hook, context, options.argocdVersion);
 }
 
-/** The min-runtime guard container the default config adds, written out by hand. */
+/**
+ * The min-runtime guard container the default config adds to hookJob() and hookPod(), written out by hand: their
+ * containers set no resources (BestEffort), so neither does the guard, and they set no user, so it runs as 65534.
+ */
 export const DEFAULT_GUARD_CONTAINER = {
   name: GUARD_CONTAINER_NAME,
   image: 'busybox:1.37.0',
   imagePullPolicy: 'IfNotPresent',
   command: ['sleep', '10'],
-  resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '100m', memory: '32Mi' } },
   securityContext: {
     allowPrivilegeEscalation: false,
     capabilities: { drop: ['ALL'] },

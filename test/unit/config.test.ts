@@ -55,6 +55,8 @@ describe('defaults', () => {
     ['rules.minRuntime.image', 'busybox:1.37.0'],
     ['rules.minRuntime.command', ['sleep']],
     ['rules.minRuntime.runAsUser', 65534],
+    ['rules.minRuntime.requests', { cpu: '250m', memory: '512Mi' }],
+    ['rules.minRuntime.limits', { cpu: '250m', memory: '512Mi' }],
     ['rules.ttlFloor.minTtlSecondsAfterFinished', 60],
     [
       'discovery',
@@ -157,9 +159,30 @@ describe('precedence: defaults < file < environment < flags', () => {
     expect(config.rules.minRuntime).toEqual({
       ...DEFAULTS.rules.minRuntime,
       minRuntimeSeconds: 20,
-      requests: { cpu: '5m', memory: '16Mi' },
+      requests: { cpu: '5m', memory: '512Mi' },
     });
     expect(config.rules.ttlFloor).toEqual(DEFAULTS.rules.ttlFloor);
+  });
+
+  it.each([
+    ['null leaves the guard’s user and group unset', 'runAsUser: null', null],
+    ['a user id', 'runAsUser: 1000680000', 1000680000],
+  ])('rules.minRuntime.runAsUser: %s', (_name, line, value) => {
+    expect(loadConfig({ file: yamlFile(`rules:\n  minRuntime:\n    ${line}\n`) }).rules.minRuntime.runAsUser).toBe(
+      value,
+    );
+  });
+
+  it.each([
+    'busybox',
+    'busybox:1.37.0',
+    'my.registry:5000/mirror/library/busybox:1.37.0',
+    `registry.example/busybox:1.37.0@sha256:${'a'.repeat(64)}`,
+    `busybox@sha256:${'0123456789abcdef'.repeat(4)}`,
+    'localhost/busy_box__x-y.z:v1',
+    '[::1]:5000/busybox',
+  ])('accepts the guard image %s', (image) => {
+    expect(loadConfig({ overrides: { 'rules.minRuntime.image': image } }).rules.minRuntime.image).toBe(image);
   });
 
   it('reads an empty file as no settings', () => {
@@ -289,7 +312,67 @@ describe('invalid configuration names the bad key', () => {
       'a bad CPU quantity',
       () => ({ file: yamlFile('rules: { minRuntime: { limits: { cpu: 1 core } } }\n') }),
       'rules.minRuntime.limits.cpu',
-      'must be a Kubernetes quantity like 10m or 16Mi',
+      'must be a Kubernetes quantity above 0 like 100m or 128Mi, got "1 core"',
+    ],
+    [
+      'a memory request of 0',
+      () => ({ file: yamlFile('rules: { minRuntime: { requests: { memory: "0" } } }\n') }),
+      'rules.minRuntime.requests.memory',
+      'must be a Kubernetes quantity above 0 like 100m or 128Mi, got "0"',
+    ],
+    [
+      'a CPU request above its limit',
+      () => ({ file: yamlFile('rules: { minRuntime: { requests: { cpu: "0.3" }, limits: { cpu: 250m } } }\n') }),
+      'rules.minRuntime.requests.cpu',
+      '0.3 is above limits.cpu (250m)',
+    ],
+    [
+      'a memory request above its limit',
+      () => ({ file: yamlFile('rules: { minRuntime: { limits: { memory: 256Mi } } }\n') }),
+      'rules.minRuntime.requests.memory',
+      '512Mi is above limits.memory (256Mi)',
+    ],
+    [
+      'a guard user of 0',
+      () => ({ file: yamlFile('rules: { minRuntime: { runAsUser: 0 } }\n') }),
+      'rules.minRuntime.runAsUser',
+      'must be an integer 1..2147483647 or null, got 0',
+    ],
+    [
+      'an image with upper case in its path',
+      () => ({ overrides: { 'rules.minRuntime.image': 'Busybox:1.37.0' } }),
+      'rules.minRuntime.image',
+      '"Busybox:1.37.0" is not an image reference like registry.example/busybox:1.37.0@sha256:<64 hex>',
+    ],
+    [
+      'an image with a space',
+      () => ({ overrides: { 'rules.minRuntime.image': 'busybox: 1.37' } }),
+      'rules.minRuntime.image',
+      '"busybox: 1.37" is not an image reference like registry.example/busybox:1.37.0@sha256:<64 hex>',
+    ],
+    [
+      'an image with a short sha256 digest',
+      () => ({ overrides: { 'rules.minRuntime.image': `busybox@sha256:${'a'.repeat(40)}` } }),
+      'rules.minRuntime.image',
+      'a sha256 digest is 64 lowercase hex digits',
+    ],
+    [
+      'an image digest of an unknown algorithm',
+      () => ({ overrides: { 'rules.minRuntime.image': `busybox@md5:${'a'.repeat(32)}` } }),
+      'rules.minRuntime.image',
+      'digest algorithm "md5" is not one of sha256, sha384, sha512',
+    ],
+    [
+      'an image that is a bare identifier',
+      () => ({ overrides: { 'rules.minRuntime.image': 'f'.repeat(64) } }),
+      'rules.minRuntime.image',
+      'is a 64-character hex identifier, not an image name',
+    ],
+    [
+      'an empty image',
+      () => ({ overrides: { 'rules.minRuntime.image': '' } }),
+      'rules.minRuntime.image',
+      '"" is not an image reference like registry.example/busybox:1.37.0@sha256:<64 hex>',
     ],
     [
       'an advisory with a bad semver range',

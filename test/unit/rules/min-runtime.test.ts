@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
-import { guardContainer, GUARD_CONTAINER_NAME, minRuntime } from '../../../src/rules/min-runtime.js';
-import type { Container, JobSpec } from '../../../src/core/types.js';
+import type { RuleContext } from '../../../src/core/rule.js';
+import type { Container, JobSpec, KubeObject, PodSpec } from '../../../src/core/types.js';
+import {
+  guardContainer,
+  GUARD_CONTAINER_NAME,
+  minRuntime,
+  WINDOWS_NOT_GUARDED,
+} from '../../../src/rules/min-runtime.js';
 import { contextFor, DEFAULT_GUARD_CONTAINER, hookJob, hookPod } from '../../support/objects.js';
 
 const settings = loadConfig().rules.minRuntime;
@@ -11,8 +17,32 @@ function initContainersOf(spec: unknown): Container[] | undefined {
   return (spec as JobSpec).template?.spec?.initContainers;
 }
 
+function podSpecOf(job: KubeObject): PodSpec {
+  return (job.spec as JobSpec).template!.spec!;
+}
+
+/** An Argo CD hook Job whose pod spec is `podSpec` over hookJob()'s, with containers of the given resources. */
+function jobWith(podSpec: Partial<PodSpec>, ...resources: unknown[]): KubeObject {
+  const job = hookJob(argo);
+  const spec = podSpecOf(job);
+  Object.assign(spec, podSpec);
+  if (resources.length > 0) {
+    spec.containers = resources.map((entry, index) => ({
+      name: `c${index}`,
+      image: 'alpine:3.20',
+      ...(entry === undefined ? {} : { resources: entry }),
+    }));
+  }
+  return job;
+}
+
+function guardOf(job: KubeObject, context: RuleContext = contextFor(job)): Container | undefined {
+  minRuntime.mutate(job, context);
+  return initContainersOf(job.spec)?.find((container) => container.name === GUARD_CONTAINER_NAME);
+}
+
 describe('min-runtime', () => {
-  it('adds a restricted, resource-bounded wait as the last init container', () => {
+  it('adds a restricted wait as the last init container; a BestEffort Pod gets a guard without resources', () => {
     const job = hookJob(argo);
     const report = minRuntime.mutate(job, contextFor(job));
     expect(initContainersOf(job.spec)).toEqual([DEFAULT_GUARD_CONTAINER]);
@@ -70,14 +100,208 @@ describe('min-runtime', () => {
   it('guards bare Pods in spec.initContainers', () => {
     const pod = hookPod({ 'argocd.argoproj.io/hook': 'Sync' });
     minRuntime.mutate(pod, contextFor(pod));
-    expect((pod.spec?.initContainers as Container[])[0]).toEqual(guardContainer(10, settings));
+    expect(pod.spec?.initContainers).toEqual([DEFAULT_GUARD_CONTAINER]);
   });
 
   it('is idempotent: an existing guard is left as it is', () => {
-    const job = hookJob(argo);
+    const job = jobWith({}, { requests: { cpu: '10m' }, limits: { cpu: '100m' } });
     minRuntime.mutate(job, contextFor(job));
     const once = structuredClone(job);
     expect(minRuntime.mutate(job, contextFor(job))).toEqual({ mutations: [], warnings: [] });
     expect(job).toEqual(once);
+  });
+});
+
+describe('min-runtime: the guard’s resources follow the Pod’s containers (cap 250m CPU, 512Mi memory)', () => {
+  const small = { cpu: '100m', memory: '128Mi' };
+  it.each([
+    ['BestEffort: none', [undefined], undefined],
+    [
+      'Guaranteed, under the cap: the same, requests = limits',
+      [{ requests: small, limits: small }],
+      { requests: small, limits: small },
+    ],
+    [
+      'Guaranteed, over the cap: the cap',
+      [{ requests: { cpu: '2', memory: '4Gi' }, limits: { cpu: '2', memory: '4Gi' } }],
+      { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: '250m', memory: '512Mi' } },
+    ],
+    [
+      'Burstable with limits (kyverno’s hooks): the request, as request and limit',
+      [{ requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '100m', memory: '256Mi' } }],
+      { requests: { cpu: '10m', memory: '64Mi' }, limits: { cpu: '10m', memory: '64Mi' } },
+    ],
+    [
+      'limits only (a template: the request is the limit once the Pod is defaulted)',
+      [{ limits: { cpu: '500m', memory: '64Mi' } }],
+      { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '250m', memory: '64Mi' } },
+    ],
+    [
+      'requests only: the request copied, uncapped, without a limit',
+      [{ requests: { cpu: '1', memory: '1Gi' } }],
+      { requests: { cpu: '1', memory: '1Gi' } },
+    ],
+    [
+      'several containers: the smallest ask, resource by resource',
+      [
+        { requests: { cpu: '50m', memory: '1Gi' }, limits: { cpu: '50m', memory: '1Gi' } },
+        { requests: { cpu: '200m', memory: '64Mi' }, limits: { cpu: '200m', memory: '64Mi' } },
+        undefined,
+      ],
+      { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '50m', memory: '64Mi' } },
+    ],
+    [
+      'only cpu set: only cpu',
+      [{ requests: { cpu: '20m' }, limits: { cpu: '40m' } }],
+      { requests: { cpu: '20m' }, limits: { cpu: '20m' } },
+    ],
+    [
+      'ephemeral-storage followed too, uncapped',
+      [{ requests: { 'ephemeral-storage': '2Gi' }, limits: { 'ephemeral-storage': '4Gi', 'nvidia.com/gpu': '1' } }],
+      { requests: { 'ephemeral-storage': '2Gi' }, limits: { 'ephemeral-storage': '2Gi' } },
+    ],
+    [
+      'a number from YAML',
+      [{ requests: { cpu: 1 }, limits: { cpu: 1 } }],
+      { requests: { cpu: '250m' }, limits: { cpu: '250m' } },
+    ],
+    [
+      'a zero request',
+      [{ requests: { cpu: '0' }, limits: { cpu: '0' } }],
+      { requests: { cpu: '0' }, limits: { cpu: '0' } },
+    ],
+    ['a quantity the API server would refuse: ignored', [{ requests: { cpu: 'lots' } }], undefined],
+  ])('%s', (_name, resources, expected) => {
+    expect(guardOf(jobWith({}, ...resources))?.resources).toEqual(expected);
+  });
+
+  it('looks at app containers only: an init container’s resources are not followed', () => {
+    const job = jobWith({ initContainers: [{ name: 'init', image: 'x', resources: { requests: { cpu: '1' } } }] });
+    expect(guardOf(job)?.resources).toBeUndefined();
+  });
+
+  it('caps requests and limits separately with a config that sets them apart', () => {
+    const capped = {
+      ...settings,
+      requests: { cpu: '50m', memory: '64Mi' },
+      limits: { cpu: '100m', memory: '128Mi' },
+    };
+    const podSpec = podSpecOf(jobWith({}, { requests: small, limits: small }));
+    expect(guardContainer(10, capped, podSpec).resources).toEqual({
+      requests: { cpu: '50m', memory: '64Mi' },
+      limits: { cpu: '100m', memory: '128Mi' },
+    });
+  });
+});
+
+describe('min-runtime: the guard’s user, group and runAsNonRoot', () => {
+  const ids = (job: KubeObject, context?: RuleContext) => {
+    const { runAsNonRoot, runAsUser, runAsGroup } = (guardOf(job, context)?.securityContext ?? {}) as Record<
+      string,
+      unknown
+    >;
+    return { runAsNonRoot, runAsUser, runAsGroup };
+  };
+  const unsetContext = (job: KubeObject): RuleContext => {
+    const context = contextFor(job);
+    return {
+      ...context,
+      settings: { ...context.settings, minRuntime: { ...context.settings.minRuntime, runAsUser: null } },
+    };
+  };
+  const nonRootContainer = { securityContext: { runAsNonRoot: true } };
+
+  it.each([
+    ['the Pod sets none: 65534', {}, { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 }],
+    [
+      'the Pod’s user and group',
+      { securityContext: { runAsUser: 2000, runAsGroup: 3000 } },
+      { runAsNonRoot: true, runAsUser: 2000, runAsGroup: 3000 },
+    ],
+    [
+      'the Pod’s user, 65534 as the group it does not set',
+      { securityContext: { runAsUser: 1000 } },
+      { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 65534 },
+    ],
+    [
+      'never root from the Pod',
+      { securityContext: { runAsUser: 0, runAsGroup: 0 } },
+      { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 },
+    ],
+    [
+      'a container-level user is the container’s, not the Pod’s',
+      { containers: [{ name: 'main', image: 'x', securityContext: { runAsUser: 0 } }] },
+      { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 },
+    ],
+  ])('runAsUser 65534 (default): %s', (_name, podSpec, expected) => {
+    expect(ids(jobWith(podSpec as Partial<PodSpec>))).toEqual(expected);
+  });
+
+  it.each([
+    [
+      'no ids, and no runAsNonRoot where the Pod needs none',
+      {},
+      { runAsNonRoot: undefined, runAsUser: undefined, runAsGroup: undefined },
+    ],
+    [
+      'runAsNonRoot where the Pod sets it',
+      { securityContext: { runAsNonRoot: true } },
+      { runAsNonRoot: true, runAsUser: undefined, runAsGroup: undefined },
+    ],
+    [
+      'runAsNonRoot where each container sets it (Pod Security restricted then needs it of the guard)',
+      {
+        initContainers: [{ name: 'i', image: 'x', ...nonRootContainer }],
+        containers: [{ name: 'm', image: 'x', ...nonRootContainer }],
+      },
+      { runAsNonRoot: true, runAsUser: undefined, runAsGroup: undefined },
+    ],
+    [
+      'not where only some containers set it',
+      {
+        containers: [
+          { name: 'a', image: 'x', ...nonRootContainer },
+          { name: 'b', image: 'x' },
+        ],
+      },
+      { runAsNonRoot: undefined, runAsUser: undefined, runAsGroup: undefined },
+    ],
+    [
+      'the Pod’s user where it sets one',
+      { securityContext: { runAsUser: 2000 } },
+      { runAsNonRoot: true, runAsUser: 2000, runAsGroup: undefined },
+    ],
+  ])('runAsUser null: %s', (_name, podSpec, expected) => {
+    const job = jobWith(podSpec);
+    expect(ids(job, unsetContext(job))).toEqual(expected);
+  });
+});
+
+describe('min-runtime: Windows Pods get no guard', () => {
+  it.each([
+    ['spec.os.name: windows', { os: { name: 'windows' } }],
+    ['a kubernetes.io/os: windows node selector', { nodeSelector: { 'kubernetes.io/os': 'windows' } }],
+  ])('%s: unchanged, with a warning, and nothing unmet', (_name, podSpec) => {
+    const job = jobWith(podSpec);
+    const before = structuredClone(job);
+    expect(minRuntime.mutate(job, contextFor(job))).toEqual({ mutations: [], warnings: [WINDOWS_NOT_GUARDED] });
+    expect(job).toEqual(before);
+  });
+
+  it('guards a Pod pinned to Linux', () => {
+    expect(guardOf(jobWith({ os: { name: 'linux' }, nodeSelector: { 'kubernetes.io/os': 'linux' } }))).toBeDefined();
+  });
+});
+
+// The settings object is frozen config: the guard's template is prepared once per config, not per request.
+describe('min-runtime: per config, not per request', () => {
+  it('reads the image and command of the config it is given', () => {
+    const podSpec = podSpecOf(hookJob(argo));
+    const other = { ...settings, image: 'registry.example/busybox:1.37.0', command: ['/bin/sleep'] };
+    expect(guardContainer(5, other, podSpec)).toMatchObject({
+      image: 'registry.example/busybox:1.37.0',
+      command: ['/bin/sleep', '5'],
+    });
+    expect(guardContainer(5, settings, podSpec)).toMatchObject({ image: 'busybox:1.37.0', command: ['sleep', '5'] });
   });
 });

@@ -1,0 +1,336 @@
+// The guard must never keep a hook from starting (issue 13). Every real chart manifest in ../shared/fixtures goes
+// through the real mutating decision at the Argo CD versions that guard it, and the Pod it makes is then admitted
+// the way the API server admits Pods (test/support/limit-ranger.ts, test/support/pod-security.ts) under a table of
+// realistic LimitRanges: a Pod admitted before is admitted after, its QoS class does not change, Pod Security
+// "restricted" passes after wherever it passed before, and the kubelet can start the guard (runAsNonRoot with a
+// known non-root user). The figures are in expected/admissibility.md (reviewed by hand; regenerate with -u).
+// A Job's Pods are created from its template later, so LimitRanger's defaults reach the guard too; a bare hook Pod
+// reaches the webhook after LimitRanger's defaults, so they do not (admitPod's `webhook` runs in between).
+import { describe, expect, it } from 'vitest';
+import { decisionContext } from '../../src/config/decision-context.js';
+import { loadConfig } from '../../src/config/load.js';
+import { decide } from '../../src/core/decide.js';
+import { applyPatch } from '../../src/core/json-patch.js';
+import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
+import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
+import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../support/fixtures.js';
+import { stripNullFields } from '../support/k8s-schema.js';
+import { admitPod, type Admission, type LimitRange, type QosClass, type SimPodSpec } from '../support/limit-ranger.js';
+import { ARGOCD_CONTROLLER } from '../support/objects.js';
+import { restrictedViolations } from '../support/pod-security.js';
+
+const GUARDED_VERSIONS = ['2.14.3', '2.14.8', '3.1.0'];
+
+/** LimitRanges as people write them (the API server adds the defaults of SetDefaults_LimitRangeItem). */
+const LIMIT_RANGES: ReadonlyArray<[string, LimitRange[]]> = [
+  ['none', []],
+  [
+    'defaults only (500m/512Mi, requests 100m/128Mi)',
+    [
+      {
+        name: 'defaults',
+        limits: [
+          {
+            type: 'Container',
+            default: { cpu: '500m', memory: '512Mi' },
+            defaultRequest: { cpu: '100m', memory: '128Mi' },
+          },
+        ],
+      },
+    ],
+  ],
+  ['Container min 50m/64Mi', [{ name: 'min', limits: [{ type: 'Container', min: { cpu: '50m', memory: '64Mi' } }] }]],
+  [
+    'Container min 100m/128Mi with defaults',
+    [
+      {
+        name: 'min-defaults',
+        limits: [
+          {
+            type: 'Container',
+            min: { cpu: '100m', memory: '128Mi' },
+            default: { cpu: '500m', memory: '512Mi' },
+            defaultRequest: { cpu: '100m', memory: '128Mi' },
+          },
+        ],
+      },
+    ],
+  ],
+  ['Container max 1/1Gi', [{ name: 'max', limits: [{ type: 'Container', max: { cpu: '1', memory: '1Gi' } }] }]],
+  [
+    'Container maxLimitRequestRatio 2',
+    [{ name: 'ratio-2', limits: [{ type: 'Container', maxLimitRequestRatio: { cpu: '2', memory: '2' } }] }],
+  ],
+  [
+    'Container maxLimitRequestRatio 1',
+    [{ name: 'ratio-1', limits: [{ type: 'Container', maxLimitRequestRatio: { cpu: '1', memory: '1' } }] }],
+  ],
+  [
+    'maxLimitRequestRatio 2 with defaults (200m/256Mi, requests 100m/128Mi)',
+    [
+      {
+        name: 'ratio-defaults',
+        limits: [
+          {
+            type: 'Container',
+            maxLimitRequestRatio: { cpu: '2', memory: '2' },
+            default: { cpu: '200m', memory: '256Mi' },
+            defaultRequest: { cpu: '100m', memory: '128Mi' },
+          },
+        ],
+      },
+    ],
+  ],
+  ['Pod max 2/2Gi', [{ name: 'pod-max', limits: [{ type: 'Pod', max: { cpu: '2', memory: '2Gi' } }] }]],
+  ['Pod min 50m/64Mi', [{ name: 'pod-min', limits: [{ type: 'Pod', min: { cpu: '50m', memory: '64Mi' } }] }]],
+  [
+    // OpenShift Container Platform 4.15 docs, "Restrict resource consumption with limit ranges": core-resource-limits.
+    'OpenShift core-resource-limits',
+    [
+      {
+        name: 'core-resource-limits',
+        limits: [
+          { type: 'Pod', max: { cpu: '2', memory: '1Gi' }, min: { cpu: '200m', memory: '6Mi' } },
+          {
+            type: 'Container',
+            max: { cpu: '2', memory: '1Gi' },
+            min: { cpu: '100m', memory: '4Mi' },
+            default: { cpu: '300m', memory: '200Mi' },
+            defaultRequest: { cpu: '200m', memory: '100Mi' },
+            maxLimitRequestRatio: { cpu: '10' },
+          },
+        ],
+      },
+    ],
+  ],
+  [
+    // kubernetes/website content/en/examples/admin/resource/cpu-constraints.yaml.
+    'Kubernetes docs cpu-min-max-demo-lr (200m..800m)',
+    [{ name: 'cpu-min-max-demo-lr', limits: [{ type: 'Container', max: { cpu: '800m' }, min: { cpu: '200m' } }] }],
+  ],
+  [
+    // kubernetes/website content/en/examples/admin/resource/memory-constraints.yaml.
+    'Kubernetes docs mem-min-max-demo-lr (500Mi..1Gi)',
+    [
+      {
+        name: 'mem-min-max-demo-lr',
+        limits: [{ type: 'Container', max: { memory: '1Gi' }, min: { memory: '500Mi' } }],
+      },
+    ],
+  ],
+  [
+    // kubernetes/website content/en/examples/admin/resource/limit-mem-cpu-container.yaml.
+    'Kubernetes docs limit-mem-cpu-per-container',
+    [
+      {
+        name: 'limit-mem-cpu-per-container',
+        limits: [
+          {
+            type: 'Container',
+            max: { cpu: '800m', memory: '1Gi' },
+            min: { cpu: '100m', memory: '99Mi' },
+            default: { cpu: '700m', memory: '900Mi' },
+            defaultRequest: { cpu: '110m', memory: '111Mi' },
+          },
+        ],
+      },
+    ],
+  ],
+];
+
+type Requirements = { requests?: Record<string, string>; limits?: Record<string, string> };
+const both = (cpu: string, memory: string): Requirements => ({
+  requests: { cpu, memory },
+  limits: { cpu, memory },
+});
+
+/**
+ * The fixtures' own resources are few (15 BestEffort, 7 Burstable alike), so each is also admitted with the
+ * resources of these profiles on every container and init container: the real Pod shapes (init containers, several
+ * containers, security contexts) with the resource patterns hook Pods come with.
+ */
+const PROFILES: ReadonlyArray<[string, (spec: SimPodSpec) => void]> = [
+  ['Guaranteed 1/1Gi', (spec) => setResources(spec, both('1', '1Gi'))],
+  ['Guaranteed 200m/256Mi', (spec) => setResources(spec, both('200m', '256Mi'))],
+  ['Guaranteed 20m/32Mi', (spec) => setResources(spec, both('20m', '32Mi'))],
+  ['limits only 300m/300Mi', (spec) => setResources(spec, { limits: { cpu: '300m', memory: '300Mi' } })],
+  ['requests only 100m/128Mi', (spec) => setResources(spec, { requests: { cpu: '100m', memory: '128Mi' } })],
+  [
+    'requests 50m/64Mi, limits 500m/512Mi',
+    (spec) =>
+      setResources(spec, { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '512Mi' } }),
+  ],
+  [
+    'Guaranteed 200m/256Mi and a native sidecar 50m/64Mi',
+    (spec) => {
+      setResources(spec, both('200m', '256Mi'));
+      const sidecar = { name: 'proxy', image: 'proxy', restartPolicy: 'Always', resources: both('50m', '64Mi') };
+      spec.initContainers = [sidecar, ...(spec.initContainers ?? [])];
+    },
+  ],
+];
+
+function setResources(spec: SimPodSpec, resources: Requirements): void {
+  for (const entry of [...(spec.containers ?? []), ...(spec.initContainers ?? [])]) {
+    entry.resources = structuredClone(resources);
+  }
+}
+
+function withProfile(hook: Hook, profile: (spec: SimPodSpec) => void): Hook {
+  const object = structuredClone(hook.object);
+  const podSpec = specOf(object);
+  profile(podSpec);
+  return { ...hook, object, podSpec };
+}
+
+interface Hook {
+  file: string;
+  name: string;
+  kind: string;
+  /** The object as it reaches the webhook. */
+  object: KubeObject;
+  podSpec: SimPodSpec;
+}
+
+function hookOf(file: string, fixture: KubeObject): Hook {
+  const object = stripNullFields(fixture) as KubeObject;
+  const metadata = (object.metadata ??= {});
+  metadata.namespace ??= 'ns';
+  const name = metadata.name ?? `${metadata.generateName ?? 'hook-'}x`;
+  return { file, name, kind: object.kind!, object, podSpec: specOf(object) };
+}
+
+function specOf(object: KubeObject): SimPodSpec {
+  const spec = object.spec as Record<string, unknown>;
+  return object.kind === 'Job' ? (spec.template as { spec: SimPodSpec }).spec : spec;
+}
+
+/** The object as the mutating webhook would have it stored, for a hook Argo CD `version` applies. */
+function mutated(object: KubeObject, version: string): KubeObject {
+  const request: AdmissionRequest = {
+    uid: 'admissibility',
+    operation: 'CREATE',
+    namespace: object.metadata?.namespace,
+    userInfo: { username: ARGOCD_CONTROLLER },
+    object,
+  };
+  const decision = decide(request, 'mutate', decisionContext(loadConfig(), version));
+  return applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
+}
+
+interface Outcome {
+  before: Admission;
+  after: Admission;
+}
+
+/** The hook's Pod admitted without and with hookguard, under `limitRanges`. */
+function admit(hook: Hook, limitRanges: LimitRange[], version: string): Outcome {
+  const before = admitPod(hook.name, hook.podSpec, limitRanges);
+  if (hook.kind === 'Job') {
+    return { before, after: admitPod(hook.name, specOf(mutated(hook.object, version)), limitRanges) };
+  }
+  const after = admitPod(hook.name, hook.podSpec, limitRanges, (pod) =>
+    specOf(mutated({ ...hook.object, spec: pod }, version)),
+  );
+  return { before, after };
+}
+
+const guardOf = (pod: SimPodSpec) => pod.initContainers?.find((entry) => entry.name === GUARD_CONTAINER_NAME);
+
+function count<T extends string>(values: T[], order: readonly T[]): string {
+  return order.map((value) => values.filter((entry) => entry === value).length).join('/');
+}
+
+const QOS_ORDER: readonly QosClass[] = ['Guaranteed', 'Burstable', 'BestEffort'];
+
+/** Checks every fixture under every LimitRange at `version`, and returns the figures as a markdown table. */
+function figures(hooks: readonly Hook[], version: string, description: string): string {
+  const rows: string[] = [];
+  for (const [name, limitRanges] of LIMIT_RANGES) {
+    const outcomes = hooks.map((hook) => ({ hook, ...admit(hook, limitRanges, version) }));
+    for (const { hook, before, after } of outcomes) {
+      const where = `${hook.file} under ${name} at ${version}`;
+      if (before.refusal === undefined) expect(after.refusal, where).toBeUndefined();
+      expect(after.qos, where).toBe(before.qos);
+    }
+    const admitted = (key: 'before' | 'after') => outcomes.filter((outcome) => !outcome[key].refusal).length;
+    const qos = (key: 'before' | 'after') =>
+      count(
+        outcomes.map((outcome) => outcome[key].qos),
+        QOS_ORDER,
+      );
+    rows.push(`| ${name} | ${admitted('before')} | ${admitted('after')} | ${qos('before')} | ${qos('after')} |`);
+  }
+  const restricted = hooks.map((hook) => {
+    const { before, after } = admit(hook, [], version);
+    const passedBefore = restrictedViolations(before.pod).length === 0;
+    if (passedBefore) expect(restrictedViolations(after.pod), `${hook.file} at ${version}`).toEqual([]);
+    return { passedBefore, passedAfter: restrictedViolations(after.pod).length === 0 };
+  });
+  return [
+    `${hooks.length} ${description}`,
+    '',
+    '| LimitRange | admitted before | admitted after | QoS before (G/B/BE) | QoS after (G/B/BE) |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Pod Security restricted: ${restricted.filter((entry) => entry.passedBefore).length} pass before, ` +
+      `${restricted.filter((entry) => entry.passedAfter).length} after.`,
+    '',
+  ].join('\n');
+}
+
+describe.skipIf(!haveSharedFixtures)('admissibility: the guard never keeps a hook Pod from starting', () => {
+  const hooks = loadSharedFixtures().map(({ file, object }) => hookOf(file, object));
+
+  it('guards every fixture, with the same container at every version that guards', () => {
+    for (const hook of hooks) {
+      const guards = GUARDED_VERSIONS.map((version) => guardOf(specOf(mutated(hook.object, version))));
+      expect(guards[0], hook.file).toBeDefined();
+      for (const guard of guards) expect(guard, hook.file).toEqual(guards[0]);
+    }
+  });
+
+  it('admitted stays admitted, the QoS class is unchanged, restricted still passes: the figures', async () => {
+    const profiled = PROFILES.flatMap(([, profile]) => hooks.map((hook) => withProfile(hook, profile)));
+    const tables = GUARDED_VERSIONS.map((version) =>
+      [
+        '# The guard and the API server: admissibility figures',
+        '',
+        `Every hook Pod is mutated as Argo CD ${GUARDED_VERSIONS.join(', ')} apply it (the same guard at each) and`,
+        'admitted as the API server admits Pods, without and with hookguard. Generated by',
+        'test/golden/admissibility.test.ts; G/B/BE counts Guaranteed/Burstable/BestEffort Pods.',
+        '',
+        '## The fixtures as rendered',
+        '',
+        figures(hooks, version, 'hook Pods from ../shared/fixtures, their resources as rendered.'),
+        '## The fixtures with other resources',
+        '',
+        figures(
+          profiled,
+          version,
+          `hook Pods: the ${hooks.length} fixtures, each with the resources of ${PROFILES.length} profiles on every ` +
+            `container (${PROFILES.map(([name]) => name).join('; ')}).`,
+        ),
+      ].join('\n'),
+    );
+    for (const table of tables) expect(table).toBe(tables[0]);
+    await expect(tables[0]).toMatchFileSnapshot('expected/admissibility.md');
+  });
+
+  it('lets the kubelet start every guard: runAsNonRoot only with a non-root user it can verify', () => {
+    for (const hook of hooks) {
+      const { after } = admit(hook, [], GUARDED_VERSIONS[0]!);
+      const guard = guardOf(after.pod) as { securityContext?: Record<string, unknown> } | undefined;
+      const podContext = (after.pod.securityContext ?? {}) as Record<string, unknown>;
+      const runAsNonRoot = guard?.securityContext?.runAsNonRoot ?? podContext.runAsNonRoot;
+      const runAsUser = guard?.securityContext?.runAsUser ?? podContext.runAsUser;
+      expect(guard, hook.file).toBeDefined();
+      if (runAsNonRoot === true) expect(runAsUser, hook.file).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe.skipIf(haveSharedFixtures)('admissibility: the guard never keeps a hook Pod from starting', () => {
+  it.skip(SKIP_MESSAGE, () => {});
+});
