@@ -154,7 +154,8 @@ function podRunsAsNonRoot(podSpec: PodSpec): boolean {
  * `runAsUser: null` (platforms that assign ids, such as OpenShift's restricted-v2 SCC) and no id from the Pod, the
  * image's user runs it: then it says runAsNonRoot only where the Pod itself must, because the kubelet refuses to
  * start a container that says runAsNonRoot but would run as root (busybox's user is root) unless the platform
- * assigns it a non-root id.
+ * assigns it a non-root id (kubernetes/kubernetes pkg/kubelet/kuberuntime/security_context_others.go
+ * verifyRunAsNonRoot: "container has runAsNonRoot and image will run as root").
  */
 function guardSecurityContext(podSpec: PodSpec, template: GuardTemplate): Record<string, unknown> {
   const runAsUser = podId(podSpec, 'runAsUser') ?? template.runAsUser ?? undefined;
