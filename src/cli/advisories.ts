@@ -1,4 +1,5 @@
 import { loadConfig } from '../config/load.js';
+import type { Advisory } from '../core/types.js';
 import { builtInRules, catalogOf, describeStages } from '../rules/index.js';
 import { EXIT, UsageError } from '../errors.js';
 import { parseArguments } from './arguments.js';
@@ -7,6 +8,36 @@ import type { CommandIO } from './io.js';
 function outputFormat(value: string | undefined): 'text' | 'json' {
   if (value === undefined || value === 'text' || value === 'json') return value ?? 'text';
   throw new UsageError(`--output must be text or json, got "${value}"`);
+}
+
+/** What removes an advisory's race, or that nothing hookguard does at admission can. */
+function remedies(advisory: Advisory): string[] {
+  const sweep = 'hookguard sweep --apply (it frees what stays stuck)';
+  const mitigation =
+    advisory.mitigatedBy.length > 0
+      ? [`mitigated by: ${advisory.mitigatedBy.join(', ')}`, ...(advisory.mitigatedBySweep ? [`also: ${sweep}`] : [])]
+      : [
+          `mitigated by: ${advisory.mitigatedBySweep ? `${sweep}, not by an admission rule` : 'nothing hookguard can change'}`,
+        ];
+  return [...mitigation, ...(advisory.warnedBy.length > 0 ? [`warned about by: ${advisory.warnedBy.join(', ')}`] : [])];
+}
+
+function describeAdvisory(advisory: Advisory): string {
+  const lines = [
+    advisory.id,
+    advisory.summary,
+    `affected: Argo CD ${advisory.affected}   fixed: ${advisory.fixed ?? 'not yet'}${advisory.checked ? `   checked: ${advisory.checked}` : ''}`,
+    ...remedies(advisory),
+    ...advisory.notes.map(
+      (note) =>
+        `note for ${note.affected}${note.hookName ? ` (${note.hookName === 'fixed' ? 'hooks with a fixed name' : 'generateName hooks'})` : ''}: ${note.text}`,
+    ),
+    ...advisory.references,
+  ];
+  return `${lines[0]}\n${lines
+    .slice(1)
+    .map((line) => `  ${line}\n`)
+    .join('')}`;
 }
 
 /** `hookguard advisories`: the known Argo CD races, built in and from the config. */
@@ -20,12 +51,7 @@ export async function runAdvisories(argv: readonly string[], io: CommandIO): Pro
     io.stdout(`${JSON.stringify({ advisories }, null, 2)}\n`);
     return EXIT.ok;
   }
-  for (const advisory of advisories) {
-    io.stdout(
-      `${advisory.id}\n  ${advisory.summary}\n  affected: Argo CD ${advisory.affected}${advisory.fixed ? `   fixed: ${advisory.fixed}` : ''}\n` +
-        `  mitigated by: ${advisory.mitigatedBy.join(', ')}\n${advisory.references.map((reference) => `  ${reference}\n`).join('')}`,
-    );
-  }
+  for (const advisory of advisories) io.stdout(describeAdvisory(advisory));
   return EXIT.ok;
 }
 

@@ -34,6 +34,7 @@ function renderText(results: readonly CheckResult[]): string {
       lines.push(
         `  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`,
       );
+      if (finding.note) lines.push(`         note: ${finding.note}`);
     }
   }
   const denied = results.filter((result) => !result.allowed).length;

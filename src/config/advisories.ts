@@ -4,12 +4,26 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { isValidRange, normalizeArgoVersion } from '../core/argocd-version.js';
 import { isRecord } from '../core/objects.js';
-import type { Advisory } from '../core/types.js';
+import type { Advisory, AdvisoryNote, HookNaming } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import { builtInRules } from '../rules/index.js';
 import { scalarText } from './schema.js';
 
-const ADVISORY_KEYS = ['id', 'summary', 'affected', 'fixed', 'references', 'mitigatedBy', 'disabled'];
+const ADVISORY_KEYS = [
+  'id',
+  'summary',
+  'affected',
+  'fixed',
+  'checked',
+  'references',
+  'mitigatedBy',
+  'mitigatedBySweep',
+  'warnedBy',
+  'notes',
+  'disabled',
+];
+const NOTE_KEYS = ['affected', 'hookName', 'text'];
+const HOOK_NAMINGS: readonly HookNaming[] = ['fixed', 'generated'];
 
 /** The `advisories` row of the docs' configuration table: a list with a shape of its own, not a key of KEYS. */
 export const ADVISORIES_DOC = {
@@ -40,31 +54,90 @@ export function mergeAdvisories(builtIn: readonly Advisory[], entries: unknown, 
   return [...merged.values()];
 }
 
+function nonEmptyText(value: unknown, at: string): string {
+  if (typeof value !== 'string' || value === '') throw new ConfigError(at, 'must be a non-empty string');
+  return value;
+}
+
+function semverRange(value: unknown, at: string): string {
+  const range = nonEmptyText(value, at);
+  if (!isValidRange(range)) throw new ConfigError(at, `"${range}" is not a semver range`);
+  return range;
+}
+
+function stringList(value: unknown, at: string): string[] {
+  const list = value ?? [];
+  if (!Array.isArray(list) || !list.every((item) => typeof item === 'string'))
+    throw new ConfigError(at, 'must be a list of strings');
+  return list;
+}
+
+/** A calendar day written YYYY-MM-DD (YAML reads an unquoted 2026-11-23 as that text). */
+function calendarDay(value: unknown, at: string): string {
+  const day = scalarText(value);
+  const parsed = /^\d{4}-\d{2}-\d{2}$/.test(day) ? new Date(`${day}T00:00:00Z`) : undefined;
+  if (!parsed || Number.isNaN(parsed.getTime()) || parsed.toISOString().slice(0, 10) !== day)
+    throw new ConfigError(at, `must be a date like 2026-11-23, got ${JSON.stringify(value)}`);
+  return day;
+}
+
+function validateNotes(value: unknown, at: string): AdvisoryNote[] {
+  const notes = value ?? [];
+  if (!Array.isArray(notes)) throw new ConfigError(at, 'must be a list');
+  return notes.map((note: unknown, index) => {
+    const noteAt = `${at}[${index}]`;
+    if (!isRecord(note)) throw new ConfigError(noteAt, 'must be a mapping with affected and text');
+    const unknown = Object.keys(note).find((name) => !NOTE_KEYS.includes(name));
+    if (unknown !== undefined) throw new ConfigError(`${noteAt}.${unknown}`, 'unknown key');
+    const hookName = note.hookName;
+    if (hookName !== undefined && !HOOK_NAMINGS.includes(hookName as HookNaming))
+      throw new ConfigError(`${noteAt}.hookName`, `must be one of ${HOOK_NAMINGS.join(', ')}`);
+    return {
+      affected: semverRange(note.affected, `${noteAt}.affected`),
+      ...(hookName !== undefined ? { hookName: hookName as HookNaming } : {}),
+      text: nonEmptyText(note.text, `${noteAt}.text`),
+    };
+  });
+}
+
+function knownRules(ids: string[], known: (id: string) => boolean, at: string): string[] {
+  const unknownRule = ids.find((id) => !known(id));
+  if (unknownRule !== undefined) throw new ConfigError(at, `unknown rule "${unknownRule}"`);
+  return ids;
+}
+
 function validateAdvisory(candidate: Record<string, unknown>, at: string): Advisory {
-  for (const name of ['id', 'summary', 'affected'] as const) {
-    if (typeof candidate[name] !== 'string' || candidate[name] === '')
-      throw new ConfigError(`${at}.${name}`, 'must be a non-empty string');
-  }
-  if (!isValidRange(candidate.affected as string))
-    throw new ConfigError(`${at}.affected`, `"${String(candidate.affected)}" is not a semver range`);
+  const id = nonEmptyText(candidate.id, `${at}.id`);
+  const summary = nonEmptyText(candidate.summary, `${at}.summary`);
+  const affected = semverRange(candidate.affected, `${at}.affected`);
   if (candidate.fixed !== undefined && normalizeArgoVersion(scalarText(candidate.fixed)) === undefined) {
     throw new ConfigError(`${at}.fixed`, 'must be a version');
   }
-  for (const name of ['references', 'mitigatedBy'] as const) {
-    const list = candidate[name] ?? [];
-    if (!Array.isArray(list) || !list.every((item) => typeof item === 'string'))
-      throw new ConfigError(`${at}.${name}`, 'must be a list of strings');
-  }
-  const mitigatedBy = (candidate.mitigatedBy ?? []) as string[];
-  const unknownRule = mitigatedBy.find((id) => !builtInRules.mitigatingIds.has(id));
-  if (unknownRule !== undefined) throw new ConfigError(`${at}.mitigatedBy`, `unknown rule "${unknownRule}"`);
+  const references = stringList(candidate.references, `${at}.references`);
+  // mitigatedBy names what version-race requires in place; warnedBy, rules that only warn (both run at CREATE).
+  const mitigatedBy = knownRules(
+    stringList(candidate.mitigatedBy, `${at}.mitigatedBy`),
+    (ruleId) => builtInRules.mitigatingIds.has(ruleId),
+    `${at}.mitigatedBy`,
+  );
+  const warnedBy = knownRules(
+    stringList(candidate.warnedBy, `${at}.warnedBy`),
+    (ruleId) => builtInRules.mutations.some((rule) => rule.id === ruleId),
+    `${at}.warnedBy`,
+  );
+  const mitigatedBySweep = candidate.mitigatedBySweep ?? false;
+  if (typeof mitigatedBySweep !== 'boolean') throw new ConfigError(`${at}.mitigatedBySweep`, 'must be true or false');
   return {
-    id: candidate.id as string,
-    summary: candidate.summary as string,
-    affected: candidate.affected as string,
+    id,
+    summary,
+    affected,
     ...(candidate.fixed !== undefined ? { fixed: scalarText(candidate.fixed) } : {}),
-    references: (candidate.references ?? []) as string[],
+    ...(candidate.checked !== undefined ? { checked: calendarDay(candidate.checked, `${at}.checked`) } : {}),
+    references,
     mitigatedBy,
+    mitigatedBySweep,
+    warnedBy,
+    notes: validateNotes(candidate.notes, `${at}.notes`),
   };
 }
 

@@ -11,8 +11,12 @@ export function normalizeArgoVersion(raw: string | undefined): string | undefine
   return cleaned ?? undefined;
 }
 
+export function versionInRange(version: string, range: string): boolean {
+  return semver.satisfies(version, range, { includePrerelease: true });
+}
+
 export function advisoryAffects(advisory: Advisory, version: string): boolean {
-  return semver.satisfies(version, advisory.affected, { includePrerelease: true });
+  return versionInRange(version, advisory.affected);
 }
 
 export function isValidRange(range: string): boolean {

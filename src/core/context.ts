@@ -1,10 +1,10 @@
 // What a decision is made with: the config the core reads, the rules it is handed, the advisories and the Argo CD
 // instances known at the moment. Built once from the config; a discovery snapshot makes a new one.
 import type { ArgoInstances } from './argocd-instances.js';
-import { advisoryAffects, normalizeArgoVersion } from './argocd-version.js';
+import { advisoryAffects, normalizeArgoVersion, versionInRange } from './argocd-version.js';
 import type { HookDetection, HookInfo } from './hook.js';
 import type { RuleContext, RuleSet, RuleSettings, Stage } from './rule.js';
-import type { Advisory, Mode } from './types.js';
+import type { Advisory, AdvisoryNote, Mode } from './types.js';
 
 export interface CoreConfig {
   mode: Mode;
@@ -42,16 +42,31 @@ export function withInstances(context: DecisionContext, instances: ArgoInstances
   };
 }
 
-/** The advisories affecting one Argo CD version, per mitigating rule id, and the version normalised. */
+/** The advisories affecting one Argo CD version, per rule id that names them, and the version normalised. */
 interface VersionAdvisories {
   argocdVersion: string | undefined;
+  /** By mitigating rule id (`mitigatedBy`). */
   byRule: Map<string, readonly Advisory[]>;
+  /** By warning rule id (`warnedBy`). */
+  byWarningRule: Map<string, readonly Advisory[]>;
+  /** The notes of each affecting advisory that hold for this version, by advisory id. */
+  notes: Map<string, readonly AdvisoryNote[]>;
 }
 
 // Semver matching is the costliest part of a decision and its answer only changes with the advisory list or the
 // version: remember it per list (the config's, or a test's) and per version spelling (one or a few per cluster).
 const versionAdvisories = new WeakMap<readonly Advisory[], Map<string, VersionAdvisories>>();
 const MAX_VERSIONS_REMEMBERED = 64;
+
+function byNamedRule(
+  affecting: readonly Advisory[],
+  ruleIdsOf: (advisory: Advisory) => readonly string[],
+): Map<string, readonly Advisory[]> {
+  const ruleIds = new Set(affecting.flatMap(ruleIdsOf));
+  return new Map(
+    [...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => ruleIdsOf(advisory).includes(ruleId))]),
+  );
+}
 
 function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: string): VersionAdvisories {
   let byVersion = versionAdvisories.get(advisories);
@@ -60,17 +75,37 @@ function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: strin
   if (!known) {
     const argocdVersion = normalizeArgoVersion(rawVersion);
     const affecting = argocdVersion ? advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
-    const ruleIds = new Set(affecting.flatMap((advisory) => advisory.mitigatedBy));
-    const byRule = new Map(
-      [...ruleIds].map((ruleId) => [ruleId, affecting.filter((advisory) => advisory.mitigatedBy.includes(ruleId))]),
+    const notes = new Map(
+      affecting.map((advisory) => [
+        advisory.id,
+        advisory.notes.filter((note) => versionInRange(argocdVersion as string, note.affected)),
+      ]),
     );
     if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
-    byVersion.set(rawVersion, (known = { argocdVersion, byRule }));
+    byVersion.set(
+      rawVersion,
+      (known = {
+        argocdVersion,
+        byRule: byNamedRule(affecting, (advisory) => advisory.mitigatedBy),
+        byWarningRule: byNamedRule(affecting, (advisory) => advisory.warnedBy),
+        notes,
+      }),
+    );
   }
   return known;
 }
 
+// With the version unknown, any advisory may apply: a warning names each that warns through its rule.
+const warningAdvisoriesOfAnyVersion = new WeakMap<readonly Advisory[], Map<string, readonly Advisory[]>>();
+
+function warningAdvisoriesOf(advisories: readonly Advisory[]): Map<string, readonly Advisory[]> {
+  let byRule = warningAdvisoriesOfAnyVersion.get(advisories);
+  if (!byRule) warningAdvisoriesOfAnyVersion.set(advisories, (byRule = byNamedRule(advisories, (a) => a.warnedBy)));
+  return byRule;
+}
+
 const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
+const NO_NOTES: readonly AdvisoryNote[] = Object.freeze([]);
 
 /** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
 export function ruleContextFor(
@@ -88,5 +123,10 @@ export function ruleContextFor(
     settings: context.config.rules,
     argocdVersion: known?.argocdVersion,
     advisoriesFor: (ruleId) => known?.byRule.get(ruleId) ?? NO_ADVISORIES,
+    warningAdvisoriesFor: (ruleId) =>
+      (known?.argocdVersion !== undefined ? known.byWarningRule : warningAdvisoriesOf(context.advisories)).get(
+        ruleId,
+      ) ?? NO_ADVISORIES,
+    notesFor: (advisoryId) => known?.notes.get(advisoryId) ?? NO_NOTES,
   };
 }

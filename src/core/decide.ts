@@ -1,7 +1,7 @@
 import { HOOKGUARD_SKIP } from './annotations.js';
 import { chooseArgoVersion, type VersionChoice } from './argocd-instances.js';
 import { ruleContextFor, type DecisionContext } from './context.js';
-import { readHook, type HookInfo } from './hook.js';
+import { hookNaming, readHook, type HookInfo } from './hook.js';
 import { compare } from './json-patch.js';
 import { cloneJson, isRecord, metadataOf } from './objects.js';
 import { gateOpen, type RuleContext, type RuleSet, type Stage } from './rule.js';
@@ -63,7 +63,14 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     findings.push(
       ...outcome.mutations.map((message) => ({ rule: rule.id, action: 'mutate' as const, message, ...withAdvisory })),
     );
-    findings.push(...outcome.warnings.map((message) => ({ rule: rule.id, action: 'warn' as const, message })));
+    if (outcome.warnings.length > 0) {
+      // A warning rule's warnings are about the advisory it warns of; another rule's are about the object alone.
+      const warnedOf = context.warningAdvisoriesFor(rule.id)[0]?.id;
+      const withWarnedOf = warnedOf ? { advisory: warnedOf } : {};
+      findings.push(
+        ...outcome.warnings.map((message) => ({ rule: rule.id, action: 'warn' as const, message, ...withWarnedOf })),
+      );
+    }
     if (outcome.unmet) findings.push({ rule: rule.id, action: 'warn', message: outcome.unmet, ...withAdvisory });
   }
   return { mutated, findings, rules };
@@ -77,17 +84,33 @@ function unknownSkipFindings(hook: HookInfo, ruleSet: RuleSet): Finding[] {
 
 interface Judged {
   mode: Mode;
+  /** The object as received: what the notes read (the hook's naming). */
+  object: KubeObject;
   hook: HookInfo;
   context: RuleContext;
   versionChoice: VersionChoice | undefined;
 }
 
+/** Each finding that names an advisory gets the advisory's note for this version and this hook's naming, if any. */
+function withNotes(findings: Finding[], object: KubeObject, context: RuleContext): Finding[] {
+  if (!findings.some((finding) => finding.advisory !== undefined)) return findings;
+  const naming = hookNaming(object);
+  return findings.map((finding) => {
+    if (finding.advisory === undefined || finding.note !== undefined) return finding;
+    const note = context
+      .notesFor(finding.advisory)
+      .find((candidate) => candidate.hookName === undefined || candidate.hookName === naming);
+    return note ? { ...finding, note: note.text } : finding;
+  });
+}
+
 function conclude(
-  { mode, hook, context, versionChoice }: Judged,
+  { mode, object, hook, context, versionChoice }: Judged,
   rules: string[],
-  findings: Finding[],
+  judgedFindings: Finding[],
   patch: Operation[],
 ): Decision {
+  const findings = withNotes(judgedFindings, object, context);
   const denials = findings.filter((finding) => finding.action === 'deny');
   const enforce = mode === 'enforce';
   const denied = enforce && denials.length > 0;
@@ -152,7 +175,13 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
       })
     : undefined;
   const ruleContext = ruleContextFor(hook, context, versionChoice?.version);
-  const judged: Judged = { mode: hook.auditOnly ? 'audit' : config.mode, hook, context: ruleContext, versionChoice };
+  const judged: Judged = {
+    mode: hook.auditOnly ? 'audit' : config.mode,
+    object,
+    hook,
+    context: ruleContext,
+    versionChoice,
+  };
 
   if (operation === 'UPDATE') {
     const oldObject = request.oldObject;

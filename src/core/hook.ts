@@ -1,6 +1,14 @@
-import { ARGOCD_HOOK, ARGOCD_TRACKING_ID, HELM_HOOK, HOOKGUARD_MODE, HOOKGUARD_SKIP } from './annotations.js';
-import { annotation, isRecord, metadataOf } from './objects.js';
-import type { KubeObject } from './types.js';
+import {
+  ARGOCD_HOOK,
+  ARGOCD_HOOK_FINALIZER,
+  ARGOCD_TRACKING_ID,
+  HELM_HOOK,
+  HOOKGUARD_MODE,
+  HOOKGUARD_SKIP,
+} from './annotations.js';
+import { annotation, finalizersOf, isRecord, metadataOf } from './objects.js';
+import type { Stage } from './rule.js';
+import type { HookNaming, KubeObject } from './types.js';
 
 export type HookKind = 'Job' | 'Pod';
 
@@ -90,4 +98,42 @@ export function readHook(
 function skipsOf(value: string | undefined): ReadonlySet<string> {
   const ids = splitList(value);
   return ids.length === 0 ? NO_SKIPS : new Set(ids);
+}
+
+/**
+ * `generated` for a hook named by `metadata.generateName`, else `fixed`. Argo CD gives such a hook a new name each
+ * sync and keeps its generateName (gitops-engine pkg/sync/sync_context.go getSyncTasks), so the admitted object
+ * still says how it was named.
+ */
+export function hookNaming(object: KubeObject): HookNaming {
+  const generateName = metadataOf(object)?.generateName;
+  return typeof generateName === 'string' && generateName !== '' ? 'generated' : 'fixed';
+}
+
+// gitops-engine pkg/sync/common/types.go NewHookType (Skip aside) and pkg/sync/hook/helm/type.go hookTypes
+// (argo-cd v3.4.0 gitops-engine/, unchanged since 093aef0dad58, pinned by v3.1.0).
+const ARGOCD_SYNC_PHASES = new Set(['PreSync', 'Sync', 'PostSync', 'SyncFail']);
+const HELM_PHASES_ARGOCD_SYNCS = new Set(['pre-install', 'pre-upgrade', 'post-install', 'post-upgrade']);
+
+/**
+ * Whether Argo CD runs this hook in a sync phase: gitops-engine reads the Argo CD hook types, and the Helm ones only
+ * when no Argo CD type is known (pkg/sync/hook/hook.go Types). PreDelete and PostDelete hooks are not sync hooks:
+ * the application controller creates them itself (argo-cd controller/hook.go executeHooks).
+ */
+export function runsInArgoSyncPhase(object: KubeObject): boolean {
+  const argocdTypes = splitList(annotation(object, ARGOCD_HOOK)).filter(
+    (type) => ARGOCD_SYNC_PHASES.has(type) || type === 'Skip',
+  );
+  if (argocdTypes.length > 0) return argocdTypes.some((type) => ARGOCD_SYNC_PHASES.has(type));
+  return splitList(annotation(object, HELM_HOOK)).some((phase) => HELM_PHASES_ARGOCD_SYNCS.has(phase));
+}
+
+/**
+ * Whether the Argo CD applying this hook puts its hook finalizer on it. At admission the object says so itself:
+ * Argo CD adds the finalizer to the manifest before applying a sync hook (gitops-engine pkg/sync/sync_context.go
+ * getSyncTasks), and never to PreDelete/PostDelete hooks. At render time it has not been added yet: any sync hook
+ * will carry it on a version that has it (the caller's advisory range says which).
+ */
+export function getsArgoHookFinalizer(object: KubeObject, stage: Stage): boolean {
+  return stage === 'admission' ? finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER) : runsInArgoSyncPhase(object);
 }

@@ -1,5 +1,5 @@
 import type { HookInfo, HookKind } from './hook.js';
-import type { Advisory, Finding, KubeObject } from './types.js';
+import type { Advisory, AdvisoryNote, Finding, KubeObject } from './types.js';
 
 export interface DeletePolicySettings {
   /** Policy for Helm hooks without one. */
@@ -50,12 +50,20 @@ export interface RuleContext {
   argocdVersion: string | undefined;
   /** Advisories affecting argocdVersion that list this rule as a mitigation. */
   advisoriesFor(ruleId: string): readonly Advisory[];
+  /**
+   * Advisories affecting argocdVersion that list this rule as the one that warns about them; with the version
+   * unknown, every advisory that does (any of them may apply).
+   */
+  warningAdvisoriesFor(ruleId: string): readonly Advisory[];
+  /** The notes of an advisory affecting argocdVersion that hold for that version. */
+  notesFor(advisoryId: string): readonly AdvisoryNote[];
 }
 
 /**
  * When a rule runs:
  * - `always`: every hook object.
- * - `argocd`: hooks applied by Argo CD whose version an advisory for this rule affects, or whose version is unknown.
+ * - `argocd`: hooks applied by Argo CD whose version an advisory naming this rule (as a mitigation or a warning)
+ *   affects, or whose version is unknown.
  * - `argocd-known`: only when a known Argo CD version is affected (changes that would hurt a fixed version).
  * - `helm-and-argocd`: every hook Helm applies, and hooks applied by Argo CD as under `argocd`.
  */
@@ -135,5 +143,5 @@ export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleC
   if (rule.gate === 'always') return true;
   if (!context.hook.appliedByArgo) return rule.gate === 'helm-and-argocd';
   if (context.argocdVersion === undefined) return rule.gate !== 'argocd-known';
-  return context.advisoriesFor(rule.id).length > 0;
+  return context.advisoriesFor(rule.id).length > 0 || context.warningAdvisoriesFor(rule.id).length > 0;
 }

@@ -87,6 +87,20 @@ export interface Finding {
    * (hookguard_mitigation_missing_total); such a finding warns, it never denies.
    */
   missingMitigation?: string;
+  /** What the advisory adds for this Argo CD version and hook (its matching `notes` entry). */
+  note?: string;
+}
+
+/** Whose names a note speaks of: hooks with a fixed `metadata.name`, or `generateName` hooks (a new name per sync). */
+export type HookNaming = 'fixed' | 'generated';
+
+/** Something an advisory says only for some of the versions it affects, or only for some hooks. */
+export interface AdvisoryNote {
+  /** semver range of the Argo CD versions the note holds for */
+  affected: string;
+  /** Only for hooks named this way; every hook when unset. */
+  hookName?: HookNaming;
+  text: string;
 }
 
 export interface Advisory {
@@ -96,6 +110,13 @@ export interface Advisory {
   affected: string;
   fixed?: string;
   references: string[];
-  /** ids of the rules that mitigate this race */
+  /** ids of the rules that mitigate this race (version-race judges that they are in place) */
   mitigatedBy: string[];
+  /** ids of the rules that only warn about it: nothing they could change at admission removes it */
+  warnedBy: string[];
+  /** `hookguard sweep --apply` frees what it leaves stuck (no admission rule can) */
+  mitigatedBySweep: boolean;
+  notes: AdvisoryNote[];
+  /** The day its range and sources were last checked against the tools' source (YYYY-MM-DD). */
+  checked?: string;
 }

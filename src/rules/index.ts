@@ -1,17 +1,30 @@
 // The rule catalog: every rule hookguard ships, as the RuleSet the config hands to the core.
 import { ruleSet, type RuleSet, type Stage } from '../core/rule.js';
 import { deletePolicy } from './delete-policy.js';
+import { foreignFinalizer } from './foreign-finalizer.js';
 import { hookFinalizer } from './hook-finalizer.js';
 import { hookTtl } from './hook-ttl.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
 import { immutableUpdate } from './immutable-update.js';
 import { minRuntime } from './min-runtime.js';
+import { nativeSidecar } from './native-sidecar.js';
 import { ttlFloor } from './ttl-floor.js';
 import { versionRace } from './version-race.js';
 
 export const builtInRules: RuleSet = ruleSet({
   // hook-ttl after delete-policy: at render time a hook the latter gives hook-succeeded needs no TTL.
-  mutations: [deletePolicy, hookTtl, idempotentCleanup, hookFinalizer, ttlFloor, minRuntime],
+  // foreign-finalizer and native-sidecar read Argo CD's hook finalizer on the object: the first before hook-finalizer
+  // removes it (the next sync adds it again), the second after (a Job without it is never updated to remove it).
+  mutations: [
+    deletePolicy,
+    hookTtl,
+    idempotentCleanup,
+    foreignFinalizer,
+    hookFinalizer,
+    nativeSidecar,
+    ttlFloor,
+    minRuntime,
+  ],
   updateJudges: [immutableUpdate],
   createValidators: [versionRace],
 });

@@ -116,7 +116,7 @@ describe.skipIf(haveSharedFixtures)('hookguard check over the shared fixtures', 
 
 describe('hookguard check exit status', () => {
   it('exits 1 when something would be denied, naming the advisory', async () => {
-    const run = await runCommand(['check', '-', '--argocd-version', '2.14.8', '--output', 'json'], OPTED_OUT_JOB);
+    const run = await runCommand(['check', '-', '--argocd-version', '3.1.0', '--output', 'json'], OPTED_OUT_JOB);
     expect(run.status).toBe(1);
     const [result] = JSON.parse(run.stdout).results;
     expect(result.allowed).toBe(false);
@@ -141,15 +141,15 @@ describe('hookguard check exit status', () => {
 
   it('exits 0 for the same input in audit mode, and on an unknown Argo CD version', async () => {
     expect(
-      (await runCommand(['check', '-', '--argocd-version', '2.14.8', '--mode', 'audit'], OPTED_OUT_JOB)).status,
+      (await runCommand(['check', '-', '--argocd-version', '3.1.0', '--mode', 'audit'], OPTED_OUT_JOB)).status,
     ).toBe(0);
     expect((await runCommand(['check', '-'], OPTED_OUT_JOB)).status).toBe(0);
   });
 
   it('prints a readable text report by default', async () => {
-    const run = await runCommand(['check', '-', '--argocd-version', '2.14.8'], OPTED_OUT_JOB);
+    const run = await runCommand(['check', '-', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
     expect(run.stdout).toMatch(
-      /^Job apps\/fast: DENIED, 1 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 2\.14\.8/,
+      /^Job apps\/fast: DENIED, 1 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 3\.1\.0/,
     );
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('1 object(s): 1 would be changed, 1 would be denied');
   });
@@ -201,6 +201,9 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-partial',
       'argocd-fast-hook-finalizer-race',
       'argocd-hook-ttl-race',
+      'argocd-hook-finalizer-cache-leak',
+      'argocd-native-sidecar-finalizer-update',
+      'argocd-foreign-finalizer',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -215,11 +218,47 @@ describe('hookguard advisories and rules', () => {
     expect(configured.map((advisory: { id: string }) => advisory.id)).toEqual([
       'argocd-hook-finalizer-partial',
       'argocd-fast-hook-finalizer-race',
+      'argocd-hook-finalizer-cache-leak',
+      'argocd-native-sidecar-finalizer-update',
+      'argocd-foreign-finalizer',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
       'argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it',
     );
+  });
+
+  it('says which advisories only the sweep answers, which rules warn, and when each was checked', async () => {
+    const text = (await runCommand(['advisories'])).stdout;
+    expect(text).toContain(
+      'argocd-hook-finalizer-cache-leak\n' +
+        "  a completed hook whose live object is missing from Argo CD's cache keeps the hook finalizer; deleting it then hangs\n" +
+        '  affected: Argo CD >=3.4.0-0   fixed: not yet   checked: 2026-11-23\n' +
+        '  mitigated by: hookguard sweep --apply (it frees what stays stuck), not by an admission rule\n' +
+        '  https://github.com/argoproj/argo-cd/issues/29464\n',
+    );
+    expect(text).toContain(
+      '  mitigated by: hookguard sweep --apply (it frees what stays stuck), not by an admission rule\n' +
+        '  warned about by: native-sidecar\n',
+    );
+    expect(text).toContain('  mitigated by: nothing hookguard can change\n  warned about by: foreign-finalizer\n');
+    const { advisories } = JSON.parse((await runCommand(['advisories', '--output', 'json'])).stdout);
+    expect(advisories.find((advisory: { id: string }) => advisory.id === 'argocd-hook-finalizer-cache-leak')).toEqual({
+      id: 'argocd-hook-finalizer-cache-leak',
+      summary:
+        "a completed hook whose live object is missing from Argo CD's cache keeps the hook finalizer; deleting it then hangs",
+      affected: '>=3.4.0-0',
+      checked: '2026-11-23',
+      references: [
+        'https://github.com/argoproj/argo-cd/issues/29464',
+        'https://github.com/argoproj/argo-cd/pull/29469',
+        'https://github.com/argoproj/argo-cd/blob/v3.4.0/gitops-engine/pkg/sync/sync_context.go#L834',
+      ],
+      mitigatedBy: [],
+      mitigatedBySweep: true,
+      warnedBy: [],
+      notes: [],
+    });
   });
 
   it('lists the rule catalog', async () => {
@@ -228,7 +267,9 @@ describe('hookguard advisories and rules', () => {
       'delete-policy',
       'hook-ttl',
       'idempotent-cleanup',
+      'foreign-finalizer',
       'hook-finalizer',
+      'native-sidecar',
       'ttl-floor',
       'min-runtime',
       'immutable-update',
@@ -247,7 +288,7 @@ describe('the built CLI in a real process', () => {
   it.each<[string, string[], string | undefined, number]>([
     [
       'a file named on the command line, something denied',
-      ['check', manifest, '--argocd-version', '2.14.8'],
+      ['check', manifest, '--argocd-version', '3.1.0'],
       undefined,
       1,
     ],

@@ -277,11 +277,11 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
     });
   });
 
-  describe('--output json --argocd-version 2.14.8 (affected Argo CD)', () => {
+  describe('--output json --argocd-version 3.1.0 (affected Argo CD)', () => {
     let run: CliRun;
     let results: CheckResult[];
     beforeAll(async () => {
-      ({ run, results } = await checkJson(rendered.text, '--argocd-version', '2.14.8'));
+      ({ run, results } = await checkJson(rendered.text, '--argocd-version', '3.1.0'));
     });
 
     it('exits 0 and still has one result per document in order', () => {

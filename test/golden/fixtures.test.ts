@@ -25,25 +25,49 @@ interface Scenario {
   stage?: Stage;
 }
 
+// Helm, and Argo CD on each side of every range in data/advisories.yaml: 2.13.3 and 2.14.2 (no hook finalizer),
+// 2.14.3 (the only 2.x with it), 2.14.8 (without it again), 3.1.0 (with it, before gitops-engine#770) and 3.4.0
+// (argo-cd#25916 in).
 const scenarios: Scenario[] = [
   { name: 'helm', username: HELM_USER },
   { name: 'helm-render', username: HELM_USER, stage: 'render' },
-  ...['2.13.3', '2.14.3', '2.14.8', '3.1.0'].map((version) => ({
+  ...['2.13.3', '2.14.2', '2.14.3', '2.14.8', '3.1.0', '3.4.0'].map((version) => ({
     name: `argocd-${version}`,
     username: ARGOCD_CONTROLLER,
     argocdVersion: version,
   })),
 ];
 
+/** The Argo CD versions whose gitops-engine adds the hook finalizer: each tag's go.mod pin, read tag by tag. */
+const HAS_HOOK_FINALIZER = '2.14.3 || >=3.0.0';
+
+/**
+ * Whether Argo CD runs the hook in a sync phase, where it adds its finalizer before applying: its own hook types,
+ * else Helm's install and upgrade hooks (gitops-engine pkg/sync/hook/hook.go Types). Delete hooks are created by
+ * the application controller without it, and Helm test and rollback hooks are not applied at all.
+ */
+function argoSyncHook(object: KubeObject): boolean {
+  const values = (key: string) => (object.metadata?.annotations?.[key] ?? '').split(',').map((item) => item.trim());
+  if (object.metadata?.annotations?.['argocd.argoproj.io/hook'] !== undefined)
+    return values('argocd.argoproj.io/hook').some((type) => ['PreSync', 'Sync', 'PostSync', 'SyncFail'].includes(type));
+  return values('helm.sh/hook').some((type) =>
+    ['pre-install', 'pre-upgrade', 'post-install', 'post-upgrade'].includes(type),
+  );
+}
+
 /**
  * The object as the API server hands it to a webhook: decoded (so the nulls Helm renders for empty values are
- * gone), in the request's namespace, and, from Argo CD 2.14 on, carrying the hook finalizer Argo CD adds.
+ * gone), in the request's namespace, and as Argo CD applies a sync hook: named when the chart gave only a
+ * generateName (Argo CD names it `<generateName><revision>-<phase>-<time>` and keeps the generateName), and
+ * carrying the hook finalizer on the versions that add it.
  */
 function createRequest(object: KubeObject, scenario: Scenario): AdmissionRequest {
   const decoded = stripNullFields(object) as KubeObject;
   const metadata = (decoded.metadata ??= {});
   metadata.namespace ??= 'ns';
-  if (scenario.argocdVersion && semver.gte(scenario.argocdVersion, '2.14.0'))
+  if (scenario.argocdVersion && metadata.name === undefined && metadata.generateName !== undefined)
+    metadata.name = `${metadata.generateName}0d521c6-presync-1763935200`;
+  if (scenario.argocdVersion && semver.satisfies(scenario.argocdVersion, HAS_HOOK_FINALIZER) && argoSyncHook(decoded))
     metadata.finalizers = [ARGOCD_HOOK_FINALIZER];
   const [group, version] = decoded.apiVersion === 'batch/v1' ? ['batch', 'v1'] : ['', 'v1'];
   return {

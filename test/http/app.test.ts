@@ -263,10 +263,10 @@ describe('POST /mutate', () => {
     it.each([
       ['applied by a user', 'kubernetes-admin', {}, ''],
       [
-        'applied by Argo CD 2.14.2',
+        'applied by Argo CD 2.14.3',
         ARGOCD_CONTROLLER,
-        { 'argocd.version': '2.14.2' },
-        ' (Argo CD 2.14.2, advisory argocd-hook-finalizer-partial)',
+        { 'argocd.version': '2.14.3' },
+        ' (Argo CD 2.14.3, advisory argocd-hook-finalizer-partial)',
       ],
     ])(
       'denies a template change of a hook Job stuck on the hook finalizer, %s, with the exact fix',
@@ -298,7 +298,7 @@ describe('POST /mutate', () => {
     it.each(['/mutate', '/validate'] as const)(
       'never denies an UPDATE that only removes the hook finalizer (%s)',
       async (path) => {
-        const { app } = harness({ 'argocd.version': '2.14.2' });
+        const { app } = harness({ 'argocd.version': '2.14.3' });
         const old = beingDeleted(cleanupJobPatched());
         const updated = structuredClone(old);
         (updated.metadata as Json).finalizers = ['foo'];
@@ -338,7 +338,7 @@ describe('POST /validate', () => {
     });
 
   it('denies an Argo CD hook that opted out of the mitigation its known Argo CD version needs, naming the advisory', async () => {
-    const { app } = harness({ 'argocd.version': '2.14.8' });
+    const { app } = harness({ 'argocd.version': '3.1.0' });
     const response = await respond(app, '/validate', body());
     expect(response).toEqual({
       uid: 'uid-race',
@@ -347,7 +347,7 @@ describe('POST /validate', () => {
         code: 403,
         reason: 'Forbidden',
         message:
-          'hookguard denied: Job apps/migrate races with Argo CD 2.14.8 (argocd-fast-hook-finalizer-race: a hook Job that finishes before ' +
+          'hookguard denied: Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before ' +
           'Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
       },
     });
@@ -663,7 +663,7 @@ describe('audit log', () => {
   });
 
   it('audits a denial with its message and a pass-through with its reason, one line each', async () => {
-    const { app, lines } = harness({ 'argocd.version': '2.14.8' });
+    const { app, lines } = harness({ 'argocd.version': '3.1.0' });
     await respond(
       app,
       '/validate',
@@ -689,7 +689,7 @@ describe('audit log', () => {
       uid: 'uid-a',
       endpoint: 'validate',
       user: ARGOCD_CONTROLLER,
-      argocdVersion: '2.14.8',
+      argocdVersion: '3.1.0',
       rules: ['version-race'],
       allowed: false,
       reason: 'denied',

@@ -15,7 +15,7 @@ afterEach(() => {
 });
 
 function app(metrics = new Metrics()): FastifyInstance {
-  return buildApp(loadConfig({ overrides: { 'argocd.version': '2.14.8' } }), {
+  return buildApp(loadConfig({ overrides: { 'argocd.version': '3.1.0' } }), {
     logger: pino({ level: 'silent' }),
     metrics,
   });

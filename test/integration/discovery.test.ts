@@ -24,7 +24,7 @@ const SETTINGS: DiscoverySettings = {
 };
 const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:argocd-application-controller`;
 
-/** An Argo CD PreSync hook Job as Argo CD 2.14 creates it: with its hook finalizer. */
+/** An Argo CD PreSync hook Job as Argo CD 2.14.3 (and 3.x) creates it: with its hook finalizer. */
 function argoHookJob(annotations: Record<string, string> = {}) {
   const job = hookJob(
     {
@@ -38,7 +38,7 @@ function argoHookJob(annotations: Record<string, string> = {}) {
   return job;
 }
 
-/** The exact ops hookguard sends: the min-runtime guard, and (on 2.14.0-2.14.3 only) the finalizer removal. */
+/** The exact ops hookguard sends: the min-runtime guard, and (on 2.14.3 only) the finalizer removal. */
 const REMOVE_FINALIZER = { op: 'remove', path: '/metadata/finalizers' };
 const GUARD = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
 
@@ -104,8 +104,11 @@ describe('Argo CD discovery', () => {
         'quay.io/argoproj/argocd:v2.14.4';
     });
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.4', 'version 2.14.4');
-    // 2.14.4 removes its finalizer itself: hookguard keeps it, and keeps the guard (the fast race lasts to 3.4).
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD]);
+    // 2.14.4 has no hook finalizer again, so no fast race and no guard; its TTL race needs only the TTL floor, and
+    // 600 s is above it.
+    const withoutFinalizer = argoHookJob();
+    delete withoutFinalizer.metadata!.finalizers;
+    expect(await mutatePatch(app, withoutFinalizer, controllerOf('argocd'))).toEqual([]);
 
     // One list, then watches resuming from the resourceVersion the list returned, with bookmarks.
     const lists = server.requests.filter((request) => request.query.watch === undefined);

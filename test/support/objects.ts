@@ -2,7 +2,7 @@ import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ruleContextFor } from '../../src/core/context.js';
 import { readHook } from '../../src/core/hook.js';
-import type { RuleContext } from '../../src/core/rule.js';
+import type { RuleContext, Stage } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 
@@ -39,12 +39,12 @@ export function hookPod(annotations: Record<string, string>): KubeObject {
   };
 }
 
-/** The context a rule sees, for an object applied as `username` with the given Argo CD version. */
+/** The context a rule sees, for an object applied as `username` with the given Argo CD version, at a stage. */
 export function contextFor(
   object: KubeObject,
-  options: { username?: string; argocdVersion?: string } = {},
+  options: { username?: string; argocdVersion?: string; stage?: Stage } = {},
 ): RuleContext {
-  const context = decisionContext(loadConfig(), options.argocdVersion);
+  const context = decisionContext(loadConfig(), options.argocdVersion, options.stage);
   const hook = readHook(object, options.username ?? 'kubernetes-admin', context.config.hookDetection);
   if (!hook) throw new Error('test object is not a hook');
   return ruleContextFor(hook, context, options.argocdVersion);

@@ -24,7 +24,14 @@ function at(config: unknown, path: string): unknown {
   return path.split('.').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], config);
 }
 
-const BUILT_IN_IDS = ['argocd-hook-finalizer-partial', 'argocd-fast-hook-finalizer-race', 'argocd-hook-ttl-race'];
+const BUILT_IN_IDS = [
+  'argocd-hook-finalizer-partial',
+  'argocd-fast-hook-finalizer-race',
+  'argocd-hook-ttl-race',
+  'argocd-hook-finalizer-cache-leak',
+  'argocd-native-sidecar-finalizer-update',
+  'argocd-foreign-finalizer',
+];
 
 describe('defaults', () => {
   it.each([
@@ -424,6 +431,68 @@ describe('invalid configuration names the bad key', () => {
       'advisories[0].fixed',
       'must be a version',
     ],
+    [
+      'an advisory warned about by an unknown rule',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    warnedBy: [no-such-rule]\n`) }),
+      'advisories[0].warnedBy',
+      'unknown rule "no-such-rule"',
+    ],
+    [
+      'an advisory warned about by a rule that is not a CREATE mutation',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    warnedBy: [immutable-update]\n`) }),
+      'advisories[0].warnedBy',
+      'unknown rule "immutable-update"',
+    ],
+    [
+      'mitigatedBySweep that is not a boolean',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    mitigatedBySweep: yes please\n`) }),
+      'advisories[0].mitigatedBySweep',
+      'must be true or false',
+    ],
+    [
+      'a checked date that is no day',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    checked: 2026-02-30\n`) }),
+      'advisories[0].checked',
+      'must be a date like 2026-11-23, got "2026-02-30"',
+    ],
+    [
+      'a checked date that is not a date',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    checked: last week\n`) }),
+      'advisories[0].checked',
+      'must be a date like 2026-11-23, got "last week"',
+    ],
+    [
+      'notes that are not a list',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    notes: see the issue\n`) }),
+      'advisories[0].notes',
+      'must be a list',
+    ],
+    [
+      'a note with a bad range',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    notes: [{ affected: soon, text: t }]\n`) }),
+      'advisories[0].notes[0].affected',
+      '"soon" is not a semver range',
+    ],
+    [
+      'a note without text',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    notes: [{ affected: ">=3.0.0" }]\n`) }),
+      'advisories[0].notes[0].text',
+      'must be a non-empty string',
+    ],
+    [
+      'a note for an unknown kind of hook name',
+      () => ({
+        file: yamlFile(`advisories:\n  - id: ${builtIn}\n    notes: [{ affected: "*", hookName: random, text: t }]\n`),
+      }),
+      'advisories[0].notes[0].hookName',
+      'must be one of fixed, generated',
+    ],
+    [
+      'a note with an unknown key',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    notes: [{ affected: "*", text: t, when: x }]\n`) }),
+      'advisories[0].notes[0].when',
+      'unknown key',
+    ],
     ['advisories as a mapping', () => ({ file: yamlFile('advisories:\n  id: x\n') }), 'advisories', 'must be a list'],
     [
       'HOOKGUARD_DISCOVERY_ENABLED=yes',
@@ -556,21 +625,55 @@ describe('advisories from the config', () => {
       ),
     });
     expect(config.advisories.map((advisory) => advisory.id)).toEqual([...BUILT_IN_IDS, 'my-race']);
-    expect(config.advisories[3]).toEqual({
+    expect(config.advisories.at(-1)).toEqual({
       id: 'my-race',
       summary: 'our own race',
       affected: '>=3.4.0 <3.4.2',
       references: [],
       mitigatedBy: ['ttl-floor'],
+      mitigatedBySweep: false,
+      warnedBy: [],
+      notes: [],
+    });
+  });
+
+  it('ships each built-in advisory with its sources and the day they were checked', () => {
+    for (const advisory of builtIns) {
+      expect(advisory.checked, advisory.id).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(advisory.references.length, advisory.id).toBeGreaterThan(0);
+      expect(
+        advisory.references.every((reference) => reference.startsWith('https://github.com/')),
+        advisory.id,
+      ).toBe(true);
+    }
+  });
+
+  it('reads a note, the sweep and warning rules from the config', () => {
+    const config = loadConfig({
+      file: yamlFile(
+        'advisories:\n  - id: my-leak\n    summary: our fork leaks finalizers\n    affected: ">=3.2.0"\n' +
+          '    checked: 2026-11-01\n    mitigatedBySweep: true\n    warnedBy: [native-sidecar]\n' +
+          '    notes:\n      - { affected: ">=3.2.5", hookName: generated, text: worse with generateName }\n',
+      ),
+    });
+    expect(config.advisories.at(-1)).toEqual({
+      id: 'my-leak',
+      summary: 'our fork leaks finalizers',
+      affected: '>=3.2.0',
+      checked: '2026-11-01',
+      references: [],
+      mitigatedBy: [],
+      mitigatedBySweep: true,
+      warnedBy: ['native-sidecar'],
+      notes: [{ affected: '>=3.2.5', hookName: 'generated', text: 'worse with generateName' }],
     });
   });
 
   it('removes a built-in marked disabled: true', () => {
     const config = loadConfig({ file: yamlFile('advisories:\n  - id: argocd-hook-ttl-race\n    disabled: true\n') });
-    expect(config.advisories.map((advisory) => advisory.id)).toEqual([
-      'argocd-hook-finalizer-partial',
-      'argocd-fast-hook-finalizer-race',
-    ]);
+    expect(config.advisories.map((advisory) => advisory.id)).toEqual(
+      BUILT_IN_IDS.filter((id) => id !== 'argocd-hook-ttl-race'),
+    );
   });
 
   it('changes decisions: an override extending the affected range denies on a version the built-in does not cover', () => {

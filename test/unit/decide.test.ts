@@ -89,6 +89,9 @@ const ADVISORY: Advisory = {
   affected: '>=2.0.0 <3.0.0',
   references: [],
   mitigatedBy: ['argocd', 'argocd-known', 'helm-and-argocd'],
+  warnedBy: [],
+  mitigatedBySweep: false,
+  notes: [],
 };
 
 function contextWith(
@@ -340,6 +343,79 @@ describe('decide, with rules of its own', () => {
     expect(decision.findings).toEqual([
       { rule: 'skip', action: 'warn', message: 'hookguard.io/skip names unknown rules: always' },
     ]);
+  });
+});
+
+describe('decide, with advisories that only warn and advisories with notes', () => {
+  const argoWarner: MutationRule = {
+    id: 'argo-warner',
+    doc: 'warns about a race nothing on the object fixes',
+    stages: BOTH,
+    kinds: ['Job'],
+    gate: 'argocd',
+    mutate: () => report({ warnings: ['mind the race'] }),
+  };
+  const WARNED: Advisory = {
+    id: 'warned-advisory',
+    summary: 'a race in 3.x nothing on the object fixes',
+    affected: '>=3.0.0',
+    references: [],
+    mitigatedBy: [],
+    warnedBy: ['argo-warner'],
+    mitigatedBySweep: true,
+    notes: [],
+  };
+  const NOTED: Advisory = {
+    ...ADVISORY,
+    notes: [
+      { affected: '>=2.14.3 <2.15.0', hookName: 'fixed', text: 'said of hooks with a fixed name' },
+      { affected: '>=2.14.3 <2.15.0', hookName: 'generated', text: 'said of generateName hooks' },
+    ],
+  };
+  const withWarner = ruleSet({ mutations: [argocd, argoWarner], updateJudges: [], createValidators: [] });
+  const contextAt = (argocdVersion: string): DecisionContext => ({
+    ...contextWith({ argocdVersion, ruleSet: withWarner }),
+    advisories: [NOTED, WARNED],
+  });
+  const named = () => hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+  const generated = () => {
+    const job = named();
+    job.metadata!.generateName = 'migrate-';
+    return job;
+  };
+
+  it.each([
+    ['a version the warning advisory affects', '3.1.0', ['argo-warner'], ['hookguard [argo-warner]: mind the race']],
+    ['a version it does not affect', '2.13.0', ['argocd'], []],
+    // Unknown: the gate is open, and the warning names the advisory that may apply.
+    ['an unknown version', 'latest', ['argocd', 'argo-warner'], ['hookguard [argo-warner]: mind the race']],
+  ])('runs a warning rule on %s, its warnings naming the advisory', (_name, version, rules, warnings) => {
+    const decision = decide(request(named(), asArgo), 'mutate', contextAt(version));
+    expect(decision.rules).toEqual(rules);
+    expect(decision.warnings).toEqual(warnings);
+    expect(decision.findings.filter((finding) => finding.action === 'warn')).toEqual(
+      warnings.length > 0
+        ? [{ rule: 'argo-warner', action: 'warn', message: 'mind the race', advisory: 'warned-advisory' }]
+        : [],
+    );
+  });
+
+  it.each([
+    ['a hook with a fixed name', named, '2.14.8', { note: 'said of hooks with a fixed name' }],
+    ['a generateName hook', generated, '2.14.8', { note: 'said of generateName hooks' }],
+    ['a version outside the note', named, '2.13.0', {}],
+  ])('gives a finding naming the advisory its note for %s', (_name, object, version, note) => {
+    const decision = decide(request(object(), asArgo), 'mutate', contextAt(version));
+    expect(decision.findings).toEqual([
+      { rule: 'argocd', action: 'mutate', message: 'labelled test/argocd', advisory: 'test-advisory', ...note },
+    ]);
+    // Notes are for check's report and the audit log; the admission warnings stay one short line each.
+    expect(
+      decide(request(object(), asArgo), 'mutate', {
+        ...contextAt(version),
+        config: { ...contextAt(version).config, mode: 'audit' },
+      }).warnings,
+    ).toEqual(['hookguard audit would change [argocd]: labelled test/argocd']);
   });
 });
 

@@ -7,7 +7,7 @@ import { decide } from '../../../src/core/decide.js';
 import type { AdmissionRequest, KubeObject } from '../../../src/core/types.js';
 import { MAX_WARNING_CHARS, truncate } from '../../../src/core/warnings.js';
 import { builtInRules, catalogOf } from '../../../src/rules/index.js';
-import { ARGOCD_CONTROLLER, hookJob } from '../../support/objects.js';
+import { ARGOCD_CONTROLLER, HOOK_FINALIZER, hookJob } from '../../support/objects.js';
 
 function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {
   return {
@@ -38,7 +38,9 @@ describe('the built-in rule set', () => {
       'mutating CREATE delete-policy',
       'mutating CREATE hook-ttl',
       'mutating CREATE idempotent-cleanup',
+      'mutating CREATE foreign-finalizer',
       'mutating CREATE hook-finalizer',
+      'mutating CREATE native-sidecar',
       'mutating CREATE ttl-floor',
       'mutating CREATE min-runtime',
       'mutating UPDATE immutable-update',
@@ -156,19 +158,19 @@ describe('the built-in rule set', () => {
   it('denies a racing CREATE at /validate in enforce mode, and only warns in audit mode', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' });
     const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
-    const denied = decide(request(job, argo), 'validate', decisionContext(loadConfig(), '2.14.8'));
+    const denied = decide(request(job, argo), 'validate', decisionContext(loadConfig(), '3.1.0'));
     expect(denied.allowed).toBe(false);
     expect(denied.denial).toMatch(
-      /^hookguard denied: Job apps\/migrate races with Argo CD 2\.14\.8 \(argocd-fast-hook-finalizer-race/,
+      /^hookguard denied: Job apps\/migrate races with Argo CD 3\.1\.0 \(argocd-fast-hook-finalizer-race/,
     );
     const audited = decide(
       request(job, argo),
       'validate',
-      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
+      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '3.1.0'),
     );
     expect(audited).toMatchObject({ allowed: true, reason: 'would deny (audit)' });
     expect(audited.warnings[0]).toMatch(
-      /^hookguard audit would deny \[version-race\]: Job apps\/migrate races with Argo CD 2\.14\.8/,
+      /^hookguard audit would deny \[version-race\]: Job apps\/migrate races with Argo CD 3\.1\.0/,
     );
     expect(audited.warnings[0]!.length).toBeLessThanOrEqual(120);
   });
@@ -178,7 +180,7 @@ describe('the built-in rule set', () => {
     const decision = decide(
       request(hookJob(), argo),
       'validate',
-      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '2.14.8'),
+      decisionContext(loadConfig({ overrides: { mode: 'audit' } }), '3.1.0'),
     );
     expect(decision).toMatchObject({ allowed: true, findings: [], warnings: [] });
   });
@@ -191,6 +193,8 @@ describe('the built-in rule set', () => {
     expect(decide(request(hookJob(), argo), 'mutate', context).rules).toEqual([
       'hook-ttl',
       'idempotent-cleanup',
+      'foreign-finalizer',
+      'native-sidecar',
       'ttl-floor',
       'min-runtime',
     ]);
@@ -217,4 +221,91 @@ describe('the built-in rule set', () => {
       reason: 'compliant',
     });
   });
+});
+
+describe('the built-in advisories with the built-in rules', () => {
+  const argo = { userInfo: { username: ARGOCD_CONTROLLER } };
+  const FOREIGN =
+    'hookguard [foreign-finalizer]: argo-cd#26180: the next sync fails while the deleted hook waits on example.com/cleanup';
+  const SIDECAR =
+    "hookguard [native-sidecar]: argo-cd#27407: Argo CD's finalizer removal fails here; hookguard sweep frees it";
+
+  /** An Argo CD PreSync hook Job as Argo CD creates it on a version with the finalizer: a native sidecar, and a foreign finalizer. */
+  function riskyHook(finalizers: string[]): KubeObject {
+    const job = hookJob(
+      { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation' },
+      { ttlSecondsAfterFinished: 600 },
+    );
+    job.metadata!.finalizers = finalizers;
+    const podSpec = (job.spec as { template: { spec: { initContainers?: unknown[] } } }).template.spec;
+    podSpec.initContainers = [{ name: 'proxy', image: 'envoy:1.31', restartPolicy: 'Always' }];
+    return job;
+  }
+
+  it.each([
+    // 3.1.0 adds the finalizer, removes it by Update and adds it again on the next sync: both warnings.
+    ['3.1.0', [HOOK_FINALIZER, 'example.com/cleanup'], [FOREIGN, SIDECAR]],
+    ['3.4.0', [HOOK_FINALIZER, 'example.com/cleanup'], [FOREIGN, SIDECAR]],
+    // On 2.14.3 hookguard removes the finalizer at CREATE, so Argo CD never updates the Job to remove it; the next
+    // sync still adds it to the Terminating Job.
+    ['2.14.3', [HOOK_FINALIZER, 'example.com/cleanup'], [FOREIGN]],
+    // 2.14.8 has no hook finalizer: neither failure exists.
+    ['2.14.8', ['example.com/cleanup'], []],
+    // Unknown version: the hook finalizer on the CREATE says this Argo CD has it.
+    ['latest', [HOOK_FINALIZER, 'example.com/cleanup'], [FOREIGN, SIDECAR]],
+    ['latest', ['example.com/cleanup'], []],
+  ])('on %s with finalizers %j, warns %j, each at most 120 characters', (version, finalizers, warnings) => {
+    const decision = decide(request(riskyHook(finalizers), argo), 'mutate', decisionContext(loadConfig(), version));
+    expect(decision.allowed).toBe(true);
+    expect(decision.warnings).toEqual(warnings);
+    for (const warning of decision.warnings) expect(warning.length).toBeLessThanOrEqual(120);
+    const warned = decision.findings.filter((finding) => finding.action === 'warn');
+    expect(warned.map((finding) => finding.advisory)).toEqual(
+      warnings.map((warning) =>
+        warning === FOREIGN ? 'argocd-foreign-finalizer' : 'argocd-native-sidecar-finalizer-update',
+      ),
+    );
+  });
+
+  it('warns at render time (hookguard check) from the version alone: the manifest has no hook finalizer yet', () => {
+    const render = decisionContext(loadConfig(), '3.1.0', 'render');
+    const decision = decide(request(riskyHook(['example.com/cleanup']), argo), 'mutate', render);
+    expect(decision.warnings).toEqual([FOREIGN, SIDECAR]);
+  });
+
+  it('never denies for an advisory only the sweep or a warning answers, even when every rule is skipped', () => {
+    const job = riskyHook([HOOK_FINALIZER, 'example.com/cleanup']);
+    job.metadata!.annotations!['hookguard.io/skip'] =
+      'delete-policy,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime';
+    // 3.4.0: the cache leak (sweep), the native sidecar (warning and sweep), the foreign finalizer (warning).
+    const context = decisionContext(loadConfig(), '3.4.0');
+    expect(decide(request(job, argo), 'validate', context)).toMatchObject({ allowed: true, findings: [] });
+    expect(decide(request(job, argo), 'mutate', context)).toMatchObject({ patch: [], findings: [], rules: [] });
+  });
+
+  it.each([
+    ['a hook with a fixed name', undefined, 'a finalizer this hook keeps is removed at the next sync'],
+    ['a generateName hook', 'migrate-', 'only on hooks with a fixed name, not on this generateName hook'],
+  ])(
+    'notes gitops-engine#770 on the fast-race findings from 3.0.16, 3.1.4 and 3.2.0 on, for %s',
+    (_name, generateName, text) => {
+      const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+      if (generateName) job.metadata!.generateName = generateName;
+      for (const version of ['3.0.16', '3.1.4', '3.2.0', '3.3.14']) {
+        const decision = decide(request(job, argo), 'mutate', decisionContext(loadConfig(), version));
+        const guard = decision.findings.find((finding) => finding.rule === 'min-runtime');
+        expect(guard, version).toMatchObject({
+          advisory: 'argocd-fast-hook-finalizer-race',
+          note: expect.stringContaining(text),
+        });
+      }
+      for (const version of ['2.14.3', '3.0.15', '3.1.0', '3.1.3']) {
+        const decision = decide(request(job, argo), 'mutate', decisionContext(loadConfig(), version));
+        expect(
+          decision.findings.find((finding) => finding.rule === 'min-runtime'),
+          version,
+        ).not.toHaveProperty('note');
+      }
+    },
+  );
 });

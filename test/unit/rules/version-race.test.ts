@@ -25,7 +25,7 @@ describe('version-race', () => {
   });
 
   it.each([
-    ['2.14.8', 'min-runtime', {}, ['argocd-fast-hook-finalizer-race'], 'min-runtime opted out with hookguard.io/skip'],
+    ['3.1.0', 'min-runtime', {}, ['argocd-fast-hook-finalizer-race'], 'min-runtime opted out with hookguard.io/skip'],
     [
       '3.1.0',
       'ttl-floor',
@@ -58,20 +58,20 @@ describe('version-race', () => {
   });
 
   it('denies an activeDeadlineSeconds too short for the guard', () => {
-    const job = mutated(hookJob(undefined, { activeDeadlineSeconds: 5 }), '2.14.8');
-    expect(judge(job, '2.14.8')).toEqual([
+    const job = mutated(hookJob(undefined, { activeDeadlineSeconds: 5 }), '3.1.0');
+    expect(judge(job, '3.1.0')).toEqual([
       {
         rule: 'version-race',
         action: 'deny',
         advisory: 'argocd-fast-hook-finalizer-race',
         message:
-          'Job apps/migrate races with Argo CD 2.14.8 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
+          'Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
           'min-runtime activeDeadlineSeconds 5 leaves no time after a 10s guard; raise it or lower hookguard.io/min-runtime-seconds. Fixed in Argo CD 3.4.0.',
       },
     ]);
   });
 
-  it('denies the 2.14.0-2.14.3 hook finalizer when its removal was opted out', () => {
+  it('denies the 2.14.3 hook finalizer when its removal was opted out', () => {
     const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'hook-finalizer' });
     job.metadata!.finalizers = [HOOK_FINALIZER];
     const findings = judge(mutated(job, '2.14.3'), '2.14.3');
@@ -79,14 +79,14 @@ describe('version-race', () => {
   });
 
   it('allows, with a warning it counts apart, a hook whose mitigation is merely missing (mutating webhook bypassed)', () => {
-    expect(judge(hookJob(undefined, { ttlSecondsAfterFinished: 0 }), '2.14.8')).toEqual(
+    expect(judge(hookJob(undefined, { ttlSecondsAfterFinished: 0 }), '3.1.0')).toEqual(
       ['ttl-floor', 'min-runtime'].map((mitigation) => ({
         rule: 'version-race',
         action: 'warn',
         advisory: 'argocd-fast-hook-finalizer-race',
         missingMitigation: mitigation,
         message:
-          `Job apps/migrate lacks ${mitigation} (was the mutating webhook bypassed?) and races with Argo CD 2.14.8 ` +
+          `Job apps/migrate lacks ${mitigation} (was the mutating webhook bypassed?) and races with Argo CD 3.1.0 ` +
           '(argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends); ' +
           "allowed, since only hookguard's own change is missing. Fixed in Argo CD 3.4.0.",
       })),
@@ -110,8 +110,8 @@ describe('version-race', () => {
       (job.spec as { template: { spec: Record<string, unknown> } }).template.spec.os = { name: 'windows' };
       return job;
     };
-    expect(judge(windows(), '2.14.8')).toEqual([]);
-    expect(judge(windows({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' }), '2.14.8')).toEqual([]);
+    expect(judge(windows(), '3.1.0')).toEqual([]);
+    expect(judge(windows({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'min-runtime' }), '3.1.0')).toEqual([]);
   });
 
   it.each([
