@@ -19,7 +19,7 @@ import { admitPod, type Admission, type LimitRange, type QosClass, type SimPodSp
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import { restrictedViolations } from '../support/pod-security.js';
 
-const GUARDED_VERSIONS = ['2.14.3', '2.14.8', '3.1.0'];
+const GUARDED_VERSIONS = ['2.14.3', '3.0.0', '3.1.0'];
 
 /** LimitRanges as people write them (the API server adds the defaults of SetDefaults_LimitRangeItem). */
 const LIMIT_RANGES: ReadonlyArray<[string, LimitRange[]]> = [

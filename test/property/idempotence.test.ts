@@ -150,7 +150,7 @@ const pod = fc.record({ annotations, podSpec }).map(({ annotations: values, podS
 const SIZED_GUARD = /"name":"hookguard-min-runtime",[^{]*"command":\[[^\]]*\],"resources":\{/;
 
 const requester = fc.constantFrom('kubernetes-admin', ARGOCD_CONTROLLER);
-const version = fc.constantFrom(undefined, '2.13.3', '2.14.0', '2.14.3', '2.14.8', '3.1.0', '3.4.0');
+const version = fc.constantFrom(undefined, '2.13.3', '2.14.0', '2.14.3', '2.14.8', '3.0.16', '3.1.0', '3.3.2', '3.4.0');
 const mode = fc.constantFrom('enforce', 'audit');
 // The webhooks decide at admission; hookguard check, the Helm post-renderer and the Argo CD plugin at render time.
 const stage = fc.constantFrom<Stage>('admission', 'render');

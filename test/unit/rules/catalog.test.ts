@@ -276,7 +276,7 @@ describe('the built-in advisories with the built-in rules', () => {
   it('never denies for an advisory only the sweep or a warning answers, even when every rule is skipped', () => {
     const job = riskyHook([HOOK_FINALIZER, 'example.com/cleanup']);
     job.metadata!.annotations!['hookguard.io/skip'] =
-      'delete-policy,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime';
+      'delete-policy,hook-ttl,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime';
     // 3.4.0: the cache leak (sweep), the native sidecar (warning and sweep), the foreign finalizer (warning).
     const context = decisionContext(loadConfig(), '3.4.0');
     expect(decide(request(job, argo), 'validate', context)).toMatchObject({ allowed: true, findings: [] });

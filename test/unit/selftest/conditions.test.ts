@@ -224,12 +224,29 @@ describe('advisoriesInEffect', () => {
     ]);
     expect(found.map((advisory) => [advisory.id, advisory.fixed, advisory.instances])).toEqual([
       ['argocd-fast-hook-finalizer-race', '3.4.0', [{ namespace: 'argocd', version: '3.0.1' }]],
-      ['argocd-hook-ttl-race', '2.14.0', [{ namespace: 'old', version: '2.13.0' }]],
+      ['argocd-hook-ttl-race', '3.0.0', [{ namespace: 'old', version: '2.13.0' }]],
+      ['argocd-hook-finalizer-cache-leak', undefined, [{ namespace: 'new', version: '3.4.0' }]],
+      [
+        'argocd-native-sidecar-finalizer-update',
+        undefined,
+        [
+          { namespace: 'argocd', version: '3.0.1' },
+          { namespace: 'new', version: '3.4.0' },
+        ],
+      ],
+      [
+        'argocd-foreign-finalizer',
+        undefined,
+        [
+          { namespace: 'argocd', version: '3.0.1' },
+          { namespace: 'new', version: '3.4.0' },
+        ],
+      ],
     ]);
   });
 
-  it('is empty when no instance is affected or none is known', () => {
-    expect(advisoriesInEffect(advisories, [{ namespace: 'new', version: '3.4.0' }])).toEqual([]);
+  it('is empty when no instance has a known version (every Argo CD version has some advisory)', () => {
+    expect(advisoriesInEffect(advisories, [{ namespace: 'unknown', version: null }])).toEqual([]);
     expect(advisoriesInEffect(advisories, [])).toEqual([]);
   });
 });
