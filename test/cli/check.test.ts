@@ -127,14 +127,14 @@ describe('hookguard check exit status', () => {
 
   // How the Helm post-renderer and the Argo CD plugin tell it the version (plugins/, manifests/argocd-cmp/).
   it('takes the Argo CD version from HOOKGUARD_ARGOCD_VERSION as from --argocd-version; the flag wins', async () => {
-    const flagged = await runCommand(['check', '-', '--argocd-version', '2.14.8', '--output', 'json'], OPTED_OUT_JOB);
+    const flagged = await runCommand(['check', '-', '--argocd-version', '3.1.0', '--output', 'json'], OPTED_OUT_JOB);
     const fromEnv = await runCommand(['check', '-', '--output', 'json'], OPTED_OUT_JOB, {
-      HOOKGUARD_ARGOCD_VERSION: '2.14.8',
+      HOOKGUARD_ARGOCD_VERSION: '3.1.0',
     });
     expect(fromEnv).toEqual(flagged);
     expect(fromEnv.status).toBe(1);
     const overridden = await runCommand(['check', '-', '--argocd-version', '3.4.0'], OPTED_OUT_JOB, {
-      HOOKGUARD_ARGOCD_VERSION: '2.14.8',
+      HOOKGUARD_ARGOCD_VERSION: '3.1.0',
     });
     expect(overridden.status).toBe(0);
   });

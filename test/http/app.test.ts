@@ -354,7 +354,7 @@ describe('POST /validate', () => {
   });
 
   it('allows an unmutated hook sent straight to it on an affected version, with a warning and an audit line', async () => {
-    const { app, lines } = harness({ 'argocd.version': '2.14.8' });
+    const { app, lines } = harness({ 'argocd.version': '3.1.0' });
     const unmutated = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
     const response = await respond(
       app,
@@ -377,7 +377,7 @@ describe('POST /validate', () => {
         advisory: 'argocd-fast-hook-finalizer-race',
         missingMitigation: 'min-runtime',
         message:
-          'Job apps/migrate lacks min-runtime (was the mutating webhook bypassed?) and races with Argo CD 2.14.8 ' +
+          'Job apps/migrate lacks min-runtime (was the mutating webhook bypassed?) and races with Argo CD 3.1.0 ' +
           '(argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer ' +
           "and the sync never ends); allowed, since only hookguard's own change is missing. Fixed in Argo CD 3.4.0.",
       },

@@ -139,7 +139,11 @@ describe('the self-test through the stand-in API server', () => {
       mode: 'enforce',
       leader: 'replica-a',
       lastSelfTest: { outcome: 'Called' },
-      advisoriesInEffect: [{ id: 'argocd-fast-hook-finalizer-race', instances: [{ namespace: '', version: '3.0.1' }] }],
+      advisoriesInEffect: [
+        'argocd-fast-hook-finalizer-race',
+        'argocd-native-sidecar-finalizer-update',
+        'argocd-foreign-finalizer',
+      ].map((id) => ({ id, instances: [{ namespace: '', version: '3.0.1' }] })),
     });
     expect(status.certificateNotAfter).toBe(
       new Date(new X509Certificate(w.webhook.tls.cert).validTo).toISOString().replace(/\.\d{3}Z$/, 'Z'),
