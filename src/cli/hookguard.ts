@@ -1,19 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { EXIT, UserError } from '../errors.js';
-import { runAdvisories, runRules } from './advisories.js';
-import { CHECK_USAGE, runCheck } from './check.js';
 import type { CommandIO } from './io.js';
-import { runServe, SERVE_USAGE } from './serve.js';
-import { runSweep, SWEEP_USAGE } from './sweep.js';
 
-const USAGE = `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
+/**
+ * The full usage, with each command's own. Built on demand: it imports every command module, and a command loads
+ * only its own (the sweep CronJob's memory limit has no room for the webhook server's modules).
+ */
+async function usage(): Promise<string> {
+  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }] = await Promise.all([
+    import('./serve.js'),
+    import('./check.js'),
+    import('./sweep.js'),
+  ]);
+  return `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
 Commands:
   serve        run the admission webhook (HTTPS)
   check        run the rules offline over manifests (helm template ... | hookguard check -)
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
-  sweep        remove Argo CD hook finalizers nothing will remove (dry run unless --apply)
+  sweep        remove finalizers nothing else will (Argo CD hooks, Argo Workflows pods; dry run unless --apply)
 
 Exit status:
   ${EXIT.ok}  done: check allowed everything, sweep's patches went through, serve answered every request
@@ -28,13 +34,16 @@ ${CHECK_USAGE}
 
 ${SWEEP_USAGE}
 `;
+}
 
-const commands: Record<string, (argv: readonly string[], io: CommandIO) => Promise<number>> = {
-  serve: runServe,
-  check: runCheck,
-  advisories: runAdvisories,
-  rules: runRules,
-  sweep: runSweep,
+type Command = (argv: readonly string[], io: CommandIO) => Promise<number>;
+
+const commands: Record<string, () => Promise<Command>> = {
+  serve: async () => (await import('./serve.js')).runServe,
+  check: async () => (await import('./check.js')).runCheck,
+  advisories: async () => (await import('./advisories.js')).runAdvisories,
+  rules: async () => (await import('./advisories.js')).runRules,
+  sweep: async () => (await import('./sweep.js')).runSweep,
 };
 
 /**
@@ -44,7 +53,7 @@ const commands: Record<string, (argv: readonly string[], io: CommandIO) => Promi
 export async function runHookguard(argv: readonly string[], io: CommandIO): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    io.stdout(USAGE);
+    io.stdout(await usage());
     return name === undefined ? EXIT.badInput : EXIT.ok;
   }
   if (name === '--version') {
@@ -56,11 +65,13 @@ export async function runHookguard(argv: readonly string[], io: CommandIO): Prom
   }
   const command = commands[name];
   if (!command) {
-    io.stderr(`hookguard: unknown command "${name}"\n\n${USAGE}`);
+    io.stderr(`hookguard: unknown command "${name}"\n\n${await usage()}`);
     return EXIT.badInput;
   }
   try {
-    return await command(rest, io);
+    return await (
+      await command()
+    )(rest, io);
   } catch (error) {
     if (!(error instanceof UserError)) throw error;
     io.stderr(`hookguard ${name}: ${error.message}\n`);

@@ -1,27 +1,33 @@
+import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
+import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
 import { loadConfig } from '../config/load.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
-import { sweep, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
+import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
 import { ApiCallError, EXIT, UsageError } from '../errors.js';
 import { parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--output text|json] [--min-age-seconds N] [--config FILE]
-Finds hook Jobs and Pods stuck on ${ARGOCD_HOOK_FINALIZER}: being deleted, and finished or deleted longer
-than --min-age-seconds ago (sweep.minAgeSeconds, default 600). A dry run unless --apply, which removes that one
-finalizer with a JSON patch guarded by a test op. Talks to the cluster of KUBECONFIG, the in-cluster service
-account, or ~/.kube/config. Exit status: ${EXIT.ok} done, ${EXIT.failed} a patch failed or the cluster could not be listed,
-${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
+export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--profile P]... [--output text|json] [--min-age-seconds N] [--config FILE]
+Removes finalizers nothing else will remove from Jobs and Pods being deleted, by profile (--profile, repeatable;
+sweep.profiles, default argocd-hook):
+  argocd-hook     ${ARGOCD_HOOK_FINALIZER} on hook Jobs and Pods that finished, or that were deleted
+                  longer than --min-age-seconds ago (sweep.minAgeSeconds, default 600)
+  argo-workflows  ${ARGO_WORKFLOWS_STATUS_FINALIZER} on finished workflow Pods deleted longer than
+                  sweep.argoWorkflowsGraceSeconds ago (default 600) whose Workflow is gone, being deleted,
+                  replaced or completed, or holds the Pod's node in a final phase
+A dry run unless --apply, which removes that one finalizer with a JSON patch guarded by a test op and records an
+Event on the object. Talks to the cluster of KUBECONFIG, the in-cluster service account, or ~/.kube/config.
+Exit status: ${EXIT.ok} done, ${EXIT.failed} a patch failed or the cluster could not be listed, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
-const HEADLINES: Readonly<Record<SweepAction, string>> = {
-  'would-remove': 'would remove the hook finalizer',
-  removed: 'removed the hook finalizer',
-  gone: 'already gone',
-  skipped: 'left alone',
-  failed: 'FAILED',
+const HEADLINES: Readonly<Record<SweepAction, (finalizer: string) => string>> = {
+  'would-remove': (finalizer) => `would remove ${finalizer}`,
+  removed: (finalizer) => `removed ${finalizer}`,
+  gone: () => 'already gone',
+  skipped: () => 'left alone',
+  failed: (finalizer) => `FAILED to remove ${finalizer}`,
 };
 
 function line(result: SweepResult): string {
@@ -30,16 +36,18 @@ function line(result: SweepResult): string {
     result.action === 'would-remove' || result.action === 'removed'
       ? `; finalizers [${result.finalizersBefore.join(', ')}] -> [${result.finalizersAfter.join(', ')}]`
       : '';
-  return `${where}: ${HEADLINES[result.action]} (${result.reasons.join('; ')})${finalizers}`;
+  return `${where}: ${HEADLINES[result.action](result.finalizer)} (${result.reasons.join('; ')})${finalizers}`;
 }
 
 function summary(report: SweepReport): string {
-  const count = (action: SweepAction) => report.results.filter((result) => result.action === action).length;
+  const counts = Object.fromEntries(
+    SWEEP_ACTIONS.map((action) => [action, report.results.filter((result) => result.action === action).length]),
+  ) as Record<SweepAction, number>;
   const scope = report.namespace === null ? 'all namespaces' : `namespace ${report.namespace}`;
   if (report.dryRun) {
-    return `dry run over ${scope}: ${count('would-remove')} would be changed, ${count('skipped')} left alone${count('would-remove') > 0 ? '; run with --apply to remove the finalizers' : ''}`;
+    return `dry run over ${scope}: ${counts['would-remove']} would be changed, ${counts.skipped} left alone${counts['would-remove'] > 0 ? '; run with --apply to remove the finalizers' : ''}`;
   }
-  return `applied over ${scope} as ${report.actor}: ${count('removed')} removed, ${count('gone')} already gone, ${count('skipped')} left alone, ${count('failed')} failed`;
+  return `applied over ${scope} as ${report.actor}: ${counts.removed} removed, ${counts.gone} already gone, ${counts.skipped} left alone, ${counts.failed} failed`;
 }
 
 /** `hookguard sweep`: one pass, then exit; non-zero when a patch failed. */
@@ -48,6 +56,7 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
     options: {
       namespace: { type: 'string', short: 'n' },
       apply: { type: 'boolean', default: false },
+      profile: { type: 'string', multiple: true },
       output: { type: 'string', short: 'o', default: 'text' },
       'min-age-seconds': { type: 'string' },
       config: { type: 'string' },
@@ -64,7 +73,7 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
   const config = loadConfig({
     file: values.config ?? io.env.HOOKGUARD_CONFIG,
     env: io.env,
-    overrides: { 'sweep.minAgeSeconds': values['min-age-seconds'] },
+    overrides: { 'sweep.minAgeSeconds': values['min-age-seconds'], 'sweep.profiles': values.profile?.join(',') },
   });
   const connection = kubeConnection(io.env);
   if (!connection) throw new UsageError('no cluster to sweep: set KUBECONFIG, or run in a pod with a service account');
@@ -91,12 +100,16 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
       {
         namespace: values.namespace,
         apply: values.apply,
+        profiles: config.sweep.profiles,
         minAgeSeconds: config.sweep.minAgeSeconds,
+        argoWorkflowsGraceSeconds: config.sweep.argoWorkflowsGraceSeconds,
         retry: {
           maxAttempts: config.sweep.maxAttempts,
           backoff: { initialMs: config.sweep.backoffInitialMs, maxMs: config.sweep.backoffMaxMs },
         },
         actor,
+        // In a cluster, the pod's name: which run of the CronJob wrote an Event.
+        reportingInstance: hostname(),
       },
       logger,
     );

@@ -11,6 +11,7 @@ import {
   group,
   integer,
   list,
+  listOf,
   oneOf,
   optionalInteger,
   optionalText,
@@ -24,6 +25,10 @@ import {
 import { imageReferenceProblem } from './image-reference.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The finalizers `hookguard sweep` knows how to judge, one profile each (src/sweep/profiles.ts, docs/sweep.md). */
+export const SWEEP_PROFILES = ['argocd-hook', 'argo-workflows'] as const;
+export type SweepProfileId = (typeof SWEEP_PROFILES)[number];
 
 const NOT_EMPTY: Format = {
   accepts: 'text, not empty',
@@ -386,11 +391,25 @@ export const KEYS = {
           : undefined,
   ),
   sweep: {
+    profiles: listOf(SWEEP_PROFILES, {
+      default: ['argocd-hook'],
+      nonEmpty: true,
+      env: 'HOOKGUARD_SWEEP_PROFILES',
+      doc: 'The finalizers the sweep removes, by profile (--profile): Argo CD hooks, Argo Workflows pods.',
+    }),
     minAgeSeconds: integer({
       default: 600,
       min: 0,
       max: 86400 * 30,
       doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
+    }),
+    // Argo Workflows' own controller removes its finalizer from a deleting pod 2 minutes after the pod's last
+    // change (v3.6.5+); the sweep comes in only well after that, for controllers that are down or stuck.
+    argoWorkflowsGraceSeconds: integer({
+      default: 600,
+      min: 180,
+      max: 86400 * 30,
+      doc: "A workflow pod qualifies only once its deletion began this long ago: longer than Argo Workflows' own 2-minute fallback.",
     }),
     maxAttempts: integer({
       default: 5,

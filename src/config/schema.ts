@@ -179,6 +179,25 @@ export function list(
   });
 }
 
+/** A list whose every item is one of `values` (and, with `nonEmpty`, at least one). */
+export function listOf<const V extends string>(
+  values: readonly V[],
+  options: Declared & { default: readonly V[]; nonEmpty?: boolean },
+): Setting<readonly V[]> {
+  const { nonEmpty, ...declared } = options;
+  const what = `a list of ${values.map((value) => `\`${value}\``).join(', ')}`;
+  return new Setting<readonly V[]>({
+    ...declared,
+    type: 'list of strings',
+    accepts: nonEmpty ? `${what}, not empty` : what,
+    problem: (value) => {
+      if (nonEmpty && value.length === 0) return 'must not be empty';
+      const unknown = value.find((item) => !values.includes(item));
+      return unknown === undefined ? undefined : `must hold only ${values.join(', ')}, got "${unknown}"`;
+    },
+  });
+}
+
 export function group<K extends Keys>(keys: K, problem: (values: ValuesOf<K>) => GroupProblem | undefined): Group<K> {
   return new Group(keys, problem);
 }

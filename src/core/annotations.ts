@@ -12,3 +12,10 @@ export const HOOKGUARD_SKIP = 'hookguard.io/skip';
 export const HOOKGUARD_MODE = 'hookguard.io/mode';
 /** Overrides minRuntimeSeconds for this object. */
 export const HOOKGUARD_MIN_RUNTIME_SECONDS = 'hookguard.io/min-runtime-seconds';
+
+// Argo Workflows (argoproj/argo-workflows v4.1.2 workflow/common/common.go): the pod finalizer its controller adds
+// with ARGO_POD_STATUS_CAPTURE_FINALIZER=true (v3.6.0+), the node a workflow pod runs (annotation), and the label
+// that marks a Workflow or pod completed ("true").
+export const ARGO_WORKFLOWS_STATUS_FINALIZER = 'workflows.argoproj.io/status';
+export const ARGO_WORKFLOWS_NODE_ID = 'workflows.argoproj.io/node-id';
+export const ARGO_WORKFLOWS_COMPLETED = 'workflows.argoproj.io/completed';

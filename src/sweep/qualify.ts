@@ -1,4 +1,5 @@
-// Pure: does a hook Job or Pod hold Argo CD's hook finalizer that nothing will remove?
+// Pure: what the sweep's profiles share (ages, finished states, a finalizer taken out of a list), and the `argocd-hook`
+// profile's judgement: does a hook Job or Pod hold Argo CD's hook finalizer that nothing will remove?
 import { ARGOCD_HOOK, ARGOCD_HOOK_FINALIZER, HELM_HOOK } from '../core/annotations.js';
 import { annotation, finalizersOf, isRecord, metadataOf } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
@@ -31,16 +32,28 @@ export function finishedAs(kind: SweptKind, object: KubeObject): string | undefi
 }
 
 /**
- * A stuck hook: being deleted, still holding `argocd.argoproj.io/hook-finalizer`, a hook, and either finished
- * or deleted longer than minAgeSeconds ago, so Argo CD, which removes the finalizer once it has seen the
- * result, will not. Anything else is left alone, with the reason.
+ * How long the object has been deleting, in whole seconds (0 for a deletion timestamp in the future: clock skew), or
+ * undefined when it is not being deleted (no deletionTimestamp, or one that is no date).
  */
-export function qualify(kind: SweptKind, object: KubeObject, now: Date, minAgeSeconds: number): Qualification {
-  const metadata = metadataOf(object);
-  const deletion =
-    typeof metadata?.deletionTimestamp === 'string' ? Date.parse(metadata.deletionTimestamp) : Number.NaN;
-  if (Number.isNaN(deletion)) return { qualifies: false, reason: 'not being deleted' };
-  const ageSeconds = Math.max(0, Math.floor((now.getTime() - deletion) / 1000));
+export function deletingForSeconds(object: KubeObject, now: Date): number | undefined {
+  const timestamp = metadataOf(object)?.deletionTimestamp;
+  const deletion = typeof timestamp === 'string' ? Date.parse(timestamp) : Number.NaN;
+  return Number.isNaN(deletion) ? undefined : Math.max(0, Math.floor((now.getTime() - deletion) / 1000));
+}
+
+/** The finalizers once `finalizer` is gone, every other one kept in order. */
+export function withoutFinalizer(finalizers: readonly string[], finalizer: string): string[] {
+  return finalizers.filter((other) => other !== finalizer);
+}
+
+/**
+ * The `argocd-hook` profile. A stuck hook: being deleted, still holding `argocd.argoproj.io/hook-finalizer`, a hook,
+ * and either finished or deleted longer than minAgeSeconds ago, so Argo CD, which removes the finalizer once it has
+ * seen the result, will not. Anything else is left alone, with the reason.
+ */
+export function qualifyHook(kind: SweptKind, object: KubeObject, now: Date, minAgeSeconds: number): Qualification {
+  const ageSeconds = deletingForSeconds(object, now);
+  if (ageSeconds === undefined) return { qualifies: false, reason: 'not being deleted' };
   if (!finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER))
     return { qualifies: false, reason: `no ${ARGOCD_HOOK_FINALIZER}`, ageSeconds };
   const argocdPhases = annotation(object, ARGOCD_HOOK);
@@ -63,9 +76,4 @@ export function qualify(kind: SweptKind, object: KubeObject, now: Date, minAgeSe
     reason: `still running and ${deleting}, under ${formatAge(minAgeSeconds)}: Argo CD may still remove it`,
     ageSeconds,
   };
-}
-
-/** The finalizers once the hook finalizer is gone, every other one kept in order. */
-export function withoutHookFinalizer(finalizers: readonly string[]): string[] {
-  return finalizers.filter((finalizer) => finalizer !== ARGOCD_HOOK_FINALIZER);
 }

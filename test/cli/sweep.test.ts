@@ -40,12 +40,12 @@ describe('hookguard sweep (the built CLI)', () => {
     expect(run.status).toBe(0);
     expect(steady(run.stdout)).toBe(
       [
-        `Job apps/keeps-other: would remove the hook finalizer (Argo CD PreSync hook; Job Complete; deleting for AGE); finalizers [${KEEP}, ${HOOK_FINALIZER}] -> [${KEEP}]`,
-        `Job apps/failed-only-hook: would remove the hook finalizer (Argo CD PreSync hook; Job Failed; deleting for AGE); finalizers [${HOOK_FINALIZER}] -> []`,
-        `Job apps/running-old: would remove the hook finalizer (Argo CD PreSync hook; not finished; deleting for AGE, at least 10m0s); finalizers [${HOOK_FINALIZER}] -> []`,
+        `Job apps/keeps-other: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Job Complete; deleting for AGE); finalizers [${KEEP}, ${HOOK_FINALIZER}] -> [${KEEP}]`,
+        `Job apps/failed-only-hook: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Job Failed; deleting for AGE); finalizers [${HOOK_FINALIZER}] -> []`,
+        `Job apps/running-old: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; not finished; deleting for AGE, at least 10m0s); finalizers [${HOOK_FINALIZER}] -> []`,
         'Job apps/running-new: left alone (still running and deleting for AGE, under 10m0s: Argo CD may still remove it)',
         'Job apps/not-a-hook: left alone (not a hook: no Argo CD or Helm hook annotation)',
-        `Pod team-b/pod-done: would remove the hook finalizer (Argo CD PreSync hook; Pod Succeeded; deleting for AGE); finalizers [${HOOK_FINALIZER}] -> []`,
+        `Pod team-b/pod-done: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Pod Succeeded; deleting for AGE); finalizers [${HOOK_FINALIZER}] -> []`,
         'dry run over all namespaces: 4 would be changed, 2 left alone; run with --apply to remove the finalizers',
         '',
       ].join('\n'),
@@ -99,7 +99,7 @@ describe('hookguard sweep (the built CLI)', () => {
     expect(run.status).toBe(1);
     expect(steady(run.stdout).split('\n')).toEqual(
       expect.arrayContaining([
-        'Job apps/running-old: FAILED (Argo CD PreSync hook; not finished; deleting for AGE, at least 10m0s; patch failed: HTTP 500: injected failure 500)',
+        'Job apps/running-old: FAILED to remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; not finished; deleting for AGE, at least 10m0s; patch failed: HTTP 500: injected failure 500)',
         'applied over namespace apps as system:serviceaccount:hookguard:hookguard-sweep: 2 removed, 0 already gone, 2 left alone, 1 failed',
       ]),
     );

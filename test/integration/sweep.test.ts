@@ -1,12 +1,15 @@
-// sweep against a stand-in for kube-apiserver (test/support/fake-apiserver.ts): real list, get and
-// JSON-patch paths, a failed `test` op answered 422 as kube-apiserver does, injected 404, 409, 429 and 5xx.
+// sweep against a stand-in for kube-apiserver (test/support/fake-apiserver.ts): real list (metadata only, paged,
+// continue tokens that expire), get and JSON-patch paths, a failed `test` op answered 422 as kube-apiserver does,
+// Workflows, Events checked as kube-apiserver checks them, injected 403, 404, 409, 429 and 5xx.
 import { afterEach, describe, expect, it } from 'vitest';
-import { kubeSweepClient } from '../../src/sweep/client.js';
-import { removalPatch, sweep, type SweepOptions } from '../../src/sweep/sweep.js';
+import { METADATA_LIST_ACCEPT, kubeSweepClient } from '../../src/sweep/client.js';
+import { MAX_LIST_RESTARTS, removalPatch, sweep } from '../../src/sweep/sweep.js';
+import { ApiCallError } from '../../src/errors.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { capturedLogger } from '../support/log-sink.js';
 import { HOOK_FINALIZER } from '../support/objects.js';
 import { KEEP, seed, stuckJob } from '../support/stuck-hooks.js';
+import { runSweep, sweepOptions } from '../support/sweep-run.js';
 
 let servers: FakeApiServer[] = [];
 afterEach(async () => {
@@ -21,20 +24,9 @@ async function cluster(): Promise<FakeApiServer> {
   return server;
 }
 
-const options = (overrides: Partial<SweepOptions> = {}): SweepOptions => ({
-  namespace: undefined,
-  apply: true,
-  minAgeSeconds: 600,
-  retry: { maxAttempts: 4, backoff: { initialMs: 10, maxMs: 50 } },
-  actor: 'system:serviceaccount:hookguard:hookguard-sweep',
-  ...overrides,
-});
-
-async function run(server: FakeApiServer, overrides: Partial<SweepOptions> = {}) {
-  const { logger, lines } = capturedLogger();
-  const report = await sweep(kubeSweepClient(server.kubeConfig()), options(overrides), logger);
-  const outcome = Object.fromEntries(report.results.map((result) => [result.name, result.action]));
-  return { report, outcome, lines };
+/** A write somewhere else in the cluster: the resourceVersion moves on. */
+function churn(server: FakeApiServer): void {
+  server.put({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'churn', namespace: 'apps' } });
 }
 
 const patches = (server: FakeApiServer) => server.requests.filter((request) => request.method === 'PATCH');
@@ -44,7 +36,7 @@ const finalizersOf = (server: FakeApiServer, kind: string, name: string, namespa
 describe('sweep', () => {
   it('in a dry run, names what qualifies and why, and sends no write', async () => {
     const server = await cluster();
-    const { report, outcome } = await run(server, { apply: false });
+    const { report, outcome } = await runSweep(server, { apply: false });
     expect(outcome).toEqual({
       'keeps-other': 'would-remove',
       'failed-only-hook': 'would-remove',
@@ -57,6 +49,8 @@ describe('sweep', () => {
       kind: 'Job',
       namespace: 'apps',
       name: 'keeps-other',
+      profile: 'argocd-hook',
+      finalizer: HOOK_FINALIZER,
       action: 'would-remove',
       reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 3\ds$/)],
       ageSeconds: expect.any(Number),
@@ -65,6 +59,7 @@ describe('sweep', () => {
     });
     expect(report).toMatchObject({ dryRun: true, namespace: null });
     expect(server.requests.filter((request) => request.method !== 'GET')).toEqual([]);
+    expect(server.events).toEqual([]);
   });
 
   it('with --apply removes only the hook finalizer of qualifying objects, guarded by a test op, with an audit line each', async () => {
@@ -72,7 +67,7 @@ describe('sweep', () => {
     const untouched = ['running-new', 'not-deleting', 'not-a-hook', 'other-finalizer-only'].map((name) =>
       server.get('Job', 'apps', name),
     );
-    const { outcome, lines } = await run(server);
+    const { outcome, lines } = await runSweep(server);
     expect(outcome).toEqual({
       'keeps-other': 'removed',
       'failed-only-hook': 'removed',
@@ -118,7 +113,9 @@ describe('sweep', () => {
       .map((line) => line.audit as Record<string, unknown>);
     expect(audits).toHaveLength(4);
     expect(audits.find((audit) => audit.name === 'keeps-other')).toEqual({
-      action: 'hook-finalizer-removed',
+      action: 'finalizer-removed',
+      profile: 'argocd-hook',
+      finalizer: HOOK_FINALIZER,
       kind: 'Job',
       namespace: 'apps',
       name: 'keeps-other',
@@ -133,11 +130,17 @@ describe('sweep', () => {
 
   it('sweeps only the namespace asked for, on its namespaced paths', async () => {
     const server = await cluster();
-    const { outcome } = await run(server, { namespace: 'team-b' });
+    const { outcome } = await runSweep(server, { namespace: 'team-b' });
     expect(outcome).toEqual({ 'pod-done': 'removed' });
     expect(
       new Set(server.requests.filter((request) => request.method === 'GET').map((request) => request.path)),
-    ).toEqual(new Set(['/apis/batch/v1/namespaces/team-b/jobs', '/api/v1/namespaces/team-b/pods']));
+    ).toEqual(
+      new Set([
+        '/apis/batch/v1/namespaces/team-b/jobs',
+        '/api/v1/namespaces/team-b/pods',
+        '/api/v1/namespaces/team-b/pods/pod-done',
+      ]),
+    );
   });
 
   it('fails safely when the finalizers change under it: the test op fails (422), it judges again and keeps the new finalizer', async () => {
@@ -150,7 +153,7 @@ describe('sweep', () => {
         (job.metadata.finalizers as string[]).push('example.com/late'),
       );
     };
-    const { report } = await run(server, { namespace: 'apps' });
+    const { report } = await runSweep(server, { namespace: 'apps' });
     expect(report.results.find((result) => result.name === 'keeps-other')).toMatchObject({
       action: 'removed',
       finalizersBefore: [KEEP, HOOK_FINALIZER, 'example.com/late'],
@@ -158,9 +161,10 @@ describe('sweep', () => {
     expect(finalizersOf(server, 'Job', 'keeps-other')).toEqual([KEEP, 'example.com/late']);
     const attempts = patches(server).filter((request) => request.path.endsWith('/keeps-other'));
     expect(attempts.map((request) => request.status)).toEqual([422, 200]);
+    // Read in full once to judge it, and once more after the 422.
     expect(
       server.requests.filter((request) => request.method === 'GET' && request.path.endsWith('/jobs/keeps-other')),
-    ).toHaveLength(1);
+    ).toHaveLength(2);
   });
 
   it('leaves an object alone when Argo CD removed the finalizer meanwhile, and reports a failure when it keeps changing', async () => {
@@ -174,7 +178,7 @@ describe('sweep', () => {
           (job.metadata.finalizers as string[]).push(`example.com/${server.requests.length}`),
         );
     };
-    const { report } = await run(server, { namespace: 'apps' });
+    const { report } = await runSweep(server, { namespace: 'apps' });
     const byName = (name: string) => report.results.find((result) => result.name === name);
     expect(byName('running-old')).toMatchObject({
       action: 'skipped',
@@ -194,7 +198,7 @@ describe('sweep', () => {
   it('re-reads and retries once after 409 Conflict', async () => {
     const server = await cluster();
     server.fail({ method: 'PATCH', pathIncludes: '/keeps-other', status: 409 });
-    const { outcome } = await run(server, { namespace: 'apps' });
+    const { outcome } = await runSweep(server, { namespace: 'apps' });
     expect(outcome['keeps-other']).toBe('removed');
     expect(
       patches(server)
@@ -206,7 +210,7 @@ describe('sweep', () => {
   it('reports an object deleted before the patch as already gone, not as a failure', async () => {
     const server = await cluster();
     server.fail({ method: 'PATCH', pathIncludes: '/failed-only-hook', status: 404 });
-    const { report } = await run(server, { namespace: 'apps' });
+    const { report } = await runSweep(server, { namespace: 'apps' });
     expect(report.results.find((result) => result.name === 'failed-only-hook')).toMatchObject({
       action: 'gone',
       finalizersAfter: [],
@@ -219,7 +223,7 @@ describe('sweep', () => {
     server.fail({ method: 'PATCH', pathIncludes: '/running-old', status: 503, times: 2 });
     server.fail({ method: 'GET', pathIncludes: '/jobs', status: 500 });
     const started = Date.now();
-    const { outcome, lines } = await run(server, { namespace: 'apps' });
+    const { outcome, lines } = await runSweep(server, { namespace: 'apps' });
     expect(outcome).toMatchObject({ 'keeps-other': 'removed', 'running-old': 'removed' });
     const keepsOther = patches(server).filter((request) => request.path.endsWith('/keeps-other'));
     expect(keepsOther.map((request) => request.status)).toEqual([429, 200]);
@@ -243,7 +247,7 @@ describe('sweep', () => {
   it('gives up after sweep.maxAttempts on a persistent 5xx and reports the reason; other objects still get done', async () => {
     const server = await cluster();
     server.fail({ method: 'PATCH', pathIncludes: '/running-old', status: 500, times: 10 });
-    const { report, outcome } = await run(server, {
+    const { report, outcome } = await runSweep(server, {
       namespace: 'apps',
       retry: { maxAttempts: 3, backoff: { initialMs: 5, maxMs: 10 } },
     });
@@ -262,23 +266,106 @@ describe('sweep', () => {
     expect(finalizersOf(server, 'Job', 'running-old')).toEqual([HOOK_FINALIZER]);
   });
 
-  it('reads every page of a large cluster', async () => {
+  it('reads every page of a large cluster, metadata only, and reads in full only the objects being deleted', async () => {
     const server = await new FakeApiServer().start();
     servers.push(server);
     for (let index = 0; index < 501; index += 1)
       server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
-    const { report } = await run(server, { apply: false });
+    for (let index = 0; index < 30; index += 1) server.put(stuckJob({ name: `live-${index}` }));
+    const { report } = await runSweep(server, { apply: false });
     expect(report.results).toHaveLength(501);
     expect(report.results.every((result) => result.action === 'would-remove')).toBe(true);
     const jobLists = server.requests.filter((request) => request.path === '/apis/batch/v1/jobs');
-    expect(jobLists.map((request) => [request.query.limit, request.query.continue])).toEqual([
-      ['500', undefined],
-      ['500', Buffer.from('500').toString('base64')],
+    expect(
+      jobLists.map((request) => [request.query.limit, request.query.continue !== undefined, request.accept]),
+    ).toEqual([
+      ['500', false, METADATA_LIST_ACCEPT],
+      ['500', true, METADATA_LIST_ACCEPT],
     ]);
+    const reads = server.requests.filter((request) => /\/jobs\/[^/]+$/.test(request.path));
+    expect(reads).toHaveLength(501);
+    expect(reads.some((request) => request.path.includes('/live-'))).toBe(false);
+    expect(report.summary.listed).toEqual({
+      Job: { objects: 531, pages: 2, bytes: expect.any(Number), restarts: 0 },
+      Pod: { objects: 0, pages: 1, bytes: expect.any(Number), restarts: 0 },
+    });
+  });
+
+  it('works the same against a server that answers full lists to the metadata-only request', async () => {
+    const metadataOnly = await cluster();
+    const full = await cluster();
+    full.metadataLists = false;
+    const [withMetadata, withFull] = [
+      await runSweep(metadataOnly, { apply: false }),
+      await runSweep(full, { apply: false }),
+    ];
+    expect(withFull.report.results).toEqual(withMetadata.report.results);
+    expect(withFull.report.summary.listed.Job?.bytes).toBeGreaterThan(
+      withMetadata.report.summary.listed.Job?.bytes ?? 0,
+    );
+  });
+
+  it(`lists again from the start when a continue token expires (410 Expired), up to ${MAX_LIST_RESTARTS} times`, async () => {
+    const server = await new FakeApiServer().start();
+    servers.push(server);
+    for (let index = 0; index < 600; index += 1)
+      server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 60, status: { active: 1 } }));
+    server.put(stuckJob({ name: 'done', deletedSecondsAgo: 60 }));
+    let compactions = 0;
+    server.beforeList = (query) => {
+      // Writes elsewhere, and etcd compacts, between the first and the second page, once.
+      if (query.continue !== undefined && compactions === 0) {
+        compactions += 1;
+        churn(server);
+        server.compact();
+      }
+    };
+    const { report, lines } = await runSweep(server, { apply: false });
+    // Each object once: what the abandoned listing found is dropped, not added to.
+    expect(report.results).toHaveLength(601);
+    expect(new Set(report.results.map((result) => result.name)).size).toBe(601);
+    // Pages answered: the first, then the two of the new listing.
+    expect(report.summary.listed.Job).toMatchObject({ objects: 601, pages: 3, restarts: 1 });
+    const statuses = server.requests
+      .filter((request) => request.path === '/apis/batch/v1/jobs')
+      .map((request) => [request.query.continue !== undefined, request.status]);
+    expect(statuses).toEqual([
+      [false, 200],
+      [true, 410],
+      [false, 200],
+      [true, 200],
+    ]);
+    expect(lines.find((line) => line.restart === 1)).toMatchObject({
+      level: 40,
+      kind: 'Job',
+      msg: 'the continue token of the Job list expired (410 Gone): listing again from the start',
+    });
+  });
+
+  it('gives up with the 410 when the listing keeps expiring, after every restart it allows', async () => {
+    const server = await new FakeApiServer().start();
+    servers.push(server);
+    for (let index = 0; index < 600; index += 1) server.put(stuckJob({ name: `job-${index}` }));
+    server.beforeList = (query) => {
+      if (query.continue === undefined) return;
+      churn(server);
+      server.compact();
+    };
+    const { logger, lines } = capturedLogger();
+    const failure = await sweep(kubeSweepClient(server.kubeConfig()), sweepOptions(), logger).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ApiCallError);
+    expect((failure as ApiCallError).failure).toMatchObject({ status: 410 });
+    expect(server.requests.filter((request) => request.status === 410)).toHaveLength(MAX_LIST_RESTARTS + 1);
+    expect(lines.find((line) => line.msg === 'sweep stopped before the end')).toMatchObject({
+      level: 50,
+      summary: { listed: { Job: { restarts: MAX_LIST_RESTARTS } } },
+    });
   });
 
   it('builds the guarded patch from the exact list it judged', () => {
-    expect(removalPatch(['a/x', HOOK_FINALIZER, 'b/y'])).toEqual([
+    expect(removalPatch(['a/x', HOOK_FINALIZER, 'b/y'], HOOK_FINALIZER)).toEqual([
       { op: 'test', path: '/metadata/finalizers', value: ['a/x', HOOK_FINALIZER, 'b/y'] },
       { op: 'replace', path: '/metadata/finalizers', value: ['a/x', 'b/y'] },
     ]);

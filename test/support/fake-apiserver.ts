@@ -1,15 +1,17 @@
-// A stand-in for kube-apiserver (none can be installed here), on 127.0.0.1 only. It answers the paths and
-// bodies hookguard's client uses exactly as the API server does: List bodies with metadata.resourceVersion;
-// `watch=true` as a chunked stream of newline-delimited {"type","object"} events (ADDED, MODIFIED, DELETED,
-// BOOKMARK, ERROR with a 410 Expired Status), resuming from a resourceVersion; GET of one object; PATCH with
-// application/json-patch+json, where a failed `test` op answers 422 Invalid; Status bodies for 404, 409, 410,
-// 422, 429 (with Retry-After) and 5xx. An object with a deletionTimestamp goes away once its last finalizer
-// does, as in the API server. Tests can drop watches, expire resourceVersions, stop and restart it, and inject
-// failures. It also answers Leases (create, and PUT with resourceVersion conflicts, 409), custom resources defined
-// from their CRD (validated against its schema, with a status subresource), and CREATEs of Jobs and Pods through
-// the admission webhooks when `admission` is set: it calls hookguard's /mutate and /validate over TLS, applies the
-// JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"` headers; a
-// dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts.
+// A stand-in for kube-apiserver (none can be installed here), on 127.0.0.1 only. It answers the paths and bodies
+// hookguard's client uses exactly as the API server does: List bodies with metadata.resourceVersion; `watch=true` as a
+// chunked stream of newline-delimited {"type","object"} events (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR with a 410
+// Expired Status), resuming from a resourceVersion; GET of one object; PATCH with application/json-patch+json, where a
+// failed `test` op answers 422 Invalid; Status bodies for 404, 409, 410, 422, 429 (with Retry-After) and 5xx. An object
+// with a deletionTimestamp goes away once its last finalizer does, as in the API server. Lists page with `limit` and
+// `continue`; a token from before a compaction answers 410 Expired; `Accept:
+// application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` gets metadata only. events.k8s.io/v1 Events are
+// created (POST) and checked as kube-apiserver checks them. Tests can drop watches, expire resourceVersions, stop and
+// restart it, and inject failures. It also answers Leases (create, and PUT with resourceVersion conflicts, 409), custom
+// resources defined from their CRD (validated against its schema, with a status subresource), and CREATEs of Jobs and
+// Pods through the admission webhooks when `admission` is set: it calls hookguard's /mutate and /validate over TLS,
+// applies the JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"`
+// headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,9 +53,23 @@ const RESOURCES: readonly Resource[] = [
     kind: 'Lease',
     apiVersion: 'coordination.k8s.io/v1',
   },
+  {
+    prefix: '/apis/argoproj.io/v1alpha1',
+    plural: 'workflows',
+    group: 'argoproj.io',
+    kind: 'Workflow',
+    apiVersion: 'argoproj.io/v1alpha1',
+  },
+  {
+    prefix: '/apis/events.k8s.io/v1',
+    plural: 'events',
+    group: 'events.k8s.io',
+    kind: 'Event',
+    apiVersion: 'events.k8s.io/v1',
+  },
 ];
 
-/** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease time with fewer digits. */
+/** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease or Event time with fewer digits. */
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$/;
 
 interface HistoryEntry {
@@ -90,6 +106,7 @@ export interface RecordedRequest {
   /** Who sent it, as the API server authenticates a bearer token: a service account token's subject. */
   user: string;
   query: Record<string, string>;
+  accept?: string;
   contentType?: string;
   body?: unknown;
   status: number;
@@ -99,6 +116,7 @@ const REASONS: Readonly<Record<number, string>> = {
   400: 'BadRequest',
   403: 'Forbidden',
   404: 'NotFound',
+  406: 'NotAcceptable',
   409: 'Conflict',
   410: 'Gone',
   415: 'UnsupportedMediaType',
@@ -116,6 +134,67 @@ export function statusBody(
   reason = REASONS[code] ?? 'Unknown',
 ): Json {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code };
+}
+
+/** kube-apiserver's answer to a continue token older than the last compaction (apiserver pkg/storage/etcd3/errors.go). */
+export const CONTINUE_EXPIRED =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.';
+
+/**
+ * Whether the Accept header asks for a PartialObjectMetadataList before anything this stand-in serves: the first
+ * media type it can produce wins, as in kube-apiserver's negotiation (protobuf is skipped: it is not spoken here).
+ */
+export function wantsMetadataList(accept: string | undefined): boolean {
+  for (const range of (accept ?? 'application/json').split(',')) {
+    const [type = '', ...parameters] = range.split(';').map((part) => part.trim());
+    if (type !== 'application/json' && type !== '*/*' && type !== 'application/*') continue;
+    const as = Object.fromEntries(parameters.map((parameter) => parameter.split('=') as [string, string]));
+    if (as.as === undefined) return false;
+    if (as.as === 'PartialObjectMetadataList' && as.g === 'meta.k8s.io' && as.v === 'v1') return true;
+  }
+  return false;
+}
+
+/** A list as kube-apiserver answers `as=PartialObjectMetadataList` (apiserver pkg/endpoints/handlers/response.go). */
+export function partialObjectMetadataList(listMetadata: Json, items: readonly Json[]): Json {
+  return {
+    kind: 'PartialObjectMetadataList',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: listMetadata,
+    items: items.map((item) => ({
+      kind: 'PartialObjectMetadata',
+      apiVersion: 'meta.k8s.io/v1',
+      metadata: item.metadata,
+    })),
+  };
+}
+
+const QUALIFIED_NAME =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/**
+ * What kube-apiserver refuses in an events.k8s.io/v1 Event it is asked to create (kubernetes v1.34.1
+ * pkg/apis/core/validation/events.go ValidateEventCreate; eventTime parsed as MicroTime, exactly six fractional
+ * digits: apimachinery pkg/apis/meta/v1/micro_time.go), one message per problem; none for a valid Event.
+ */
+export function eventProblems(event: Json): string[] {
+  const problems: string[] = [];
+  const text = (key: string) => (typeof event[key] === 'string' ? event[key] : '');
+  if (!MICRO_TIME.test(text('eventTime'))) problems.push(`eventTime: Invalid value: "${text('eventTime')}"`);
+  if (!QUALIFIED_NAME.test(text('reportingController'))) problems.push('reportingController: Invalid value');
+  for (const key of ['reportingInstance', 'action', 'reason']) {
+    if (text(key) === '') problems.push(`${key}: Required value`);
+    if (text(key).length > 128) problems.push(`${key}: Too long: may not be more than 128 bytes`);
+  }
+  if (text('note').length > 1024) problems.push('note: Too long: may not be more than 1024 bytes');
+  if (event.type !== 'Normal' && event.type !== 'Warning') problems.push(`type: Unsupported value: "${text('type')}"`);
+  for (const key of ['deprecatedFirstTimestamp', 'deprecatedLastTimestamp', 'deprecatedCount', 'deprecatedSource'])
+    if (event[key] !== undefined) problems.push(`${key}: Invalid value: needs to be unset`);
+  const regarding = (event.regarding ?? {}) as Json;
+  const metadata = (event.metadata ?? {}) as Json;
+  if (regarding.namespace !== metadata.namespace)
+    problems.push('regarding.namespace: Invalid value: does not match event.namespace');
+  return problems;
 }
 
 function parseSelector(raw: string | undefined): Record<string, string> {
@@ -182,6 +261,11 @@ export class FakeApiServer {
   private readonly unanswered = new Set<ServerResponse>();
   /** Runs before a PATCH is applied: a test's chance to make a concurrent change. */
   beforePatch: ((object: KubeItem) => void) | undefined;
+  /** Runs before a list is answered, with its query: a test's chance to compact (and so expire a continue token). */
+  beforeList: ((query: Record<string, string>) => void) | undefined;
+  /** false: answer full lists whatever the Accept header asks, as a server that cannot convert them does. */
+  metadataLists = true;
+
   port = 0;
 
   /** Listens on 127.0.0.1; pass the port of an earlier run to come back where clients expect it. */
@@ -453,6 +537,7 @@ export class FakeApiServer {
       query,
       status: 0,
     };
+    if (request.headers.accept) recorded.accept = request.headers.accept;
     if (request.headers['content-type']) recorded.contentType = request.headers['content-type'];
     if (text !== '') recorded.body = JSON.parse(text) as unknown;
     this.requests.push(recorded);
@@ -509,6 +594,10 @@ export class FakeApiServer {
         return;
       }
     }
+    if (method === 'POST' && name === undefined && resource.kind === 'Event') {
+      this.createEvent(namespace, text, response, recorded);
+      return;
+    }
     if (method !== 'GET' || name !== undefined) {
       this.reply(
         response,
@@ -523,23 +612,72 @@ export class FakeApiServer {
       this.watch(resource, namespace, selector, query, response, recorded);
       return;
     }
+    this.beforeList?.(query);
     const items = [...this.objects.values()].filter(
       (item) => this.resourceOf(item) === resource && matches(item, namespace, selector),
     );
-    // Pages: `limit`, and an opaque `continue` token to pass back for the next page.
-    const offset = query.continue ? Number(Buffer.from(query.continue, 'base64').toString('utf8')) : 0;
+    // Pages: `limit`, and an opaque `continue` token to pass back for the next page, which names the
+    // resourceVersion the list began at: once etcd has compacted past it, the token has expired.
+    const token = query.continue
+      ? (JSON.parse(Buffer.from(query.continue, 'base64').toString('utf8')) as { rv: number; offset: number })
+      : { rv: this.resourceVersion, offset: 0 };
+    if (query.continue && token.rv < this.compactedThrough) {
+      this.reply(response, recorded, 410, statusBody(410, CONTINUE_EXPIRED, {}, 'Expired'));
+      return;
+    }
     const limit = query.limit ? Number(query.limit) : items.length;
-    const page = items.slice(offset, offset + limit);
-    const more = offset + limit < items.length;
-    this.reply(response, recorded, 200, {
-      kind: `${resource.kind}List`,
-      apiVersion: resource.apiVersion,
-      metadata: {
-        resourceVersion: String(this.resourceVersion),
-        ...(more ? { continue: Buffer.from(String(offset + limit)).toString('base64') } : {}),
-      },
-      items: page,
-    });
+    const page = items.slice(token.offset, token.offset + limit);
+    const more = token.offset + limit < items.length;
+    const listMetadata = {
+      resourceVersion: String(this.resourceVersion),
+      ...(more
+        ? { continue: Buffer.from(JSON.stringify({ rv: token.rv, offset: token.offset + limit })).toString('base64') }
+        : {}),
+    };
+    this.reply(
+      response,
+      recorded,
+      200,
+      this.metadataLists && wantsMetadataList(recorded.accept)
+        ? partialObjectMetadataList(listMetadata, page)
+        : { kind: `${resource.kind}List`, apiVersion: resource.apiVersion, metadata: listMetadata, items: page },
+    );
+  }
+
+  /** POST of an events.k8s.io/v1 Event: checked as kube-apiserver does, a generateName completed, stored. */
+  private createEvent(
+    namespace: string | undefined,
+    text: string,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+  ): void {
+    const event = JSON.parse(text) as KubeItem;
+    const problems = eventProblems(event);
+    if (problems.length > 0) {
+      this.reply(
+        response,
+        recorded,
+        422,
+        statusBody(
+          422,
+          `Event "${String(event.metadata?.name ?? event.metadata?.generateName)}" is invalid: ${problems.join(', ')}`,
+        ),
+      );
+      return;
+    }
+    // The API server fills in what the URL says.
+    event.apiVersion ??= 'events.k8s.io/v1';
+    event.kind ??= 'Event';
+    const metadata = event.metadata;
+    metadata.namespace = namespace ?? '';
+    if (metadata.name === undefined && typeof metadata.generateName === 'string')
+      metadata.name = `${metadata.generateName.slice(0, 58)}${Math.random().toString(36).slice(2, 7)}`;
+    this.reply(response, recorded, 201, this.put(event));
+  }
+
+  /** The Events stored, oldest first. */
+  get events(): KubeItem[] {
+    return [...this.objects.values()].filter((item) => item.kind === 'Event').map((item) => structuredClone(item));
   }
 
   private conflict(resource: Resource, name: string, qualified: string): Json {

@@ -76,7 +76,17 @@ describe('defaults', () => {
         watchTimeoutSeconds: 300,
       },
     ],
-    ['sweep', { minAgeSeconds: 600, maxAttempts: 5, backoffInitialMs: 500, backoffMaxMs: 10_000 }],
+    [
+      'sweep',
+      {
+        profiles: ['argocd-hook'],
+        minAgeSeconds: 600,
+        argoWorkflowsGraceSeconds: 600,
+        maxAttempts: 5,
+        backoffInitialMs: 500,
+        backoffMaxMs: 10_000,
+      },
+    ],
   ])('%s is %j', (path, value) => {
     expect(at(loadConfig(), path)).toEqual(value);
   });

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/core/types.js';
 import {
   formatAge,
-  qualify,
-  withoutHookFinalizer,
+  qualifyHook,
+  withoutFinalizer,
   type Qualification,
   type SweptKind,
 } from '../../../src/sweep/qualify.js';
@@ -40,7 +40,7 @@ const failed = {
   ],
 };
 
-describe('qualify', () => {
+describe('qualifyHook (the argocd-hook profile)', () => {
   it.each<[string, SweptKind, Shape, Qualification]>([
     [
       'a complete Job being deleted',
@@ -141,21 +141,21 @@ describe('qualify', () => {
       { qualifies: true, reasons: ['Argo CD PreSync hook', 'Job Complete', 'deleting for 0s'], ageSeconds: 0 },
     ],
   ])('%s', (_name, kind, shape, expected) => {
-    expect(qualify(kind, object(kind, shape), NOW, 600)).toEqual(expected);
+    expect(qualifyHook(kind, object(kind, shape), NOW, 600)).toEqual(expected);
   });
 
   it('reads a deletion timestamp that is not a date as "not being deleted"', () => {
     const broken = object('Job', { status: complete });
     broken.metadata!.deletionTimestamp = 'yesterday';
-    expect(qualify('Job', broken, NOW, 600)).toEqual({ qualifies: false, reason: 'not being deleted' });
+    expect(qualifyHook('Job', broken, NOW, 600)).toEqual({ qualifies: false, reason: 'not being deleted' });
   });
 
   it('takes minAgeSeconds 0 to mean every hook being deleted', () => {
-    expect(qualify('Job', object('Job', { deletedSecondsAgo: 0 }), NOW, 0)).toMatchObject({ qualifies: true });
+    expect(qualifyHook('Job', object('Job', { deletedSecondsAgo: 0 }), NOW, 0)).toMatchObject({ qualifies: true });
   });
 });
 
-describe('withoutHookFinalizer', () => {
+describe('withoutFinalizer', () => {
   it.each([
     [[HOOK_FINALIZER], []],
     [
@@ -163,8 +163,9 @@ describe('withoutHookFinalizer', () => {
       ['a/first', 'b/last'],
     ],
     [['a/only'], ['a/only']],
+    [[HOOK_FINALIZER, 'a/x', HOOK_FINALIZER], ['a/x']],
   ])('%j -> %j', (before, after) => {
-    expect(withoutHookFinalizer(before)).toEqual(after);
+    expect(withoutFinalizer(before, HOOK_FINALIZER)).toEqual(after);
   });
 });
 

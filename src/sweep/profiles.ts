@@ -1,0 +1,44 @@
+// The sweep's profiles: each handles one finalizer, on the kinds that carry it, and judges an object holding it.
+import type { SweepProfileId } from '../config/keys.js';
+import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
+import { metadataOf } from '../core/objects.js';
+import type { KubeObject } from '../core/types.js';
+import { qualifyHook, type Qualification, type SweptKind } from './qualify.js';
+import { checkWorkflowPod, qualifyWorkflowPod } from './workflow-pod.js';
+
+export interface JudgeContext {
+  now: Date;
+  minAgeSeconds: number;
+  argoWorkflowsGraceSeconds: number;
+  /** The Workflow as it is now, null when it is gone; throws ApiCallError when it cannot be read. */
+  readWorkflow(namespace: string, name: string): Promise<KubeObject | null>;
+}
+
+export interface Profile {
+  id: SweepProfileId;
+  finalizer: string;
+  /** The kinds whose objects carry the finalizer: only these are listed for the profile. */
+  kinds: readonly SweptKind[];
+  /** Judges an object, as read in full just now, that holds the finalizer. */
+  judge(kind: SweptKind, object: KubeObject, context: JudgeContext): Promise<Qualification>;
+}
+
+export const PROFILES: Readonly<Record<SweepProfileId, Profile>> = {
+  'argocd-hook': {
+    id: 'argocd-hook',
+    finalizer: ARGOCD_HOOK_FINALIZER,
+    kinds: ['Job', 'Pod'],
+    judge: async (kind, object, context) => qualifyHook(kind, object, context.now, context.minAgeSeconds),
+  },
+  'argo-workflows': {
+    id: 'argo-workflows',
+    finalizer: ARGO_WORKFLOWS_STATUS_FINALIZER,
+    kinds: ['Pod'],
+    judge: async (_kind, pod, context) => {
+      const check = checkWorkflowPod(pod, context.now, context.argoWorkflowsGraceSeconds);
+      if (!check.needsWorkflow) return check.verdict;
+      const workflow = await context.readWorkflow(String(metadataOf(pod)?.namespace ?? ''), check.owner.name);
+      return qualifyWorkflowPod(pod, workflow, context.now, context.argoWorkflowsGraceSeconds);
+    },
+  },
+};
