@@ -14,6 +14,8 @@
 import { Certificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Certificate';
 import { Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Issuer';
 import { MutatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1/MutatingWebhookConfiguration';
+import { ValidatingAdmissionPolicy } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy';
+import { ValidatingAdmissionPolicyBinding } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding';
 import { ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { CronJob } from 'kubernetes-models/batch/v1/CronJob';
@@ -54,6 +56,8 @@ const MODELS: Readonly<Record<string, Model>> = {
   'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
   'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration': MutatingWebhookConfiguration,
   'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration': ValidatingWebhookConfiguration,
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': ValidatingAdmissionPolicy,
+  'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding': ValidatingAdmissionPolicyBinding,
   'cert-manager.io/v1/Issuer': Issuer,
   'cert-manager.io/v1/Certificate': Certificate,
 };

@@ -47,7 +47,13 @@ function celValue(value: unknown): unknown {
 
 /** Evaluates a CEL expression with `object` bound, as a webhook match condition is. */
 export function evaluateMatchCondition(expression: string, object: unknown): unknown {
-  return runCel(expression, { object: celValue(object) } as never);
+  return evaluateCel(expression, { object });
+}
+
+/** Evaluates a CEL expression with the variables an admission policy sees (`object`, `oldObject`, `request`). */
+export function evaluateCel(expression: string, variables: Record<string, unknown>): unknown {
+  const bound = Object.fromEntries(Object.entries(variables).map(([name, value]) => [name, celValue(value)]));
+  return runCel(expression, bound as never);
 }
 
 /** A Lua table constructor for JSON, the way Argo CD hands a resource to a health script (arrays 1-indexed). */
