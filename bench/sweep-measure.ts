@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from 'yaml';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { ScaleApiServer, type ScaleCounts, type ScaleKind, type Shape } from '../test/support/scale-apiserver.js';
 
@@ -36,6 +37,19 @@ process.on('exit', () => writeFileSync(process.env.${RUSAGE_FILE}, JSON.stringif
 )}`;
 const CLI = join(repoRoot, 'dist', 'cli', 'main.js');
 const PROFILES = ['--profile', 'argocd-hook', '--profile', 'argo-workflows'];
+
+/** NODE_OPTIONS as the shipped CronJob sets it (its V8 young-generation size bounds the sweep's memory). */
+export function cronJobNodeOptions(): string {
+  const cronJob = parse(readFileSync(join(repoRoot, 'manifests', 'base', 'sweep-cronjob.yaml'), 'utf8')) as {
+    spec: {
+      jobTemplate: {
+        spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } };
+      };
+    };
+  };
+  const env = cronJob.spec.jobTemplate.spec.template.spec.containers[0]?.env ?? [];
+  return env.find((variable) => variable.name === 'NODE_OPTIONS')?.value ?? '';
+}
 
 interface ReportResult {
   kind: ScaleKind;
@@ -122,7 +136,13 @@ export async function measureSweep(
     const started = process.hrtime.bigint();
     const child = spawn(process.execPath, args, {
       cwd: dir,
-      env: { PATH: process.env.PATH ?? '', HOME: dir, KUBECONFIG: join(dir, 'kubeconfig'), [RUSAGE_FILE]: rusageFile },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: dir,
+        KUBECONFIG: join(dir, 'kubeconfig'),
+        NODE_OPTIONS: cronJobNodeOptions(),
+        [RUSAGE_FILE]: rusageFile,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
