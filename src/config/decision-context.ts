@@ -29,5 +29,6 @@ export function decisionContext(
     advisories: config.advisories,
     pinnedArgocdVersion: argocdVersion,
     argocdInstances: NO_INSTANCES,
+    namespaces: undefined,
   };
 }

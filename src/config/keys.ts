@@ -286,6 +286,39 @@ export const KEYS = {
         doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor).',
       }),
     },
+    hookDeadline: {
+      // Long enough for most migrations, short enough that a hook whose Pod never starts does not hang a sync all day.
+      activeDeadlineSeconds: integer({
+        default: 3600,
+        min: 0,
+        max: 86400 * 7,
+        doc: "Hook Jobs without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0: none.",
+      }),
+    },
+    hookPodRestartPolicy: {
+      enabled: flag({
+        default: true,
+        doc: 'Bare hook Pods with restartPolicy Always (or none, at render time) get Never; an explicit Always at render time is denied.',
+      }),
+    },
+    meshSidecar: {
+      action: oneOf(['off', 'warn', 'exclude'], {
+        default: 'warn',
+        doc: 'Hook Jobs that get a classic Istio or Linkerd sidecar: `warn`; `exclude` also takes them out of injection where only the namespace asks for it; `off` (no namespace watch).',
+      }),
+      // Istio >= 1.27 on Kubernetes >= 1.33 nodes and Linkerd >= 2.20 inject native sidecars by default; older ones
+      // do not, and hookguard sees neither version: `unknown` warns that a sidecar may keep the Job running.
+      nativeSidecars: oneOf(['unknown', 'yes', 'no'], {
+        default: 'unknown',
+        doc: "Whether the cluster's meshes inject native sidecars when a pod does not say: `yes` silences mesh-sidecar, `no` makes its warning definite.",
+      }),
+    },
+    hookSyncOptions: {
+      enabled: flag({
+        default: true,
+        doc: 'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true.',
+      }),
+    },
   },
   discovery: {
     enabled: flag({

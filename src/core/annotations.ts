@@ -5,6 +5,8 @@ export const ARGOCD_HOOK = 'argocd.argoproj.io/hook';
 export const ARGOCD_DELETE_POLICY = 'argocd.argoproj.io/hook-delete-policy';
 export const ARGOCD_TRACKING_ID = 'argocd.argoproj.io/tracking-id';
 export const ARGOCD_HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
+/** Comma-separated sync options of one resource (gitops-engine pkg/sync/common/types.go AnnotationSyncOptions). */
+export const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 
 /** Comma-separated rule ids this object opts out of. */
 export const HOOKGUARD_SKIP = 'hookguard.io/skip';

@@ -3,6 +3,7 @@
 import type { ArgoInstances } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion, versionInRange } from './argocd-version.js';
 import type { HookDetection, HookInfo } from './hook.js';
+import { namespaceFacts, type NamespaceSnapshot } from './namespaces.js';
 import type { RuleContext, RuleSet, RuleSettings, Stage } from './rule.js';
 import type { Advisory, AdvisoryNote, Mode } from './types.js';
 
@@ -24,6 +25,8 @@ export interface DecisionContext {
   pinnedArgocdVersion: string | undefined;
   /** The Argo CD instances discovery knew when the request arrived. */
   argocdInstances: ArgoInstances;
+  /** The namespaces the server's watch knew when the request arrived; undefined until it has synced, and at render time. */
+  namespaces: NamespaceSnapshot | undefined;
 }
 
 /**
@@ -40,6 +43,11 @@ export function withInstances(context: DecisionContext, instances: ArgoInstances
     config: { ...context.config, hookDetection: { ...detection, argocdControllerUsernames: usernames } },
     argocdInstances: instances,
   };
+}
+
+/** The decision context with a namespace watch's snapshot (undefined: not synced). */
+export function withNamespaces(context: DecisionContext, namespaces: NamespaceSnapshot | undefined): DecisionContext {
+  return { ...context, namespaces };
 }
 
 /** The advisories affecting one Argo CD version, per rule id that names them, and the version normalised. */
@@ -110,8 +118,9 @@ const NO_NOTES: readonly AdvisoryNote[] = Object.freeze([]);
 /** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
 export function ruleContextFor(
   hook: HookInfo,
-  context: Pick<DecisionContext, 'stage' | 'config' | 'advisories'>,
+  context: Pick<DecisionContext, 'stage' | 'config' | 'advisories' | 'namespaces'>,
   chosenVersion: string | undefined,
+  namespace: string | undefined,
 ): RuleContext {
   const known =
     hook.appliedByArgo && chosenVersion !== undefined
@@ -120,6 +129,7 @@ export function ruleContextFor(
   return {
     stage: context.stage,
     hook,
+    namespace: namespaceFacts(context.namespaces, namespace),
     settings: context.config.rules,
     argocdVersion: known?.argocdVersion,
     advisoriesFor: (ruleId) => known?.byRule.get(ruleId) ?? NO_ADVISORIES,

@@ -174,7 +174,7 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
         trackingLabel: config.hookDetection.argocdTrackingLabel,
       })
     : undefined;
-  const ruleContext = ruleContextFor(hook, context, versionChoice?.version);
+  const ruleContext = ruleContextFor(hook, context, versionChoice?.version, namespace);
   const judged: Judged = {
     mode: hook.auditOnly ? 'audit' : config.mode,
     object,
@@ -205,10 +205,14 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   const stored = judged.mode === 'audit' ? applyMutations(object, ruleContext, ruleSet).mutated : object;
   const validators = atStage(ruleSet.createValidators, ruleContext);
   const findings: Finding[] = [];
+  const ran: string[] = [];
   for (const validator of validators) {
+    // A validator that shares its id with a mutation (a rule with both parts) is opted out of with it.
+    if (hook.skip.has(validator.id) && ruleSet.skippableIds.has(validator.id)) continue;
+    ran.push(validator.id);
     findings.push(...validator.validate(stored, ruleContext, atStage(ruleSet.mutations, ruleContext)));
   }
-  return conclude(judged, ids(validators), findings, []);
+  return conclude(judged, ran, findings, []);
 }
 
 function atStage<T extends { stages: readonly Stage[] }>(rules: readonly T[], context: RuleContext): readonly T[] {

@@ -1,4 +1,5 @@
 import type { HookInfo, HookKind } from './hook.js';
+import type { NamespaceFacts } from './namespaces.js';
 import type { Advisory, AdvisoryNote, Finding, KubeObject } from './types.js';
 
 export interface DeletePolicySettings {
@@ -32,6 +33,15 @@ export interface RuleSettings {
   };
   ttlFloor: { minTtlSecondsAfterFinished: number };
   hookTtl: { ttlSecondsAfterFinished: number };
+  /** 0: hook Jobs get no deadline. */
+  hookDeadline: { activeDeadlineSeconds: number };
+  hookPodRestartPolicy: { enabled: boolean };
+  meshSidecar: {
+    action: 'off' | 'warn' | 'exclude';
+    /** Whether the cluster's meshes inject native sidecars when a pod does not say. */
+    nativeSidecars: 'unknown' | 'yes' | 'no';
+  };
+  hookSyncOptions: { enabled: boolean };
 }
 
 /**
@@ -45,6 +55,11 @@ export type Stage = 'admission' | 'render';
 export interface RuleContext {
   stage: Stage;
   hook: HookInfo;
+  /**
+   * What the server's namespace watch knows of the object's namespace (its mesh injection labels and annotations);
+   * undefined when nothing is known: at render time, or before the watch has synced.
+   */
+  namespace: NamespaceFacts | undefined;
   settings: RuleSettings;
   /** Normalised Argo CD version; undefined when unknown. */
   argocdVersion: string | undefined;
@@ -116,7 +131,10 @@ export interface RuleSet {
   /** UPDATE judges; the first finding of each is kept. */
   updateJudges: readonly UpdateJudge[];
   createValidators: readonly CreateValidator[];
-  /** Ids an object may opt out of with hookguard.io/skip: the mutations (judges and validators cannot be skipped). */
+  /**
+   * Ids an object may opt out of with hookguard.io/skip: the mutations, and with them a validator of the same id (a
+   * rule with both parts). Judges, and validators of their own, cannot be skipped.
+   */
   skippableIds: ReadonlySet<string>;
   /** Ids an advisory may name as its mitigation: the mutations and the UPDATE judges. */
   mitigatingIds: ReadonlySet<string>;

@@ -4,8 +4,12 @@ import { deletePolicy } from './delete-policy.js';
 import { foreignFinalizer } from './foreign-finalizer.js';
 import { hookFinalizer } from './hook-finalizer.js';
 import { hookTtl } from './hook-ttl.js';
+import { hookDeadline } from './hook-deadline.js';
+import { hookPodRestartPolicy, hookPodRestartPolicyAtRender } from './hook-pod-restart-policy.js';
+import { hookSyncOptions } from './hook-sync-options.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
 import { immutableUpdate } from './immutable-update.js';
+import { meshSidecar } from './mesh-sidecar.js';
 import { minRuntime } from './min-runtime.js';
 import { nativeSidecar } from './native-sidecar.js';
 import { ttlFloor } from './ttl-floor.js';
@@ -13,6 +17,7 @@ import { versionRace } from './version-race.js';
 
 export const builtInRules: RuleSet = ruleSet({
   // hook-ttl after delete-policy: at render time a hook the latter gives hook-succeeded needs no TTL.
+  // hook-deadline after min-runtime: the deadline it adds counts the guard's wait in.
   // foreign-finalizer and native-sidecar read Argo CD's hook finalizer on the object: the first before hook-finalizer
   // removes it (the next sync adds it again), the second after (a Job without it is never updated to remove it).
   mutations: [
@@ -24,9 +29,13 @@ export const builtInRules: RuleSet = ruleSet({
     nativeSidecar,
     ttlFloor,
     minRuntime,
+    hookDeadline,
+    hookPodRestartPolicy,
+    meshSidecar,
+    hookSyncOptions,
   ],
   updateJudges: [immutableUpdate],
-  createValidators: [versionRace],
+  createValidators: [versionRace, hookPodRestartPolicyAtRender],
 });
 
 export interface CatalogEntry {

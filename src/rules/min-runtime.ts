@@ -264,3 +264,12 @@ export const minRuntime: MutationRule = {
     });
   },
 };
+
+/** How long the guard in this pod spec waits (the last word of its command), or 0 when it has none. */
+export function guardWaitSeconds(podSpec: PodSpec | undefined): number {
+  const initContainers = podSpec?.initContainers;
+  if (!Array.isArray(initContainers)) return 0;
+  const guard = initContainers.find((container) => isRecord(container) && container.name === GUARD_CONTAINER_NAME);
+  const seconds = Number(Array.isArray(guard?.command) ? guard.command.at(-1) : undefined);
+  return Number.isSafeInteger(seconds) && seconds > 0 ? seconds : 0;
+}

@@ -272,8 +272,13 @@ describe('hookguard advisories and rules', () => {
       'native-sidecar',
       'ttl-floor',
       'min-runtime',
+      'hook-deadline',
+      'hook-pod-restart-policy',
+      'mesh-sidecar',
+      'hook-sync-options',
       'immutable-update',
       'version-race',
+      'hook-pod-restart-policy',
     ]);
   });
 });

@@ -63,6 +63,7 @@ interface KubeDoc {
 const DELETE_POLICY_PATH = '/metadata/annotations/helm.sh~1hook-delete-policy';
 const CLEANUP_SCRIPT_PATH = '/spec/template/spec/containers/0/args/0';
 const MIN_RUNTIME_CONTAINER = 'hookguard-min-runtime';
+const DEADLINE_OP = { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 };
 
 /** ` --ignore-not-found` inserted right after the word `delete`; everything else byte for byte. */
 function withIgnoreNotFound(script: string): string {
@@ -75,8 +76,8 @@ function withIgnoreNotFound(script: string): string {
 /**
  * Patches expected for each rendered document when no --argocd-version is
  * given (objects applied by plain Helm: delete-policy, hook-ttl,
- * idempotent-cleanup and ttl-floor apply; check decides at render time,
- * where the delete policy takes effect). Keyed by metadata.name.
+ * idempotent-cleanup, ttl-floor and hook-deadline apply; check decides at render
+ * time, where the delete policy takes effect). Keyed by metadata.name.
  */
 function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
   const script = cleanupScript(r.cleanupJob);
@@ -86,10 +87,11 @@ function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
       { op: 'add', path: DELETE_POLICY_PATH, value: 'before-hook-creation,hook-succeeded' },
       { op: 'replace', path: CLEANUP_SCRIPT_PATH, value: withIgnoreNotFound(script) },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
+      DEADLINE_OP,
     ],
     // Has its own delete policy, no `delete`, not a cleanup hook; its TTL of 0 is raised to the floor, as Helm 4
-    // would otherwise wait until --timeout for a Job its TTL deleted (helm#31786).
-    [r.preUpgradeJob.metadata.name]: [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }],
+    // would otherwise wait until --timeout for a Job its TTL deleted (helm#31786); and the deadline every hook Job gets.
+    [r.preUpgradeJob.metadata.name]: [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, DEADLINE_OP],
   };
 }
 
@@ -259,12 +261,13 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
 
       const cleanup = resultFor(results, rendered.cleanupJob.metadata.name);
       const mutatingRules = new Set(cleanup.findings.filter((f) => f.action === 'mutate').map((f) => f.rule));
-      expect(mutatingRules).toEqual(new Set(['delete-policy', 'idempotent-cleanup']));
+      expect(mutatingRules).toEqual(new Set(['delete-policy', 'idempotent-cleanup', 'hook-deadline']));
       for (const f of cleanup.findings) expect(typeof f.message, JSON.stringify(f)).toBe('string');
 
       const pre = resultFor(results, rendered.preUpgradeJob.metadata.name);
       expect(pre.findings.filter((f) => f.action !== 'warn')).toEqual([
         { rule: 'ttl-floor', action: 'mutate', message: 'raised spec.ttlSecondsAfterFinished from 0 to 60' },
+        { rule: 'hook-deadline', action: 'mutate', message: 'set spec.activeDeadlineSeconds: 3600' },
       ]);
     });
 

@@ -9,8 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ARGOCD_HOOK_FINALIZER } from '../../src/core/annotations.js';
+import { withNamespaces } from '../../src/core/context.js';
 import { decide } from '../../src/core/decide.js';
 import type { Stage } from '../../src/core/rule.js';
+import type { NamespaceFacts } from '../../src/core/namespaces.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../support/fixtures.js';
 import { assertValidKubeObject, stripNullFields } from '../support/k8s-schema.js';
@@ -23,6 +25,10 @@ interface Scenario {
   username: string;
   argocdVersion?: string;
   stage?: Stage;
+  /** The labels and annotations the server's namespace watch knows of the namespace `ns`. */
+  namespace?: Omit<NamespaceFacts, 'name'>;
+  /** Config keys, as flags give them. */
+  config?: Record<string, string>;
 }
 
 // Helm, and Argo CD on each side of every range in data/advisories.yaml: 2.13.3 and 2.14.2 (no hook finalizer),
@@ -36,6 +42,19 @@ const scenarios: Scenario[] = [
     username: ARGOCD_CONTROLLER,
     argocdVersion: version,
   })),
+  // The namespace as Istio's and Linkerd's docs label or annotate it for injection.
+  {
+    name: 'helm-istio-namespace',
+    username: HELM_USER,
+    namespace: { labels: { 'istio-injection': 'enabled' }, annotations: {} },
+  },
+  {
+    name: 'argocd-3.1.0-linkerd-namespace-exclude',
+    username: ARGOCD_CONTROLLER,
+    argocdVersion: '3.1.0',
+    namespace: { labels: {}, annotations: { 'linkerd.io/inject': 'enabled' } },
+    config: { 'rules.meshSidecar.action': 'exclude' },
+  },
 ];
 
 /** The Argo CD versions whose gitops-engine adds the hook finalizer: each tag's go.mod pin, read tag by tag. */
@@ -81,7 +100,10 @@ function createRequest(object: KubeObject, scenario: Scenario): AdmissionRequest
 }
 
 function run(request: AdmissionRequest, scenario: Scenario) {
-  const context = decisionContext(loadConfig(), scenario.argocdVersion, scenario.stage);
+  const context = withNamespaces(
+    decisionContext(loadConfig({ overrides: scenario.config }), scenario.argocdVersion, scenario.stage),
+    new Map(scenario.namespace ? [['ns', { name: 'ns', ...scenario.namespace }]] : []),
+  );
   const mutation = decide(request, 'mutate', context);
   const stored = applyPatch(structuredClone(request.object), mutation.patch, true, false).newDocument as KubeObject;
   const validation = decide({ ...request, object: stored }, 'validate', context);

@@ -30,7 +30,7 @@ function harness(overrides: Record<string, unknown> = {}): { app: FastifyInstanc
 
 const auditLines = (lines: readonly LogLine[]) => lines.filter((line) => line.audit !== undefined);
 
-/** A Helm post-delete hook with no delete policy, a non-idempotent kubectl delete and too few retries. */
+/** A Helm post-delete hook with no delete policy, a non-idempotent kubectl delete, too few retries and no deadline. */
 function cleanupJob(): Json {
   return {
     apiVersion: 'batch/v1',
@@ -63,6 +63,7 @@ function cleanupJobPatched(): Json {
     spec: {
       backoffLimit: 3,
       ttlSecondsAfterFinished: 3600,
+      activeDeadlineSeconds: 3600,
       template: {
         spec: {
           restartPolicy: 'Never',
@@ -84,6 +85,7 @@ const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
   { op: 'replace', path: '/spec/backoffLimit', value: 3 },
   { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+  { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
 ];
 
 const HOOK_TTL_MESSAGE =
@@ -98,6 +100,7 @@ const CLEANUP_FINDINGS = [
     message: 'container main: --ignore-not-found for kubectl delete configmap x (exec form)',
   },
   { rule: 'idempotent-cleanup', action: 'mutate', message: 'raised spec.backoffLimit from 1 to 3' },
+  { rule: 'hook-deadline', action: 'mutate', message: 'set spec.activeDeadlineSeconds: 3600' },
 ];
 
 const CLEANUP_AUDIT_WARNINGS = [
@@ -106,6 +109,7 @@ const CLEANUP_AUDIT_WARNINGS = [
   // 127 characters before truncation: cut to 119 and an ellipsis.
   'hookguard audit would change [idempotent-cleanup]: container main: --ignore-not-found for kubectl delete configmap x (e…',
   'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3',
+  'hookguard audit would change [hook-deadline]: set spec.activeDeadlineSeconds: 3600',
 ];
 
 /** A Helm install hook that opted out of min-runtime, as Argo CD applies Helm charts. */
@@ -622,6 +626,7 @@ describe('a rule that throws', () => {
     expect(decodePatch(response)).toEqual([
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
     ]);
     expect(lines.filter((line) => line.level === 50)).toHaveLength(0);
   });
@@ -651,7 +656,7 @@ describe('audit log', () => {
       mode: 'enforce',
       argocdVersion: null,
       hook: { system: 'helm', phases: ['post-delete'], appliedByArgo: false },
-      rules: ['hook-ttl', 'idempotent-cleanup', 'ttl-floor'],
+      rules: ['hook-ttl', 'idempotent-cleanup', 'ttl-floor', 'hook-deadline', 'mesh-sidecar', 'hook-sync-options'],
       patch: CLEANUP_PATCH,
       patchApplied: true,
       allowed: true,

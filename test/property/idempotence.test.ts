@@ -5,6 +5,7 @@ import { applyPatch } from '../../src/core/json-patch.js';
 import { describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
+import { withNamespaces } from '../../src/core/context.js';
 import { computedPatch, decide } from '../../src/core/decide.js';
 import { deletePoliciesFor, toolOf } from '../../src/core/delete-policies.js';
 import { readHook } from '../../src/core/hook.js';
@@ -90,14 +91,46 @@ const annotations = fc
       'argocd.argoproj.io/hook': fc.constantFrom('PreSync', 'Sync', 'PostSync', 'PostDelete'),
       'argocd.argoproj.io/hook-delete-policy': fc.constantFrom('HookSucceeded', 'BeforeHookCreation'),
       'hookguard.io/min-runtime-seconds': fc.constantFrom('0', '5', '30', 'abc'),
+      'argocd.argoproj.io/sync-options': fc.constantFrom('Replace=true', 'Force=true,Replace=true', 'Validate=false'),
     },
     { requiredKeys: [] },
   )
   .filter((value) => value['helm.sh/hook'] !== undefined || value['argocd.argoproj.io/hook'] !== undefined);
 
+// What decides mesh injection, on the pod template and on its namespace (src/rules/mesh-sidecar.ts).
+const meshValue = fc.constantFrom('true', 'false', 'enabled', 'disabled', 'ingress', 'default');
+const templateMetadata = fc.record(
+  {
+    labels: fc.dictionary(fc.constantFrom('sidecar.istio.io/inject', 'istio.io/rev', 'app'), meshValue),
+    annotations: fc.dictionary(
+      fc.constantFrom(
+        'sidecar.istio.io/inject',
+        'sidecar.istio.io/nativeSidecar',
+        'linkerd.io/inject',
+        'config.linkerd.io/proxy-enable-native-sidecar',
+      ),
+      meshValue,
+    ),
+  },
+  { requiredKeys: [] },
+);
+const namespaceFacts = fc.record({
+  name: fc.constant('apps'),
+  labels: fc.dictionary(fc.constantFrom('istio-injection', 'istio.io/rev'), fc.constantFrom('enabled', 'canary')),
+  annotations: fc.dictionary(fc.constantFrom('linkerd.io/inject'), fc.constantFrom('enabled', 'disabled')),
+});
+const namespaces = fc.option(
+  namespaceFacts.map((facts) => new Map([['apps', facts]])),
+  { nil: undefined },
+);
+const meshSettings = fc.record({
+  'rules.meshSidecar.action': fc.constantFrom('warn', 'exclude', 'off'),
+  'rules.meshSidecar.nativeSidecars': fc.constantFrom('unknown', 'yes', 'no'),
+});
+
 const podSpec = fc.record(
   {
-    restartPolicy: fc.constant('Never'),
+    restartPolicy: fc.constantFrom('Never', 'OnFailure'),
     containers: fc.array(container, { minLength: 1, maxLength: 3 }),
     initContainers: fc.array(container, { maxLength: 2 }),
     activeDeadlineSeconds: fc.integer({ min: 1, max: 600 }),
@@ -118,6 +151,7 @@ const job = fc
     annotations,
     finalizers,
     podSpec,
+    metadata: templateMetadata,
     jobSpec: fc.record(
       {
         backoffLimit: fc.integer({ min: 0, max: 8 }),
@@ -127,7 +161,7 @@ const job = fc
       { requiredKeys: [] },
     ),
   })
-  .map(({ annotations: values, finalizers: held, podSpec: pod, jobSpec }): KubeObject => ({
+  .map(({ annotations: values, finalizers: held, podSpec: pod, metadata, jobSpec }): KubeObject => ({
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
@@ -136,15 +170,19 @@ const job = fc
       annotations: values,
       ...(held.length ? { finalizers: held } : {}),
     },
-    spec: { ...jobSpec, template: { spec: pod } },
+    spec: { ...jobSpec, template: { metadata, spec: pod } },
   }));
 
-const pod = fc.record({ annotations, podSpec }).map(({ annotations: values, podSpec: spec }): KubeObject => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'generated', namespace: 'apps', annotations: values },
-  spec,
-}));
+// A bare Pod may say Always, or (in a manifest, before the API server defaults it) nothing.
+const pod = fc
+  .record({ annotations, podSpec, restartPolicy: fc.constantFrom('Never', 'OnFailure', 'Always', undefined) })
+  .map(({ annotations: values, podSpec: spec, restartPolicy }): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'generated', namespace: 'apps', annotations: values },
+    spec: { ...spec, ...(restartPolicy === undefined ? { restartPolicy: undefined } : { restartPolicy }) },
+  }))
+  .map((object) => JSON.parse(JSON.stringify(object)) as KubeObject);
 
 /** A guard with resources in a patch: its command, then its resources. */
 const SIZED_GUARD = /"name":"hookguard-min-runtime",[^{]*"command":\[[^\]]*\],"resources":\{/;
@@ -169,8 +207,13 @@ describe('idempotence over generated hook objects', () => {
         version,
         mode,
         stage,
-        (object, username, argocdVersion, chosenMode, chosenStage) => {
-          const context = decisionContext(loadConfig({ overrides: { mode: chosenMode } }), argocdVersion, chosenStage);
+        namespaces,
+        meshSettings,
+        (object, username, argocdVersion, chosenMode, atStage, snapshot, mesh) => {
+          const context = withNamespaces(
+            decisionContext(loadConfig({ overrides: { mode: chosenMode, ...mesh } }), argocdVersion, atStage),
+            atStage === 'render' ? undefined : snapshot,
+          );
           const request = createRequest(object, username);
           const first = decide(request, 'mutate', context);
           const patch = computedPatch(first);

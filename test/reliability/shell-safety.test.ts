@@ -8,6 +8,7 @@ import { applyPatch } from '../../src/core/json-patch.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
+import { withNamespaces, type DecisionContext } from '../../src/core/context.js';
 import { decide } from '../../src/core/decide.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, Container, KubeObject } from '../../src/core/types.js';
@@ -117,11 +118,21 @@ beforeAll(() => {
 });
 afterAll(() => sandbox.remove());
 
-// At admission (the webhooks) and at render time (check, the Helm post-renderer, the Argo CD plugin).
-const contexts = {
-  admission: decisionContext(loadConfig(), '2.14.3', 'admission'),
-  render: decisionContext(loadConfig(), '2.14.3', 'render'),
-};
+// At admission (the webhooks) and at render time (check, the Helm post-renderer, the Argo CD plugin), every
+// mutation runs: the Argo CD race guards of 2.14.3, the deadline, and (excluded from Istio injection the namespace
+// asks for) the mesh-sidecar label on the pod template.
+const ISTIO_NAMESPACE = new Map([
+  ['apps', { name: 'apps', labels: { 'istio-injection': 'enabled' }, annotations: {} }],
+]);
+const contexts = Object.fromEntries(
+  (['admission', 'render'] as const).map((stage) => [
+    stage,
+    withNamespaces(
+      decisionContext(loadConfig({ overrides: { 'rules.meshSidecar.action': 'exclude' } }), '2.14.3', stage),
+      ISTIO_NAMESPACE,
+    ),
+  ]),
+) as Record<Stage, DecisionContext>;
 const withoutFlag = (calls: string[][]) => calls.map((call) => call.filter((arg) => arg !== FLAG));
 const containersOf = (object: KubeObject) =>
   (object.spec as { template: { spec: { containers: Container[] } } }).template.spec.containers;
@@ -143,6 +154,9 @@ describe('container commands keep their meaning through every mutation', () => {
           ).request;
           const decision = decide(request, 'mutate', contexts[stage]);
           expect(decision.allowed).toBe(true);
+          expect(
+            decision.findings.filter((finding) => finding.action === 'mutate').map((finding) => finding.rule),
+          ).toEqual(expect.arrayContaining(['hook-deadline', 'mesh-sidecar']));
           const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
           // The guard, where one is added, is the only init container and runs exec form: no shell reads it.
           for (const guard of initContainersOf(stored)) {

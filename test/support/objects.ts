@@ -2,6 +2,7 @@ import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ruleContextFor } from '../../src/core/context.js';
 import { readHook } from '../../src/core/hook.js';
+import type { NamespaceSnapshot } from '../../src/core/namespaces.js';
 import type { RuleContext, Stage } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
@@ -42,12 +43,25 @@ export function hookPod(annotations: Record<string, string>): KubeObject {
 /** The context a rule sees, for an object applied as `username` with the given Argo CD version, at a stage. */
 export function contextFor(
   object: KubeObject,
-  options: { username?: string; argocdVersion?: string; stage?: Stage } = {},
+  options: {
+    username?: string;
+    argocdVersion?: string;
+    stage?: Stage;
+    /** The namespace watch's snapshot: the object's namespace is looked up in it. */
+    namespaces?: NamespaceSnapshot;
+    /** Config keys, as flags give them: `{ 'rules.meshSidecar.action': 'exclude' }`. */
+    config?: Record<string, string>;
+  } = {},
 ): RuleContext {
-  const context = decisionContext(loadConfig(), options.argocdVersion, options.stage);
+  const context = decisionContext(loadConfig({ overrides: options.config }), options.argocdVersion, options.stage);
   const hook = readHook(object, options.username ?? 'kubernetes-admin', context.config.hookDetection);
   if (!hook) throw new Error('test object is not a hook');
-  return ruleContextFor(hook, context, options.argocdVersion);
+  return ruleContextFor(
+    hook,
+    { ...context, namespaces: options.namespaces },
+    options.argocdVersion,
+    object.metadata?.namespace,
+  );
 }
 
 /**

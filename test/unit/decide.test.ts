@@ -1,7 +1,7 @@
 // The decision engine alone, with small rules written here: gating, skips, audit mode, patches by diff, judges
 // and validators. What the shipped rules do is in test/unit/rules and the golden tests.
 import { describe, expect, it } from 'vitest';
-import type { DecisionContext } from '../../src/core/context.js';
+import { withNamespaces, type DecisionContext } from '../../src/core/context.js';
 import { decide } from '../../src/core/decide.js';
 import {
   report,
@@ -333,6 +333,48 @@ describe('decide, with rules of its own', () => {
       allowed: true,
       rules: [],
     });
+  });
+
+  it('opts a validator out with the mutation of the same id (one rule, two parts); a validator of its own stays', () => {
+    const deniesAlways: CreateValidator = {
+      id: 'always',
+      doc: 'the validating part of always',
+      stages: BOTH,
+      validate: () => [{ rule: 'always', action: 'deny', message: 'always says no' }],
+    };
+    const paired = ruleSet({ mutations: [always], updateJudges: [], createValidators: [deniesAlways, requiresAlways] });
+    const skipped = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'always' });
+    expect(decide(request(skipped), 'validate', contextWith({ ruleSet: paired }))).toMatchObject({
+      allowed: false,
+      denial: 'hookguard denied: no always label',
+      rules: ['requires-always'],
+    });
+    expect(decide(request(hookJob()), 'validate', contextWith({ ruleSet: paired }))).toMatchObject({
+      allowed: false,
+      denial: 'hookguard denied: always says no | no always label',
+      rules: ['always', 'requires-always'],
+    });
+  });
+
+  it("hands the rules the namespace watch's facts of the request's namespace, and nothing before it has synced", () => {
+    const seen: unknown[] = [];
+    const recorder: MutationRule = {
+      id: 'recorder',
+      doc: 'records the namespace it is shown',
+      stages: BOTH,
+      kinds: ['Job'],
+      gate: 'always',
+      mutate: (_object, context) => {
+        seen.push(context.namespace);
+        return report();
+      },
+    };
+    const base = contextWith({ ruleSet: ruleSet({ mutations: [recorder], updateJudges: [], createValidators: [] }) });
+    const apps = { name: 'apps', labels: { 'istio-injection': 'enabled' }, annotations: {} };
+    decide(request(hookJob()), 'mutate', base);
+    decide(request(hookJob()), 'mutate', withNamespaces(base, new Map([['apps', apps]])));
+    decide(request(hookJob()), 'mutate', withNamespaces(base, new Map()));
+    expect(seen).toEqual([undefined, apps, { name: 'apps', labels: {}, annotations: {} }]);
   });
 
   it('applies no rule it was not handed', () => {

@@ -119,6 +119,25 @@ describe('assertValidKubeObject on hand-made objects', () => {
       ['/spec/template/spec/containers/0: must have required property name'],
     ],
     ['backoffLimit as a string', baseJob, (o) => (o.spec.backoffLimit = '3'), ['/spec/backoffLimit: must be integer']],
+    // What hook-deadline, mesh-sidecar and hook-pod-restart-policy write, gone wrong.
+    [
+      'activeDeadlineSeconds as a string',
+      baseJob,
+      (o) => (o.spec.activeDeadlineSeconds = '3600'),
+      ['/spec/activeDeadlineSeconds: must be integer'],
+    ],
+    [
+      'a pod template label that is not a string',
+      baseJob,
+      (o) => (o.spec.template.metadata = { labels: { 'sidecar.istio.io/inject': false } }),
+      ['/spec/template/metadata/labels/sidecar.istio.io~1inject: must be string'],
+    ],
+    [
+      'a restartPolicy the API does not know',
+      basePod,
+      (o) => (o.spec.restartPolicy = 'never'),
+      ['/spec/restartPolicy: must be equal to one of the allowed values'],
+    ],
     [
       'backoffLimit not an integer',
       baseJob,

@@ -27,6 +27,7 @@ const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3
 const HOOK_TTL_MESSAGE =
   'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
+const DEADLINE_OP = { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 };
 
 describe('the built-in rule set', () => {
   it('is what the config hands to the core', () => {
@@ -43,8 +44,13 @@ describe('the built-in rule set', () => {
       'mutating CREATE native-sidecar',
       'mutating CREATE ttl-floor',
       'mutating CREATE min-runtime',
+      'mutating CREATE hook-deadline',
+      'mutating CREATE hook-pod-restart-policy',
+      'mutating CREATE mesh-sidecar',
+      'mutating CREATE hook-sync-options',
       'mutating UPDATE immutable-update',
       'validating CREATE version-race',
+      'validating CREATE hook-pod-restart-policy',
     ]);
     expect([...builtInRules.mitigatingIds]).not.toContain('version-race');
     // An UPDATE only exists in a cluster: immutable-update has no render-time counterpart. A delete policy is read
@@ -54,7 +60,8 @@ describe('the built-in rule set', () => {
         .filter((rule) => rule.stages.length === 1 && rule.stages[0] === stage)
         .map((rule) => rule.id);
     expect(atOnly('admission')).toEqual(['immutable-update']);
-    expect(atOnly('render')).toEqual(['delete-policy']);
+    // At admission a missing restartPolicy already reads Always: only render time can deny the one the author wrote.
+    expect(atOnly('render')).toEqual(['delete-policy', 'hook-pod-restart-policy']);
   });
 
   it.each([
@@ -101,25 +108,41 @@ describe('the built-in rule set', () => {
     expect(decision).toMatchObject({
       allowed: true,
       mode: 'enforce',
-      patch: [HOOK_TTL_OP],
+      patch: [HOOK_TTL_OP, DEADLINE_OP],
       withheldPatch: [],
       warnings: [],
       reason: 'mutated',
     });
-    expect(decision.rules).toEqual(['hook-ttl', 'idempotent-cleanup', 'ttl-floor']);
+    expect(decision.rules).toEqual([
+      'hook-ttl',
+      'idempotent-cleanup',
+      'ttl-floor',
+      'hook-deadline',
+      'mesh-sidecar',
+      'hook-sync-options',
+    ]);
   });
 
   it('at render time writes the delete policy instead, so the Job needs no TTL', () => {
     const render = decisionContext(loadConfig(), undefined, 'render');
     const decision = decide(request(hookJob()), 'mutate', render);
     expect(decision.patch).toEqual([
+      DEADLINE_OP,
       {
         op: 'add',
         path: '/metadata/annotations/helm.sh~1hook-delete-policy',
         value: 'before-hook-creation,hook-succeeded',
       },
     ]);
-    expect(decision.rules).toEqual(['delete-policy', 'hook-ttl', 'idempotent-cleanup', 'ttl-floor']);
+    expect(decision.rules).toEqual([
+      'delete-policy',
+      'hook-ttl',
+      'idempotent-cleanup',
+      'ttl-floor',
+      'hook-deadline',
+      'mesh-sidecar',
+      'hook-sync-options',
+    ]);
   });
 
   it('withholds the patch in audit mode and says what it would have done', () => {
@@ -128,8 +151,11 @@ describe('the built-in rule set', () => {
       allowed: true,
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP],
-      warnings: [truncate(`hookguard audit would change [hook-ttl]: ${HOOK_TTL_MESSAGE}`, MAX_WARNING_CHARS)],
+      withheldPatch: [HOOK_TTL_OP, DEADLINE_OP],
+      warnings: [
+        truncate(`hookguard audit would change [hook-ttl]: ${HOOK_TTL_MESSAGE}`, MAX_WARNING_CHARS),
+        'hookguard audit would change [hook-deadline]: set spec.activeDeadlineSeconds: 3600',
+      ],
       reason: 'would mutate (audit)',
     });
   });
@@ -139,12 +165,15 @@ describe('the built-in rule set', () => {
     expect(decide(request(job), 'mutate', enforce)).toMatchObject({
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP],
+      withheldPatch: [HOOK_TTL_OP, DEADLINE_OP],
     });
   });
 
   it('honours hookguard.io/skip and warns about rule ids it does not know', () => {
-    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/skip': 'hook-ttl, no-such-rule' });
+    const job = hookJob({
+      'helm.sh/hook': 'pre-upgrade',
+      'hookguard.io/skip': 'hook-ttl, hook-deadline, no-such-rule',
+    });
     const decision = decide(request(job), 'mutate', enforce);
     expect(decision.patch).toEqual([]);
     expect(decision.findings).toEqual([
@@ -197,6 +226,9 @@ describe('the built-in rule set', () => {
       'native-sidecar',
       'ttl-floor',
       'min-runtime',
+      'hook-deadline',
+      'mesh-sidecar',
+      'hook-sync-options',
     ]);
   });
 
@@ -276,7 +308,8 @@ describe('the built-in advisories with the built-in rules', () => {
   it('never denies for an advisory only the sweep or a warning answers, even when every rule is skipped', () => {
     const job = riskyHook([HOOK_FINALIZER, 'example.com/cleanup']);
     job.metadata!.annotations!['hookguard.io/skip'] =
-      'delete-policy,hook-ttl,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime';
+      'delete-policy,hook-ttl,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime,' +
+      'hook-deadline,hook-pod-restart-policy,mesh-sidecar,hook-sync-options';
     // 3.4.0: the cache leak (sweep), the native sidecar (warning and sweep), the foreign finalizer (warning).
     const context = decisionContext(loadConfig(), '3.4.0');
     expect(decide(request(job, argo), 'validate', context)).toMatchObject({ allowed: true, findings: [] });

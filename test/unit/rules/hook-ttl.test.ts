@@ -121,7 +121,7 @@ describe('hook-ttl', () => {
     );
     const job: KubeObject = hookJob({ 'helm.sh/hook': 'post-delete' });
     const hook = readHook(job, 'kubernetes-admin', context.config.hookDetection)!;
-    hookTtl.mutate(job, ruleContextFor(hook, context, undefined));
+    hookTtl.mutate(job, ruleContextFor(hook, context, undefined, 'apps'));
     expect(job.spec?.ttlSecondsAfterFinished).toBe(expected);
   });
 
