@@ -1,6 +1,7 @@
 import type { Server as TlsServer } from 'node:tls';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
+import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
@@ -66,6 +67,8 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     (outcome, atMs) => metrics.selfTest(outcome, atMs),
   );
   const discovery = startDiscovery(config, io.env, logger);
+  const namespaceWatch = startNamespaceWatch(config, io.env, logger);
+  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop()]);
   const lifecycle = new Lifecycle();
   const metrics = new Metrics({
     processMetrics: true,
@@ -73,11 +76,19 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     selfTest: selfTest.status().enabled,
   });
   metrics.certificate(tls.cert, false);
-  const app = buildApp(config, { logger, tls, argocd: discovery.source, metrics, lifecycle, selfTest });
+  const app = buildApp(config, {
+    logger,
+    tls,
+    argocd: discovery.source,
+    namespaces: namespaceWatch.source,
+    metrics,
+    lifecycle,
+    selfTest,
+  });
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
-    await Promise.all([discovery.stop(), selfTest.stop()]);
+    await Promise.all([stopWatches(), selfTest.stop()]);
     throw new ConfigError(
       'server.port',
       `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`,
@@ -131,6 +142,6 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
-  await Promise.all([discovery.stop(), selfTestStopped]);
+  await Promise.all([stopWatches(), selfTestStopped]);
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

@@ -11,8 +11,9 @@ import { decisionContext } from '../config/decision-context.js';
 import type { Config } from '../config/keys.js';
 import type { DecisionContext } from '../core/context.js';
 import { decide, type Decision } from '../core/decide.js';
-import { withInstances } from '../core/context.js';
+import { withInstances, withNamespaces } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
+import type { NamespaceSource } from '../discovery/namespaces.js';
 import type { Endpoint } from '../core/types.js';
 import { isSelfTestProbe } from '../selftest/probe.js';
 import type { SelfTestStatus } from '../selftest/start.js';
@@ -30,6 +31,8 @@ export interface AppOptions {
   tls?: KeyPair;
   /** Discovered Argo CD instances, read as a snapshot per request; without it only `argocd.version` counts. */
   argocd?: ArgoVersionSource;
+  /** The namespace watch's facts, read as a snapshot per request; without it no rule knows a namespace. */
+  namespaces?: NamespaceSource;
   /** Served at GET /metrics; without it the app keeps metrics of its own (no process metrics). */
   metrics?: Metrics;
   /** Shutdown state: /readyz fails and answers close their connection once it is shutting down. */
@@ -61,12 +64,14 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
   const probeUsername = options.selfTest?.probeUsername;
-  // Rebuilt only when discovery publishes a new snapshot: a request pays one comparison.
+  const namespaceSource = options.namespaces;
+  // Rebuilt only when discovery or the namespace watch publishes a new snapshot: a request pays two comparisons.
   let context = baseContext;
   const contextNow = (): DecisionContext => {
-    const instances = argocd?.instances();
-    if (instances !== undefined && instances !== context.argocdInstances)
-      context = withInstances(baseContext, instances);
+    const instances = argocd?.instances() ?? context.argocdInstances;
+    const namespaces = namespaceSource?.namespaces();
+    if (instances !== context.argocdInstances || namespaces !== context.namespaces)
+      context = withNamespaces(withInstances(baseContext, instances), namespaces);
     return context;
   };
   app.removeContentTypeParser('application/json');
@@ -115,11 +120,12 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   app.post('/mutate', review('mutate'));
   app.post('/validate', review('validate'));
   app.get('/healthz', async () => ({ status: 'ok' }));
-  // Discovery not synced, or the API server away, keeps it 200: admission works with the last known or an
-  // unknown version, and an unready webhook would let hooks pass unguarded. Only shutting down makes it 503.
+  // Discovery or the namespace watch not synced, or the API server away, keeps it 200: admission works with the last
+  // known or an unknown version, and an unready webhook would let hooks pass unguarded. Only shutting down makes it 503.
   app.get('/readyz', async (_request, reply) => {
     const details = {
       ...(argocd ? { discovery: argocd.status() } : {}),
+      ...(namespaceSource ? { namespaces: namespaceSource.status() } : {}),
       ...(options.selfTest ? { selfTest: options.selfTest.status() } : {}),
     };
     if (!lifecycle?.shuttingDown) return { status: 'ready', ...details };

@@ -19,6 +19,8 @@ export interface ReflectorTarget {
   path: string;
   labelSelector: string;
   list(): Promise<ListResult>;
+  /** What the server goes on with while the watch is lost, for the log (default: the last known Argo CD versions). */
+  whileLost?: string;
 }
 
 export interface ReflectorSettings {
@@ -122,7 +124,7 @@ export class Reflector {
           this.lost = true;
           this.logger.warn(
             { target: this.target.description, error: this.lastError, retryInMs: delayMs },
-            'lost the watch on the API server; using the last known Argo CD versions',
+            `lost the watch on the API server; ${this.target.whileLost ?? 'using the last known Argo CD versions'}`,
           );
         } else {
           this.logger.debug(

@@ -24,7 +24,10 @@ const SETTINGS: DiscoverySettings = {
 };
 const controllerOf = (namespace: string) => `system:serviceaccount:${namespace}:argocd-application-controller`;
 
-/** An Argo CD PreSync hook Job as Argo CD 2.14.3 (and 3.x) creates it: with its hook finalizer. */
+/**
+ * An Argo CD PreSync hook Job as Argo CD 2.14.3 (and 3.x) creates it: with its hook finalizer. It sets its own
+ * deadline, which hookguard keeps, so only the rules that depend on the Argo CD version change it.
+ */
 function argoHookJob(annotations: Record<string, string> = {}) {
   const job = hookJob(
     {
@@ -32,7 +35,7 @@ function argoHookJob(annotations: Record<string, string> = {}) {
       'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
       ...annotations,
     },
-    { ttlSecondsAfterFinished: 600 },
+    { ttlSecondsAfterFinished: 600, activeDeadlineSeconds: 1800 },
   );
   job.metadata!.finalizers = [HOOK_FINALIZER];
   return job;
@@ -179,6 +182,7 @@ describe('Argo CD discovery', () => {
       },
       spec: {
         ttlSecondsAfterFinished: 600,
+        activeDeadlineSeconds: 1800,
         template: {
           spec: {
             restartPolicy: 'Never',

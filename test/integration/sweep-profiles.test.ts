@@ -222,7 +222,7 @@ describe('a profile removes its own finalizer and no other', () => {
     async (profile, kind, object, finalizer) => {
       const server = await emptyCluster();
       const created = server.put(object());
-      const namespace = created.metadata.namespace;
+      const namespace = created.metadata.namespace ?? '';
       let raced = false;
       server.beforePatch = () => {
         if (raced) return;
@@ -253,7 +253,7 @@ describe('a profile removes its own finalizer and no other', () => {
     async (profile, kind, object, finalizer) => {
       const server = await emptyCluster();
       const created = server.put(object());
-      const namespace = created.metadata.namespace;
+      const namespace = created.metadata.namespace ?? '';
       server.beforePatch = (stored) => {
         if ((stored.metadata.finalizers as string[]).includes(finalizer))
           server.modify(kind, namespace, 'x', (changed) => (changed.metadata.finalizers = [KEEP]));

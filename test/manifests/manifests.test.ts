@@ -250,10 +250,11 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
     ]);
   });
 
-  it('grants exactly what discovery and sweep need, each to its own service account', () => {
+  it('grants exactly what discovery, the namespace watch and sweep need, each to its own service account', () => {
     const rules = (name: string) => find(objects(overlay), 'ClusterRole', name).rules;
     expect(rules('hookguard-discovery')).toEqual([
       { apiGroups: ['apps'], resources: ['deployments', 'statefulsets'], verbs: ['list', 'watch'] },
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['list', 'watch'] },
     ]);
     expect(rules('hookguard-sweep')).toEqual([
       { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'get', 'patch'] },

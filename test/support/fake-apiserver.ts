@@ -23,7 +23,8 @@ type Json = Record<string, unknown>;
 export type KubeItem = Json & {
   apiVersion: string;
   kind: string;
-  metadata: Json & { name: string; namespace: string };
+  /** No namespace for a cluster-scoped object (a Namespace). */
+  metadata: Json & { name: string; namespace?: string };
 };
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -67,6 +68,8 @@ const RESOURCES: readonly Resource[] = [
     kind: 'Event',
     apiVersion: 'events.k8s.io/v1',
   },
+  // Cluster-scoped: no metadata.namespace; stored, and found by modify/remove/get, with the namespace ''.
+  { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1' },
 ];
 
 /** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease or Event time with fewer digits. */
