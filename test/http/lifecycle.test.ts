@@ -131,6 +131,10 @@ describe('hookguard serve: SIGTERM', () => {
           enabled: false,
           reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
         },
+        namespaces: {
+          enabled: false,
+          reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+        },
         selfTest: {
           enabled: false,
           reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',

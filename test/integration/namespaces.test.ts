@@ -97,11 +97,8 @@ describe('the namespace watch', () => {
     expect(response.warnings).toBeUndefined();
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/metadata', value: { annotations: { 'linkerd.io/inject': 'disabled' } } },
-      {
-        op: 'add',
-        path: '/metadata/annotations/helm.sh~1hook-delete-policy',
-        value: 'before-hook-creation,hook-succeeded',
-      },
+      // No delete policy deletes it on success: hook-ttl gives it a TTL (its own deadline keeps hook-deadline out).
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
     ]);
   });
 
