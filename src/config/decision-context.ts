@@ -1,4 +1,5 @@
 import { NO_INSTANCES } from '../core/argocd-instances.js';
+import { normalizeArgoVersion } from '../core/argocd-version.js';
 import type { DecisionContext } from '../core/context.js';
 import type { Stage } from '../core/rule.js';
 import { builtInRules } from '../rules/index.js';
@@ -20,7 +21,10 @@ export function decisionContext(
       mode: config.mode,
       excludedNamespaces: config.excludedNamespaces,
       hookDetection: {
-        argocdControllerUsernames: config.argocd.controllerUsernames,
+        // A remote Argo CD's identity counts as Argo CD's, as a controller's does.
+        argocdControllerUsernames: [
+          ...new Set([...config.argocd.controllerUsernames, ...Object.keys(config.argocd.remote)]),
+        ],
         ...(config.argocd.trackingLabel ? { argocdTrackingLabel: config.argocd.trackingLabel } : {}),
       },
       rules: config.rules,
@@ -30,5 +34,9 @@ export function decisionContext(
     pinnedArgocdVersion: argocdVersion,
     argocdInstances: NO_INSTANCES,
     namespaces: undefined,
+    remoteArgo: Object.entries(config.argocd.remote).map(([username, version]) => ({
+      username,
+      version: normalizeArgoVersion(version ?? undefined),
+    })),
   };
 }

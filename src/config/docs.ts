@@ -1,5 +1,6 @@
 // docs/configuration.md's table of keys, rendered from the declaration (src/config/keys.ts). `npm run docs:config`
 // rewrites it between the markers; test/docs/configuration.test.ts fails when the two disagree.
+import { isRecord } from '../core/objects.js';
 import { ADVISORIES_DOC } from './advisories.js';
 import { KEYS } from './keys.js';
 import { scalarText, settingsOf, type Setting } from './schema.js';
@@ -14,6 +15,10 @@ function cell(text: string): string {
 function defaultText(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return `\`[${value.join(', ')}]\``;
+  if (isRecord(value))
+    return `\`{${Object.entries(value)
+      .map(([name, item]) => `${name}: ${item === null ? 'null' : scalarText(item)}`)
+      .join(', ')}}\``;
   return typeof value === 'string' ? `\`${value}\`` : scalarText(value);
 }
 

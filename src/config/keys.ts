@@ -12,6 +12,7 @@ import {
   integer,
   list,
   listOf,
+  mapping,
   oneOf,
   optionalInteger,
   optionalText,
@@ -55,6 +56,33 @@ const ARGO_CD_VERSION: Format = {
   problem: (value) =>
     normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 2.14.3` : undefined,
 };
+
+// A DNS-1123 label, as Kubernetes requires of a namespace name.
+const NAMESPACE: Format = {
+  accepts: 'namespaces',
+  problem: (value) =>
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value) ? undefined : 'is not a namespace name (a DNS-1123 label)',
+};
+
+const USERNAME: Format = {
+  accepts: 'usernames',
+  problem: (value) => (value.trim() === '' ? 'must not be empty' : undefined),
+};
+
+/** The identity `argocd cluster add` creates for an Argo CD that manages this cluster from elsewhere. */
+export const ARGOCD_MANAGER = 'system:serviceaccount:kube-system:argocd-manager';
+
+/**
+ * The labels the application controller's StatefulSet or Deployment carries in every install checked:
+ * argo-cd v3.5.1 manifests/base/application-controller/argocd-application-controller-statefulset.yaml (and the
+ * Deployment of manifests/base/application-controller-deployment/); argo-helm argo-cd-10.1.1
+ * charts/argo-cd/templates/_common.tpl `argo-cd.labels` (component = controller.name, default
+ * `application-controller`; part-of: argocd); argocd-operator v0.18.0 controllers/argocd/statefulset.go
+ * newStatefulSetWithName with common.DefaultLabels (part-of: argocd), which OpenShift GitOps v1.20.0 builds on.
+ * `app.kubernetes.io/name` does not do: the operator's is `<name>-application-controller`. Argo Rollouts, Workflows
+ * and Events say `part-of: argo-rollouts|argo-workflows|argo-events`, or carry no such labels.
+ */
+const CONTROLLER_SELECTOR = 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd';
 
 function resources(kind: string, cpu: string, memory: string) {
   const doc = (name: string) =>
@@ -195,6 +223,19 @@ export const KEYS = {
     trackingLabel: optionalText({
       doc: 'An object with this label counts as applied by Argo CD; null: no label does.',
     }),
+    instanceVersions: mapping({
+      default: {},
+      names: NAMESPACE,
+      values: ARGO_CD_VERSION,
+      doc: 'The version of the Argo CD whose controller runs in each namespace, over what its image says (operator and OpenShift GitOps images do not say).',
+    }),
+    remote: mapping<string | null>({
+      default: { [ARGOCD_MANAGER]: null },
+      names: USERNAME,
+      values: ARGO_CD_VERSION,
+      nullValues: true,
+      doc: 'Identities an Argo CD running elsewhere applies as here, each with its version (null: unknown): they count as Argo CD, judged with that version.',
+    }),
   },
   excludedNamespaces: list({
     default: ['kube-system'],
@@ -327,9 +368,9 @@ export const KEYS = {
       doc: 'Find each Argo CD in the cluster and its version (off anyway while argocd.version is set, or outside a cluster).',
     }),
     labelSelector: text({
-      default: 'app.kubernetes.io/name=argocd-application-controller',
+      default: CONTROLLER_SELECTOR,
       format: NOT_EMPTY,
-      doc: "Selects Argo CD's application controllers.",
+      doc: "Selects Argo CD's application controllers (upstream manifests, argo-helm, argocd-operator, OpenShift GitOps).",
     }),
     namespaces: list({
       default: [],

@@ -6,7 +6,7 @@ import { isRecord } from '../core/objects.js';
 import { ConfigError } from '../errors.js';
 
 /** The type a value must have in the config file, checked before anything else ("must be a number, got …"). */
-type ValueType = 'number' | 'string' | 'boolean' | 'list of strings';
+type ValueType = 'number' | 'string' | 'boolean' | 'list of strings' | 'mapping';
 
 /** A bound taken from another key of the same group, e.g. headersTimeoutMs <= requestTimeoutMs. */
 interface SiblingBound {
@@ -198,6 +198,38 @@ export function listOf<const V extends string>(
   });
 }
 
+/**
+ * A mapping of names to text, each name and value checked (`{openshift-gitops: 2.14.8}`); with `nullValues`, a name
+ * may map to null, which its doc says the meaning of. Set in the config file only: no environment variable.
+ */
+export function mapping<V extends string | null = string>(
+  options: Omit<Declared, 'env'> & {
+    default: Readonly<Record<string, V>>;
+    names: Format;
+    values: Format;
+    nullValues?: null extends V ? true : never;
+  },
+): Setting<Readonly<Record<string, V>>> {
+  const { names, values, nullValues, ...declared } = options;
+  return new Setting<Readonly<Record<string, V>>>({
+    ...declared,
+    type: 'mapping',
+    accepts: `a mapping of ${names.accepts} to ${values.accepts}${nullValues ? ' or null' : ''}`,
+    problem: (value) => {
+      for (const [name, item] of Object.entries(value)) {
+        const nameProblem = names.problem(name);
+        if (nameProblem !== undefined) return `name "${name}" ${nameProblem}`;
+        if (item === null && nullValues) continue;
+        if (typeof item !== 'string')
+          return `"${name}" must map to ${nullValues ? 'a string or null' : 'a string'}, got ${describe(item)}`;
+        const valueProblem = values.problem(item);
+        if (valueProblem !== undefined) return `"${name}": ${valueProblem}`;
+      }
+      return undefined;
+    },
+  });
+}
+
 export function group<K extends Keys>(keys: K, problem: (values: ValuesOf<K>) => GroupProblem | undefined): Group<K> {
   return new Group(keys, problem);
 }
@@ -273,6 +305,7 @@ function fail(key: string, problem: string): never {
 function typeProblem(setting: Setting<unknown>, value: unknown): string | undefined {
   const { type, nullable } = setting.spec;
   if (value === null && nullable) return undefined;
+  if (type === 'mapping') return isRecord(value) ? undefined : `must be a mapping, got ${describe(value)}`;
   if (type === 'list of strings') {
     return Array.isArray(value) && value.every((item) => typeof item === 'string')
       ? undefined

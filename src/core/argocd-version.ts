@@ -22,3 +22,18 @@ export function advisoryAffects(advisory: Advisory, version: string): boolean {
 export function isValidRange(range: string): boolean {
   return semver.validRange(range) !== null;
 }
+
+/**
+ * The Argo CD versions whose sync puts its hook finalizer on every sync hook before applying it: 2.14.3 (which
+ * pinned gitops-engine 65db274b by mistake) and 3.0.0 on, release candidates included (v3.0.0-rc1 pins 7258614f).
+ * Checked tag by tag: each tag's go.mod pins a gitops-engine commit whose pkg/sync/hook/hook.go declares
+ * `argocd.argoproj.io/hook-finalizer` or not (v2.14.2 c19f8cfa: no; v2.14.3 65db274b: yes; v2.14.4 43fce7ce and
+ * v2.14.21 c08b0a72: no; v3.0.0 7258614f: yes); from v3.3.0 the engine is in the argo-cd tree, and
+ * v3.5.1 gitops-engine/pkg/sync/sync_context.go getSyncTasks still adds it (`targetObj.SetFinalizers(…)`).
+ */
+export const HOOK_FINALIZER_VERSIONS = '2.14.3 || >=3.0.0-0';
+
+/** Whether Argo CD `version` (normalised) adds its hook finalizer to the sync hooks it applies. */
+export function addsHookFinalizer(version: string): boolean {
+  return semver.satisfies(version, HOOK_FINALIZER_VERSIONS, { includePrerelease: true });
+}

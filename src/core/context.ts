@@ -1,6 +1,6 @@
 // What a decision is made with: the config the core reads, the rules it is handed, the advisories and the Argo CD
 // instances known at the moment. Built once from the config; a discovery snapshot makes a new one.
-import type { ArgoInstances } from './argocd-instances.js';
+import type { ArgoInstances, RemoteArgo } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion, versionInRange } from './argocd-version.js';
 import type { HookDetection, HookInfo } from './hook.js';
 import { namespaceFacts, type NamespaceSnapshot } from './namespaces.js';
@@ -27,6 +27,8 @@ export interface DecisionContext {
   argocdInstances: ArgoInstances;
   /** The namespaces the server's watch knew when the request arrived; undefined until it has synced, and at render time. */
   namespaces: NamespaceSnapshot | undefined;
+  /** Argo CDs elsewhere that apply in this cluster as a known identity (`argocd.remote`). */
+  remoteArgo: readonly RemoteArgo[];
 }
 
 /**
@@ -50,20 +52,23 @@ export function withNamespaces(context: DecisionContext, namespaces: NamespaceSn
   return { ...context, namespaces };
 }
 
-/** The advisories affecting one Argo CD version, per rule id that names them, and the version normalised. */
-interface VersionAdvisories {
-  argocdVersion: string | undefined;
-  /** By mitigating rule id (`mitigatedBy`). */
+/** The advisories affecting the versions a hook is judged under, per rule id that names them. */
+interface JudgedAdvisories {
+  /** The versions, normalised, each once. */
+  versions: readonly string[];
+  /** The advisories affecting any of the versions (the union), per rule that mitigates them (`mitigatedBy`). */
   byRule: Map<string, readonly Advisory[]>;
-  /** By warning rule id (`warnedBy`). */
+  /** The same per rule that warns about them (`warnedBy`). */
   byWarningRule: Map<string, readonly Advisory[]>;
-  /** The notes of each affecting advisory that hold for this version, by advisory id. */
+  /** The rules an advisory mitigates for every one of the versions. */
+  forEveryVersion: ReadonlySet<string>;
+  /** With one version: the notes of each affecting advisory that hold for it, by advisory id (none on a union). */
   notes: Map<string, readonly AdvisoryNote[]>;
 }
 
 // Semver matching is the costliest part of a decision and its answer only changes with the advisory list or the
-// version: remember it per list (the config's, or a test's) and per version spelling (one or a few per cluster).
-const versionAdvisories = new WeakMap<readonly Advisory[], Map<string, VersionAdvisories>>();
+// versions: remember it per list (the config's, or a test's) and per spelling of the versions (a few per cluster).
+const remembered = new WeakMap<readonly Advisory[], Map<string, JudgedAdvisories | undefined>>();
 const MAX_VERSIONS_REMEMBERED = 64;
 
 function byNamedRule(
@@ -76,31 +81,47 @@ function byNamedRule(
   );
 }
 
-function advisoriesForVersion(advisories: readonly Advisory[], rawVersion: string): VersionAdvisories {
-  let byVersion = versionAdvisories.get(advisories);
-  if (!byVersion) versionAdvisories.set(advisories, (byVersion = new Map<string, VersionAdvisories>()));
-  let known = byVersion.get(rawVersion);
-  if (!known) {
-    const argocdVersion = normalizeArgoVersion(rawVersion);
-    const affecting = argocdVersion ? advisories.filter((advisory) => advisoryAffects(advisory, argocdVersion)) : [];
-    const notes = new Map(
-      affecting.map((advisory) => [
-        advisory.id,
-        advisory.notes.filter((note) => versionInRange(argocdVersion as string, note.affected)),
-      ]),
-    );
-    if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
-    byVersion.set(
-      rawVersion,
-      (known = {
-        argocdVersion,
-        byRule: byNamedRule(affecting, (advisory) => advisory.mitigatedBy),
-        byWarningRule: byNamedRule(affecting, (advisory) => advisory.warnedBy),
-        notes,
-      }),
-    );
-  }
-  return known;
+const mitigatingRules = (affecting: readonly Advisory[]) =>
+  new Set(affecting.flatMap((advisory) => advisory.mitigatedBy));
+
+/** Undefined when one of the versions is not a version: then the hook is judged as under an unknown version. */
+function judge(advisories: readonly Advisory[], rawVersions: readonly string[]): JudgedAdvisories | undefined {
+  const normalised = rawVersions.map(normalizeArgoVersion);
+  if (normalised.length === 0 || normalised.includes(undefined)) return undefined;
+  const versions = [...new Set(normalised as string[])];
+  const affectingEach = versions.map((version) => advisories.filter((advisory) => advisoryAffects(advisory, version)));
+  const affectingAny = advisories.filter((advisory) => affectingEach.some((affecting) => affecting.includes(advisory)));
+  const ruleIds = mitigatingRules(affectingAny);
+  const rulesOfEach = affectingEach.map(mitigatingRules);
+  const forEveryVersion = new Set([...ruleIds].filter((ruleId) => rulesOfEach.every((rules) => rules.has(ruleId))));
+  // A note speaks of one version: a union gets none.
+  const [only] = versions;
+  const notes = new Map(
+    versions.length === 1 && only !== undefined
+      ? affectingAny.map((advisory) => [
+          advisory.id,
+          advisory.notes.filter((note) => versionInRange(only, note.affected)),
+        ])
+      : [],
+  );
+  return {
+    versions,
+    byRule: byNamedRule(affectingAny, (advisory) => advisory.mitigatedBy),
+    byWarningRule: byNamedRule(affectingAny, (advisory) => advisory.warnedBy),
+    forEveryVersion,
+    notes,
+  };
+}
+
+function judgedFor(advisories: readonly Advisory[], rawVersions: readonly string[]): JudgedAdvisories | undefined {
+  let byVersions = remembered.get(advisories);
+  if (!byVersions) remembered.set(advisories, (byVersions = new Map<string, JudgedAdvisories | undefined>()));
+  const key = rawVersions.join(' ');
+  if (byVersions.has(key)) return byVersions.get(key);
+  const judged = judge(advisories, rawVersions);
+  if (byVersions.size >= MAX_VERSIONS_REMEMBERED) byVersions.clear();
+  byVersions.set(key, judged);
+  return judged;
 }
 
 // With the version unknown, any advisory may apply: a warning names each that warns through its rule.
@@ -114,29 +135,47 @@ function warningAdvisoriesOf(advisories: readonly Advisory[]): Map<string, reado
 
 const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
 const NO_NOTES: readonly AdvisoryNote[] = Object.freeze([]);
+const NO_VERSIONS: readonly string[] = Object.freeze([]);
 
-/** What every rule sees for one hook: the Argo CD version only counts for hooks Argo CD applies. */
+/**
+ * What every rule sees for one hook: the Argo CD versions only count for hooks Argo CD applies. `versions` is the
+ * one version the hook is judged under, or several when more than one Argo CD may have applied it and nothing says
+ * which (chooseArgoVersion's union), or undefined when unknown.
+ *
+ * A union is judged with every advisory that affects any of its versions, and each rule's gate decides what that
+ * may do (gateOpen):
+ * - A rule gated `argocd` only adds protection that costs a fixed version little (min-runtime's guard waits a few
+ *   seconds; ttl-floor keeps a finished Job a minute longer): it runs when any candidate is affected, as it would
+ *   for an unknown version.
+ * - A rule gated `argocd-known` changes what a fixed version relies on (hook-finalizer removes the finalizer that
+ *   keeps a finished hook Job from being deleted before Argo CD 3.0.0 and later has seen its result, argo-cd#21055):
+ *   it runs only when every candidate is affected. A CREATE that carries that finalizer has narrowed the candidates
+ *   to the Argo CDs that add it already (chooseArgoVersion).
+ * - `argocdVersion` is set only when the versions are one: a denial needs a known version (version-race denies
+ *   nothing on a union, as on an unknown version), and a message names no version it is not sure of.
+ */
 export function ruleContextFor(
   hook: HookInfo,
   context: Pick<DecisionContext, 'stage' | 'config' | 'advisories' | 'namespaces'>,
-  chosenVersion: string | undefined,
+  versions: string | readonly string[] | undefined,
   namespace: string | undefined,
 ): RuleContext {
-  const known =
-    hook.appliedByArgo && chosenVersion !== undefined
-      ? advisoriesForVersion(context.advisories, chosenVersion)
+  const judged =
+    hook.appliedByArgo && versions !== undefined
+      ? judgedFor(context.advisories, typeof versions === 'string' ? [versions] : versions)
       : undefined;
   return {
     stage: context.stage,
     hook,
     namespace: namespaceFacts(context.namespaces, namespace),
     settings: context.config.rules,
-    argocdVersion: known?.argocdVersion,
-    advisoriesFor: (ruleId) => known?.byRule.get(ruleId) ?? NO_ADVISORIES,
+    argocdVersion: judged?.versions.length === 1 ? judged.versions[0] : undefined,
+    argocdVersions: judged?.versions ?? NO_VERSIONS,
+    advisoriesFor: (ruleId) => judged?.byRule.get(ruleId) ?? NO_ADVISORIES,
+    affectsEveryVersion: (ruleId) => judged?.forEveryVersion.has(ruleId) ?? false,
     warningAdvisoriesFor: (ruleId) =>
-      (known?.argocdVersion !== undefined ? known.byWarningRule : warningAdvisoriesOf(context.advisories)).get(
-        ruleId,
-      ) ?? NO_ADVISORIES,
-    notesFor: (advisoryId) => known?.notes.get(advisoryId) ?? NO_NOTES,
+      (judged !== undefined ? judged.byWarningRule : warningAdvisoriesOf(context.advisories)).get(ruleId) ??
+      NO_ADVISORIES,
+    notesFor: (advisoryId) => judged?.notes.get(advisoryId) ?? NO_NOTES,
   };
 }

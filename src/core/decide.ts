@@ -1,9 +1,9 @@
-import { HOOKGUARD_SKIP } from './annotations.js';
-import { chooseArgoVersion, type VersionChoice } from './argocd-instances.js';
+import { ARGOCD_HOOK_FINALIZER, HOOKGUARD_SKIP } from './annotations.js';
+import { chooseArgoVersion, judgedVersions, type VersionChoice } from './argocd-instances.js';
 import { ruleContextFor, type DecisionContext } from './context.js';
 import { hookNaming, readHook, type HookInfo } from './hook.js';
 import { compare } from './json-patch.js';
-import { cloneJson, isRecord, metadataOf } from './objects.js';
+import { cloneJson, finalizersOf, isRecord, metadataOf } from './objects.js';
 import { gateOpen, type RuleContext, type RuleSet, type Stage } from './rule.js';
 import type { AdmissionRequest, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { renderWarnings } from './warnings.js';
@@ -25,7 +25,10 @@ export interface Decision {
   rules: string[];
   hook?: Pick<HookInfo, 'system' | 'phases' | 'appliedByArgo'>;
   argocdVersion?: string;
-  /** For hooks Argo CD applies: how the version was chosen, and which instance it belongs to. */
+  /**
+   * For hooks Argo CD applies: how the version was chosen, and which instance or remote identity it belongs to; for a
+   * union, every candidate with its version.
+   */
   argocdVersionFrom?: Omit<VersionChoice, 'version'>;
 }
 
@@ -136,15 +139,12 @@ function conclude(
     rules,
     hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
     ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),
-    ...(versionChoice
-      ? {
-          argocdVersionFrom: {
-            by: versionChoice.by,
-            ...(versionChoice.instance !== undefined ? { instance: versionChoice.instance } : {}),
-          },
-        }
-      : {}),
+    ...(versionChoice ? { argocdVersionFrom: versionFrom(versionChoice) } : {}),
   };
+}
+
+function versionFrom({ version: _version, ...from }: VersionChoice): Omit<VersionChoice, 'version'> {
+  return from;
 }
 
 /**
@@ -171,10 +171,15 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
         object,
         pinned: context.pinnedArgocdVersion,
         instances: context.argocdInstances,
+        remote: context.remoteArgo,
         trackingLabel: config.hookDetection.argocdTrackingLabel,
+        carriesHookFinalizer:
+          context.stage === 'admission' &&
+          operation === 'CREATE' &&
+          finalizersOf(object).includes(ARGOCD_HOOK_FINALIZER),
       })
     : undefined;
-  const ruleContext = ruleContextFor(hook, context, versionChoice?.version, namespace);
+  const ruleContext = ruleContextFor(hook, context, judgedVersions(versionChoice), namespace);
   const judged: Judged = {
     mode: hook.auditOnly ? 'audit' : config.mode,
     object,

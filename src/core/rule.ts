@@ -61,16 +61,23 @@ export interface RuleContext {
    */
   namespace: NamespaceFacts | undefined;
   settings: RuleSettings;
-  /** Normalised Argo CD version; undefined when unknown. */
-  argocdVersion: string | undefined;
-  /** Advisories affecting argocdVersion that list this rule as a mitigation. */
-  advisoriesFor(ruleId: string): readonly Advisory[];
   /**
-   * Advisories affecting argocdVersion that list this rule as the one that warns about them; with the version
+   * The normalised Argo CD version the hook is judged under; undefined when it is unknown, and when several Argo CDs
+   * of different versions may have applied the hook (a union: see argocdVersions). A denial needs it.
+   */
+  argocdVersion: string | undefined;
+  /** Every version the hook is judged under: argocdVersion alone, the versions of a union, or none when unknown. */
+  argocdVersions: readonly string[];
+  /** Advisories affecting any of argocdVersions that list this rule as a mitigation. */
+  advisoriesFor(ruleId: string): readonly Advisory[];
+  /** Whether every one of argocdVersions is affected by an advisory this rule mitigates (false when there are none). */
+  affectsEveryVersion(ruleId: string): boolean;
+  /**
+   * Advisories affecting argocdVersions that list this rule as the one that warns about them; with the version
    * unknown, every advisory that does (any of them may apply).
    */
   warningAdvisoriesFor(ruleId: string): readonly Advisory[];
-  /** The notes of an advisory affecting argocdVersion that hold for that version. */
+  /** The notes of an advisory affecting argocdVersion that hold for that version (none on a union). */
   notesFor(advisoryId: string): readonly AdvisoryNote[];
 }
 
@@ -78,8 +85,10 @@ export interface RuleContext {
  * When a rule runs:
  * - `always`: every hook object.
  * - `argocd`: hooks applied by Argo CD whose version an advisory naming this rule (as a mitigation or a warning)
- *   affects, or whose version is unknown.
- * - `argocd-known`: only when a known Argo CD version is affected (changes that would hurt a fixed version).
+ *   affects, or whose version is unknown; under a union of versions, when any of them is affected (protection that
+ *   costs a fixed version little).
+ * - `argocd-known`: only when a known Argo CD version is affected (changes that would hurt a fixed version); under a
+ *   union, only when every one of its versions is.
  * - `helm-and-argocd`: every hook Helm applies, and hooks applied by Argo CD as under `argocd`.
  */
 export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd';
@@ -160,6 +169,7 @@ export function report(partial: Partial<RuleReport> = {}): RuleReport {
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {
   if (rule.gate === 'always') return true;
   if (!context.hook.appliedByArgo) return rule.gate === 'helm-and-argocd';
-  if (context.argocdVersion === undefined) return rule.gate !== 'argocd-known';
+  if (context.argocdVersions.length === 0) return rule.gate !== 'argocd-known';
+  if (rule.gate === 'argocd-known') return context.affectsEveryVersion(rule.id);
   return context.advisoriesFor(rule.id).length > 0 || context.warningAdvisoriesFor(rule.id).length > 0;
 }

@@ -19,17 +19,31 @@ export function imageTag(image: string): string | undefined {
   return colon === -1 ? undefined : withoutDigest.slice(colon + 1);
 }
 
+/** The last part of an image's repository: `quay.io/argoproj/argocd:v2.14.3@sha256:…` → `argocd`. */
+function imageName(image: string): string {
+  return image.split('@', 1)[0]!.split('/').pop()!.split(':', 1)[0]!;
+}
+
 /**
- * The controller container: upstream manifests name it `argocd-application-controller`, the argo-helm chart
- * `application-controller`; failing both, the one running an `argocd` image, else the only container.
+ * Whether the image is Argo CD's own, whose tags are Argo CD versions: `quay.io/argoproj/argocd` (argo-cd v3.5.1
+ * manifests/base/kustomization.yaml), from any registry or mirror that keeps its name. Other images that run Argo CD
+ * are tagged by whoever built them: OpenShift GitOps' `registry.redhat.io/openshift-gitops-1/argocd-rhel8` carries
+ * the GitOps operator's version (gitops-operator v1.20.0 hack/non-olm-install/install-gitops-operator.sh:
+ * `argocd-rhel8:${GITOPS_OPERATOR_VER}`, default `v1.9.2-2`), and `v1.16.0` there is not Argo CD 1.16.0.
+ */
+export function isArgoCdImage(image: string): boolean {
+  return imageName(image) === 'argocd';
+}
+
+/**
+ * The controller container: upstream manifests and argocd-operator name it `argocd-application-controller`, the
+ * argo-helm chart `application-controller`; failing both, the one running an `argocd` image, else the only one.
  */
 function controllerContainer(workload: KubeObject): Container | undefined {
   const containers = (podSpecOfWorkload(workload)?.containers ?? []).filter(isRecord) as Container[];
-  const imageName = (container: Container) =>
-    (container.image ?? '').split('@', 1)[0]!.split('/').pop()!.split(':', 1)[0];
   return (
     containers.find((container) => container.name?.endsWith('application-controller')) ??
-    containers.find((container) => imageName(container) === 'argocd') ??
+    containers.find((container) => isArgoCdImage(container.image ?? '')) ??
     (containers.length === 1 ? containers[0] : undefined)
   );
 }
@@ -49,12 +63,20 @@ export function controllerUsername(workload: KubeObject): string | undefined {
 }
 
 /**
- * The controller's version: the image tag when it is a version (any registry or mirror, `v2.14.3` or
- * `2.14.3`), else the `app.kubernetes.io/version` label when it is one, else unknown, saying why
- * (`latest`, a digest only, no tag).
+ * The controller's version: the tag of Argo CD's own image when it is a version (any registry or mirror, `v2.14.3`
+ * or `2.14.3`), else the `app.kubernetes.io/version` label when it is one (argo-helm sets it to the image tag:
+ * argo-helm argo-cd-10.1.1 charts/argo-cd/templates/_common.tpl `argo-cd.versionLabelValue`), else unknown, saying
+ * why (`latest`, a digest only, no tag). Another image says nothing about the Argo CD version, and neither does a
+ * label beside it (argo-helm would copy the same foreign tag into it): unknown. argocd-operator's default image is
+ * `quay.io/argoproj/argocd@sha256:…`, a digest only (v0.18.0 common/defaults.go ArgoCDDefaultArgoVersion).
  */
 export function controllerVersion(workload: KubeObject): ControllerVersion {
   const image = controllerContainer(workload)?.image;
+  if (image !== undefined && !isArgoCdImage(image))
+    return {
+      version: undefined,
+      source: `unknown: image ${image} is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions`,
+    };
   const tag = image === undefined ? undefined : imageTag(image);
   const fromTag = normalizeArgoVersion(tag);
   if (image !== undefined && fromTag !== undefined) return { version: fromTag, source: `image ${image}` };
@@ -75,4 +97,14 @@ export function controllerVersion(workload: KubeObject): ControllerVersion {
   const labelSays =
     label === undefined ? `no ${VERSION_LABEL} label` : `label ${VERSION_LABEL}="${label}" is not a version`;
   return { version: undefined, source: `unknown: ${imageSays} and ${labelSays}` };
+}
+
+/**
+ * Whether the workload runs any controller. The upstream manifests for a Deployment controller ship the StatefulSet
+ * beside it at `replicas: 0` (argo-cd v3.5.1 manifests/base/application-controller-deployment/
+ * argocd-application-controller-statefulset.yaml); an unset count means 1.
+ */
+export function isRunning(workload: KubeObject): boolean {
+  const replicas = isRecord(workload.spec) ? workload.spec.replicas : undefined;
+  return replicas !== 0;
 }

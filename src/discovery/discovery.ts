@@ -2,11 +2,12 @@
 // (namespace). Admission never waits for it: requests read the last snapshot, synchronously.
 import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { NO_INSTANCES, type ArgoInstance, type ArgoInstances } from '../core/argocd-instances.js';
+import type { ArgoInstance, ArgoInstances } from '../core/argocd-instances.js';
+import { normalizeArgoVersion } from '../core/argocd-version.js';
 import type { KubeObject } from '../core/types.js';
 import { plainObject } from '../kube/plain.js';
 import { Reflector, type ListResult, type ReflectorTarget } from '../kube/reflector.js';
-import { controllerUsername, controllerVersion } from './controller-version.js';
+import { controllerUsername, controllerVersion, isRunning } from './controller-version.js';
 
 export interface DiscoverySettings {
   labelSelector: string;
@@ -17,7 +18,14 @@ export interface DiscoverySettings {
   watchTimeoutSeconds: number;
   /** How long past watchTimeoutSeconds a silent watch is given before it is restarted (default 30 s). */
   stallGraceMs?: number;
+  /** `argocd.instanceVersions`: the version of the Argo CD in a namespace, over what its controller says. */
+  instanceVersions?: InstanceVersions;
 }
+
+/** Namespace → the version the config gives the Argo CD there. */
+export type InstanceVersions = Readonly<Record<string, string>>;
+
+const INSTANCE_VERSIONS_KEY = 'argocd.instanceVersions';
 
 export interface InstanceStatus {
   namespace: string;
@@ -26,7 +34,7 @@ export interface InstanceStatus {
 }
 
 export type DiscoveryStatus =
-  | { enabled: false; reason: string }
+  | { enabled: false; reason: string; instances?: InstanceStatus[] }
   | { enabled: true; synced: boolean; watching: boolean; lastError?: string; instances: InstanceStatus[] };
 
 /** Where the HTTP app reads Argo CD versions from: both calls are cheap and never wait on the network. */
@@ -35,33 +43,72 @@ export interface ArgoVersionSource {
   status(): DiscoveryStatus;
 }
 
-/** The source used when discovery does not run: no instances, and the reason for /readyz. */
-export function discoveryOff(reason: string): ArgoVersionSource {
-  const status: DiscoveryStatus = { enabled: false, reason };
-  return { instances: () => NO_INSTANCES, status: () => status };
+/**
+ * The source used when discovery does not run: the instances the config gives a version (`argocd.instanceVersions`),
+ * and the reason for /readyz.
+ */
+export function discoveryOff(reason: string, instanceVersions: InstanceVersions = {}): ArgoVersionSource {
+  const instances = instancesFrom([], instanceVersions);
+  const status: DiscoveryStatus = {
+    enabled: false,
+    reason,
+    ...(instances.size > 0 ? { instances: instanceStatuses(instances) } : {}),
+  };
+  return { instances: () => instances, status: () => status };
 }
 
-/** Controllers of one namespace that disagree (mid-migration, say) make its version unknown: no denial on a guess. */
-function instanceOf(namespace: string, workloads: readonly KubeObject[]): ArgoInstance {
-  const found = workloads.map((workload) => ({ workload, ...controllerVersion(workload) }));
+function instanceStatuses(instances: ArgoInstances): InstanceStatus[] {
+  return [...instances.values()].map(({ namespace, version, source }) => ({
+    namespace,
+    version: version ?? null,
+    source,
+  }));
+}
+
+/**
+ * What the controllers of one namespace say. Controllers that disagree (mid-migration, say) make the version
+ * unknown: no denial on a guess. Only running ones count (a StatefulSet at zero replicas beside the Deployment).
+ */
+function discoveredVersion(workloads: readonly KubeObject[]): { version: string | undefined; source: string } {
+  const running = workloads.filter(isRunning);
+  const found = (running.length > 0 ? running : workloads).map((workload) => ({
+    workload,
+    ...controllerVersion(workload),
+  }));
   const versions = new Set(found.map((entry) => entry.version));
-  const controllerUsernames = [
-    ...new Set(workloads.map(controllerUsername).filter((username): username is string => username !== undefined)),
-  ];
   if (versions.size === 1) {
     const source = found
       .map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.source}`)
       .join('; ');
-    return { namespace, version: found[0]!.version, source, controllerUsernames };
+    return { version: found[0]!.version, source };
   }
   const listed = found
     .map((entry) => `${entry.workload.kind} ${entry.workload.metadata?.name}: ${entry.version ?? 'unknown'}`)
     .join(', ');
-  return { namespace, version: undefined, source: `unknown: controllers disagree (${listed})`, controllerUsernames };
+  return { version: undefined, source: `unknown: controllers disagree (${listed})` };
 }
 
-export function instancesFrom(workloads: readonly KubeObject[]): ArgoInstances {
-  const byNamespace = new Map<string, KubeObject[]>();
+/**
+ * An instance: its version from the config when `argocd.instanceVersions` names its namespace, else from its
+ * controllers; every controller's service account is its identity. A configured namespace is an instance even
+ * before (or without) discovery seeing a controller there.
+ */
+function instanceOf(namespace: string, workloads: readonly KubeObject[], configured: string | undefined): ArgoInstance {
+  const controllerUsernames = [
+    ...new Set(workloads.map(controllerUsername).filter((username): username is string => username !== undefined)),
+  ];
+  const discovered = workloads.length > 0 ? discoveredVersion(workloads) : undefined;
+  if (configured === undefined) return { namespace, ...discovered!, controllerUsernames };
+  const version = normalizeArgoVersion(configured);
+  const source = `${INSTANCE_VERSIONS_KEY}: ${configured}${discovered ? ` (discovered: ${discovered.source})` : '; no controller discovered'}`;
+  return { namespace, version, source, controllerUsernames };
+}
+
+export function instancesFrom(
+  workloads: readonly KubeObject[],
+  instanceVersions: InstanceVersions = {},
+): ArgoInstances {
+  const byNamespace = new Map<string, KubeObject[]>(Object.keys(instanceVersions).map((namespace) => [namespace, []]));
   for (const workload of workloads) {
     const namespace = workload.metadata?.namespace ?? '';
     byNamespace.set(namespace, [...(byNamespace.get(namespace) ?? []), workload]);
@@ -69,7 +116,7 @@ export function instancesFrom(workloads: readonly KubeObject[]): ArgoInstances {
   return new Map(
     [...byNamespace]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([namespace, list]) => [namespace, instanceOf(namespace, list)]),
+      .map(([namespace, list]) => [namespace, instanceOf(namespace, list, instanceVersions[namespace])]),
   );
 }
 
@@ -115,13 +162,17 @@ function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): Reflec
 export class ArgoDiscovery implements ArgoVersionSource {
   private readonly reflectors: Reflector[];
   private readonly workloads = new Map<Reflector, readonly KubeObject[]>();
-  private snapshot: ArgoInstances = NO_INSTANCES;
+  private readonly instanceVersions: InstanceVersions;
+  private snapshot: ArgoInstances;
 
   constructor(
     kubeConfig: KubeConfig,
     settings: DiscoverySettings,
     private readonly logger: Logger,
   ) {
+    this.instanceVersions = settings.instanceVersions ?? {};
+    // The configured versions hold from the start; what discovery finds joins them once every list is in.
+    this.snapshot = instancesFrom([], this.instanceVersions);
     const reflectorSettings = {
       backoff: { initialMs: settings.backoffInitialMs, maxMs: settings.backoffMaxMs },
       watchTimeoutSeconds: settings.watchTimeoutSeconds,
@@ -155,11 +206,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
       synced: this.reflectors.every((reflector) => reflector.synced),
       watching: this.reflectors.every((reflector) => reflector.connected),
       ...(lastError !== undefined ? { lastError } : {}),
-      instances: [...this.snapshot.values()].map(({ namespace, version, source }) => ({
-        namespace,
-        version: version ?? null,
-        source,
-      })),
+      instances: instanceStatuses(this.snapshot),
     };
   }
 
@@ -167,7 +214,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
     this.workloads.set(reflector, objects);
     // Until every list is in, an instance could be judged by half its controllers: publish nothing yet.
     if (!this.reflectors.every((each) => each.synced)) return;
-    const next = instancesFrom([...this.workloads.values()].flat());
+    const next = instancesFrom([...this.workloads.values()].flat(), this.instanceVersions);
     this.logChanges(this.snapshot, next);
     this.snapshot = next;
   }
@@ -184,10 +231,18 @@ export class ArgoDiscovery implements ArgoVersionSource {
       };
       if (instance.version === undefined)
         this.logger.warn(
-          fields,
+          { ...fields, fix: `give its version in the config: ${INSTANCE_VERSIONS_KEY}: {${namespace}: X.Y.Z}` },
           'Argo CD instance version unknown: hooks it applies get mutations only, never denials',
         );
-      else this.logger.info(fields, previous ? 'Argo CD instance version changed' : 'Argo CD instance discovered');
+      else
+        this.logger.info(
+          fields,
+          !previous
+            ? 'Argo CD instance discovered'
+            : previous.version !== instance.version
+              ? 'Argo CD instance version changed'
+              : 'Argo CD instance changed',
+        );
     }
     for (const namespace of before.keys()) {
       if (!after.has(namespace)) this.logger.info({ namespace }, 'Argo CD instance gone');

@@ -17,9 +17,10 @@ export function startDiscovery(
   env: Readonly<Record<string, string | undefined>>,
   logger: Logger,
 ): RunningDiscovery {
+  logger.info({ remote: config.argocd.remote }, 'remote Argo CD identities: judged with their configured versions');
   const off = (reason: string): RunningDiscovery => {
     logger.info({ reason }, 'Argo CD discovery off');
-    return { source: discoveryOff(reason), stop: async () => undefined };
+    return { source: discoveryOff(reason, config.argocd.instanceVersions), stop: async () => undefined };
   };
   if (config.argocd.version !== null) return off(`argocd.version is set to ${config.argocd.version}`);
   if (!config.discovery.enabled) return off('discovery.enabled is false');
@@ -27,11 +28,16 @@ export function startDiscovery(
   if (!connection) return off('no kubeconfig and no in-cluster service account: not running in a cluster');
   const discovery = new ArgoDiscovery(
     connection.kubeConfig,
-    config.discovery,
+    { ...config.discovery, instanceVersions: config.argocd.instanceVersions },
     logger.child({ component: 'discovery' }),
   );
   logger.info(
-    { from: connection.source, labelSelector: config.discovery.labelSelector, namespaces: config.discovery.namespaces },
+    {
+      from: connection.source,
+      labelSelector: config.discovery.labelSelector,
+      namespaces: config.discovery.namespaces,
+      instanceVersions: config.argocd.instanceVersions,
+    },
     'Argo CD discovery on',
   );
   discovery.start();

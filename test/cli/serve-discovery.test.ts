@@ -45,7 +45,7 @@ describe('hookguard serve with discovery (the built CLI)', () => {
       expect(await logged('hookguard ready')).toMatchObject({ argocdVersion: 'discovered per instance' });
       expect(await logged('Argo CD discovery on')).toMatchObject({
         from: `kubeconfig ${kubeconfig}`,
-        labelSelector: 'app.kubernetes.io/name=argocd-application-controller',
+        labelSelector: 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd',
         namespaces: [],
       });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
@@ -83,6 +83,62 @@ describe('hookguard serve with discovery (the built CLI)', () => {
     } finally {
       serve.stop();
       await server.stop();
+    }
+  });
+
+  it('serves outside a cluster with the versions the config gives, and says so on /readyz and in the log', async () => {
+    const config = join(dir, 'config-off.yaml');
+    writeFileSync(
+      config,
+      [
+        'argocd:',
+        '  instanceVersions:',
+        '    openshift-gitops: 3.1.0',
+        '  remote:',
+        '    system:serviceaccount:kube-system:argocd-manager: 3.4.0',
+        'server:',
+        '  shutdownDelayMs: 0',
+        '',
+      ].join('\n'),
+    );
+    // No KUBECONFIG, no in-cluster service account, and a HOME without ~/.kube/config.
+    const serve = await ServeProcess.start(['--config', config], { HOME: dir });
+    try {
+      expect(
+        await serve.waitForLog(
+          (line) => line.msg === 'remote Argo CD identities: judged with their configured versions',
+        ),
+      ).toMatchObject({ remote: { 'system:serviceaccount:kube-system:argocd-manager': '3.4.0' } });
+      await serve.waitForLog((line) => line.msg === 'hookguard ready');
+      expect(await readyz(serve.port)).toEqual({
+        status: 200,
+        body: {
+          status: 'ready',
+          discovery: {
+            enabled: false,
+            reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+            instances: [
+              {
+                namespace: 'openshift-gitops',
+                version: '3.1.0',
+                source: 'argocd.instanceVersions: 3.1.0; no controller discovered',
+              },
+            ],
+          },
+          namespaces: {
+            enabled: false,
+            reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+          },
+          selfTest: {
+            enabled: false,
+            reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+          },
+        },
+      });
+      serve.child.kill('SIGTERM');
+      expect(await serve.exitWithin(5000)).toBe(0);
+    } finally {
+      serve.stop();
     }
   });
 });

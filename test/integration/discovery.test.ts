@@ -1,19 +1,32 @@
 // Discovery against a stand-in for kube-apiserver (test/support/fake-apiserver.ts: real paths, List bodies,
 // chunked watch events, 410 Gone), through the real /mutate and /validate of buildApp with inject().
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ArgoDiscovery, type DiscoverySettings } from '../../src/discovery/discovery.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { freePort } from '../support/serve-process.js';
 import { FakeApiServer, kubeConfigOptions } from '../support/fake-apiserver.js';
-import { controller, CONTROLLER_SELECTOR, readyWithController } from '../support/argocd-controllers.js';
+import {
+  argoHelmController,
+  controller,
+  CONTROLLER_SELECTOR,
+  operatorController,
+  otherArgoControllers,
+  readyWithController,
+  upstreamDeploymentController,
+} from '../support/argocd-controllers.js';
 import { DEFAULT_GUARD_CONTAINER, HOOK_FINALIZER, hookJob } from '../support/objects.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { KubeConfig } from '@kubernetes/client-node';
 
+// The default selector (discovery.labelSelector).
 const SELECTOR = CONTROLLER_SELECTOR;
 const SETTINGS: DiscoverySettings = {
   labelSelector: SELECTOR,
@@ -60,12 +73,13 @@ async function fakeServer(port = 0): Promise<FakeApiServer> {
 function discover(
   kubeConfig: KubeConfig,
   settings: DiscoverySettings = SETTINGS,
+  config: Readonly<Config> = loadConfig(),
 ): { discovery: ArgoDiscovery; app: FastifyInstance; lines: LogLine[] } {
   const { logger, lines } = capturedLogger();
   const discovery = new ArgoDiscovery(kubeConfig, settings, logger);
   discovery.start();
   cleanup.push(() => discovery.stop());
-  const app = buildApp(loadConfig(), { logger, argocd: discovery });
+  const app = buildApp(config, { logger, argocd: discovery });
   cleanup.push(() => app.close());
   return { discovery, app, lines };
 }
@@ -380,5 +394,200 @@ describe('Argo CD discovery', () => {
     expect(new Set(server.requests.map((request) => request.path))).toEqual(
       new Set(['/apis/apps/v1/namespaces/argocd/deployments', '/apis/apps/v1/namespaces/argocd/statefulsets']),
     );
+  });
+});
+
+const configDirectory = mkdtempSync(join(tmpdir(), 'hookguard-discovery-'));
+afterAll(() => rmSync(configDirectory, { recursive: true, force: true }));
+let configFiles = 0;
+function configFrom(yaml: string): Readonly<Config> {
+  const file = join(configDirectory, `config-${++configFiles}.yaml`);
+  writeFileSync(file, yaml);
+  return loadConfig({ file });
+}
+
+const synced = (discovery: ArgoDiscovery) => {
+  const status = discovery.status();
+  return status.enabled && status.synced;
+};
+
+const auditLines = (lines: LogLine[]) =>
+  lines.filter((line) => line.audit !== undefined).map((line) => line.audit as Record<string, unknown>);
+
+const OPENSHIFT_IMAGE = 'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0';
+const OPENSHIFT_CONTROLLER = 'system:serviceaccount:openshift-gitops:openshift-gitops-argocd-application-controller';
+const ARGOCD_MANAGER = 'system:serviceaccount:kube-system:argocd-manager';
+
+describe('Argo CD discovery: every install layout', () => {
+  it('finds the upstream, argo-helm, operator, OpenShift GitOps and Deployment controllers, and nothing else of Argo', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    server.put(argoHelmController('gitops', 'platform', 'v3.4.4'));
+    server.put(operatorController('example-argocd', 'team-x'));
+    server.put(operatorController('openshift-gitops', 'openshift-gitops', OPENSHIFT_IMAGE));
+    for (const workload of upstreamDeploymentController('team-d', 'quay.io/argoproj/argocd:v3.1.0'))
+      server.put(workload);
+    for (const workload of [...otherArgoControllers('argo'), ...otherArgoControllers('argocd')]) server.put(workload);
+    const { discovery, app, lines } = discover(server.kubeConfig(), {
+      ...SETTINGS,
+      labelSelector: loadConfig().discovery.labelSelector,
+    });
+    await eventually(() => synced(discovery), 'synced');
+
+    expect(
+      [...discovery.instances().values()].map(({ namespace, version, controllerUsernames }) => [
+        namespace,
+        version,
+        controllerUsernames,
+      ]),
+    ).toEqual([
+      ['argocd', '2.14.3', [controllerOf('argocd')]],
+      ['openshift-gitops', undefined, [OPENSHIFT_CONTROLLER]],
+      ['platform', '3.4.4', ['system:serviceaccount:platform:argocd-application-controller']],
+      ['team-d', '3.1.0', [controllerOf('team-d')]],
+      ['team-x', undefined, ['system:serviceaccount:team-x:example-argocd-argocd-application-controller']],
+    ]);
+    expect(server.requests.every((request) => request.query.labelSelector === CONTROLLER_SELECTOR)).toBe(true);
+
+    // /readyz and the log say why OpenShift GitOps' version is unknown, and how to give it.
+    const ready = (await app.inject({ method: 'GET', url: '/readyz' })).json<{ discovery: { instances: unknown[] } }>();
+    expect(ready.discovery.instances).toContainEqual({
+      namespace: 'openshift-gitops',
+      version: null,
+      source: `StatefulSet openshift-gitops-application-controller: unknown: image ${OPENSHIFT_IMAGE} is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions`,
+    });
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: 'Argo CD instance version unknown: hooks it applies get mutations only, never denials',
+        namespace: 'openshift-gitops',
+        fix: 'give its version in the config: argocd.instanceVersions: {openshift-gitops: X.Y.Z}',
+      }),
+    );
+
+    // Each controller's service account is Argo CD's: its hook judged with its own instance's version.
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(await mutatePatch(app, argoHookJob(), OPENSHIFT_CONTROLLER)).toEqual([GUARD]);
+    expect(
+      await mutatePatch(
+        app,
+        argoHookJob(),
+        'system:serviceaccount:team-x:example-argocd-argocd-application-controller',
+      ),
+    ).toEqual([GUARD]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('team-d'))).toEqual([GUARD]);
+    expect(
+      await mutatePatch(app, argoHookJob(), 'system:serviceaccount:platform:argocd-application-controller'),
+    ).toEqual([]);
+    expect(auditLines(lines).map((audit) => audit.argocdVersionFrom)).toEqual([
+      { by: 'service-account', instance: 'argocd' },
+      { by: 'service-account', instance: 'openshift-gitops' },
+      { by: 'service-account', instance: 'team-x' },
+      { by: 'service-account', instance: 'team-d' },
+      { by: 'service-account', instance: 'platform' },
+    ]);
+  });
+
+  it('judges OpenShift GitOps with the version argocd.instanceVersions gives it, denials included', async () => {
+    const server = await fakeServer();
+    server.put(operatorController('openshift-gitops', 'openshift-gitops', OPENSHIFT_IMAGE));
+    const optedOut = argoHookJob({ 'hookguard.io/skip': 'min-runtime' });
+
+    const unpinned = discover(server.kubeConfig());
+    await eventually(() => synced(unpinned.discovery), 'synced');
+    expect((await review(unpinned.app, '/validate', optedOut, OPENSHIFT_CONTROLLER)).allowed).toBe(true);
+
+    const pinned = discover(server.kubeConfig(), { ...SETTINGS, instanceVersions: { 'openshift-gitops': '3.1.0' } });
+    await eventually(() => synced(pinned.discovery), 'synced');
+    expect(pinned.discovery.status()).toMatchObject({
+      instances: [
+        {
+          namespace: 'openshift-gitops',
+          version: '3.1.0',
+          source: expect.stringMatching(
+            /^argocd\.instanceVersions: 3\.1\.0 \(discovered: StatefulSet openshift-gitops-application-controller: unknown: /,
+          ),
+        },
+      ],
+    });
+    const denied = await review(pinned.app, '/validate', optedOut, OPENSHIFT_CONTROLLER);
+    expect(denied.allowed).toBe(false);
+    expect(denied.status?.message).toMatch(/races with Argo CD 3\.1\.0 \(argocd-fast-hook-finalizer-race/);
+  });
+
+  it('judges a remote Argo CD by the identity and version the config gives it, never by the local instance', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+
+    // By default argocd-manager is Argo CD's, of unknown version: the guard, and the finalizer kept (2.14.3 would
+    // remove it).
+    const byDefault = discover(server.kubeConfig());
+    await eventually(() => versionOf(byDefault.discovery, 'argocd') === '2.14.3', 'version 2.14.3');
+    expect(await mutatePatch(byDefault.app, argoHookJob(), ARGOCD_MANAGER)).toEqual([GUARD]);
+
+    const configured = discover(
+      server.kubeConfig(),
+      SETTINGS,
+      configFrom(`argocd:\n  remote:\n    ${ARGOCD_MANAGER}: 3.4.0\n`),
+    );
+    await eventually(() => versionOf(configured.discovery, 'argocd') === '2.14.3', 'version 2.14.3');
+    // Its Helm hooks are Argo CD's too: no tracking, no Argo CD annotation, only the identity.
+    const helmHook = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': 'before-hook-creation' });
+    expect(await mutatePatch(configured.app, argoHookJob(), ARGOCD_MANAGER)).toEqual([]);
+    // Nothing for 3.4.0's races: only what every such hook Job gets (no delete-on-success policy: a TTL; a deadline).
+    expect(await mutatePatch(configured.app, helmHook, ARGOCD_MANAGER)).toEqual([
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
+    ]);
+    expect(await mutatePatch(configured.app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(auditLines(configured.lines).map((audit) => [audit.argocdVersion, audit.argocdVersionFrom])).toEqual([
+      ['3.4.0', { by: 'remote', remote: ARGOCD_MANAGER }],
+      ['3.4.0', { by: 'remote', remote: ARGOCD_MANAGER }],
+      ['2.14.3', { by: 'service-account', instance: 'argocd' }],
+    ]);
+  });
+
+  it('judges a hook no instance can be told to have applied with the union of the candidates', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
+    server.put(argoHelmController('argocd', 'team-b', 'v3.1.0'));
+    const { discovery, app, lines } = discover(server.kubeConfig());
+    await eventually(() => discovery.instances().size === 2, 'two instances');
+
+    // Applied by a person: 2.14.3 or 3.1.0. The guard (both race with a fast Job), the finalizer kept (3.1.0 needs
+    // it), and no denial (that needs one known version).
+    expect(await mutatePatch(app, argoHookJob(), 'kubernetes-admin')).toEqual([GUARD]);
+    const optedOut = argoHookJob({ 'hookguard.io/skip': 'min-runtime' });
+    expect((await review(app, '/validate', optedOut, 'kubernetes-admin')).allowed).toBe(true);
+    const candidates = [
+      { instance: 'argocd', version: '2.14.3' },
+      { instance: 'team-b', version: '3.1.0' },
+    ];
+    expect(auditLines(lines).map((audit) => [audit.argocdVersion, audit.argocdVersionFrom])).toEqual([
+      [null, { by: 'union', candidates }],
+      [null, { by: 'union', candidates }],
+    ]);
+  });
+
+  it('narrows the union to the Argo CD that adds the hook finalizer a CREATE carries', async () => {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.8'));
+    server.put(argoHelmController('argocd', 'team-b', 'v3.1.0'));
+    const { discovery, app, lines } = discover(server.kubeConfig());
+    await eventually(() => discovery.instances().size === 2, 'two instances');
+
+    // 2.14.8 never adds the finalizer: the hook that carries it came from 3.1.0, and is judged (and denied) as such.
+    const denied = await review(
+      app,
+      '/validate',
+      argoHookJob({ 'hookguard.io/skip': 'min-runtime' }),
+      'kubernetes-admin',
+    );
+    expect(denied.allowed).toBe(false);
+    expect(denied.status?.message).toMatch(/races with Argo CD 3\.1\.0/);
+    expect(auditLines(lines).at(-1)).toMatchObject({
+      argocdVersion: '3.1.0',
+      argocdVersionFrom: { by: 'hook-finalizer', instance: 'team-b' },
+    });
   });
 });

@@ -47,6 +47,8 @@ describe('defaults', () => {
     ['argocd.version', null],
     ['argocd.controllerUsernames', ['system:serviceaccount:argocd:argocd-application-controller']],
     ['argocd.trackingLabel', null],
+    ['argocd.instanceVersions', {}],
+    ['argocd.remote', { 'system:serviceaccount:kube-system:argocd-manager': null }],
     ['excludedNamespaces', ['kube-system']],
     [
       'rules.deletePolicy',
@@ -69,7 +71,7 @@ describe('defaults', () => {
       'discovery',
       {
         enabled: true,
-        labelSelector: 'app.kubernetes.io/name=argocd-application-controller',
+        labelSelector: 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd',
         namespaces: [],
         backoffInitialMs: 500,
         backoffMaxMs: 30_000,
@@ -319,6 +321,36 @@ describe('invalid configuration names the bad key', () => {
       'must be a list of strings, got string "kube-system"',
     ],
     ['rules as a list', () => ({ file: yamlFile('rules: []\n') }), 'rules', 'must be a mapping, got a list'],
+    [
+      'instance versions as a list',
+      () => ({ file: yamlFile('argocd: { instanceVersions: [openshift-gitops] }\n') }),
+      'argocd.instanceVersions',
+      'must be a mapping, got a list',
+    ],
+    [
+      'an instance version that is an OpenShift GitOps release name',
+      () => ({ file: yamlFile('argocd: { instanceVersions: { openshift-gitops: latest } }\n') }),
+      'argocd.instanceVersions',
+      '"openshift-gitops": "latest" is not a semantic version like 2.14.3',
+    ],
+    [
+      'an instance version left empty',
+      () => ({ file: yamlFile('argocd: { instanceVersions: { openshift-gitops: null } }\n') }),
+      'argocd.instanceVersions',
+      '"openshift-gitops" must map to a string, got null',
+    ],
+    [
+      'an instance version for a name that is no namespace',
+      () => ({ file: yamlFile('argocd: { instanceVersions: { Team_B: 2.14.8 } }\n') }),
+      'argocd.instanceVersions',
+      'name "Team_B" is not a namespace name (a DNS-1123 label)',
+    ],
+    [
+      'a remote version YAML reads as a number',
+      () => ({ file: yamlFile('argocd:\n  remote:\n    system:serviceaccount:kube-system:argocd-manager: 3.1\n') }),
+      'argocd.remote',
+      '"system:serviceaccount:kube-system:argocd-manager" must map to a string or null, got number 3.1',
+    ],
     [
       'an empty guard command',
       () => ({ file: yamlFile('rules: { minRuntime: { command: [] } }\n') }),
@@ -575,6 +607,43 @@ function captureError(run: () => unknown): unknown {
   }
   throw new Error('expected an error, none was thrown');
 }
+
+describe('Argo CD versions the config gives', () => {
+  it('reads remote identities and instance versions, and the decision context judges with them', () => {
+    const config = loadConfig({
+      file: yamlFile(
+        [
+          'argocd:',
+          '  instanceVersions:',
+          '    openshift-gitops: v2.14.8',
+          '  remote:',
+          '    system:serviceaccount:kube-system:argocd-manager: v3.1.0',
+          '    arn:aws:iam::123456789012:role/argocd: null',
+          '',
+        ].join('\n'),
+      ),
+    });
+    expect(config.argocd.instanceVersions).toEqual({ 'openshift-gitops': 'v2.14.8' });
+    const context = decisionContext(config);
+    expect(context.remoteArgo).toEqual([
+      { username: 'system:serviceaccount:kube-system:argocd-manager', version: '3.1.0' },
+      { username: 'arn:aws:iam::123456789012:role/argocd', version: undefined },
+    ]);
+    expect(context.config.hookDetection.argocdControllerUsernames).toEqual([
+      'system:serviceaccount:argocd:argocd-application-controller',
+      'system:serviceaccount:kube-system:argocd-manager',
+      'arn:aws:iam::123456789012:role/argocd',
+    ]);
+  });
+
+  it('names no remote identity when the config empties the mapping', () => {
+    const context = decisionContext(loadConfig({ file: yamlFile('argocd: { remote: {} }\n') }));
+    expect(context.remoteArgo).toEqual([]);
+    expect(context.config.hookDetection.argocdControllerUsernames).toEqual([
+      'system:serviceaccount:argocd:argocd-application-controller',
+    ]);
+  });
+});
 
 describe('the loaded config', () => {
   function unfrozen(value: unknown, path: string, found: string[]): string[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { controllerVersion, imageTag } from '../../../src/discovery/controller-version.js';
+import { controllerVersion, imageTag, isArgoCdImage } from '../../../src/discovery/controller-version.js';
 import type { KubeObject } from '../../../src/core/types.js';
 
 const DIGEST = 'sha256:0d62e1e0ad9a4f5c3c3f6a4a8b4c42b0a7f0b1d5b1a3e3f2c6f9c1d2e3f4a5b6';
@@ -30,6 +30,22 @@ describe('imageTag', () => {
     ['argocd:latest', 'latest'],
   ])('%s → %s', (image, tag) => {
     expect(imageTag(image)).toBe(tag);
+  });
+});
+
+describe('isArgoCdImage', () => {
+  it.each([
+    ['quay.io/argoproj/argocd:v2.14.3', true],
+    ['ghcr.io/argoproj/argocd:v3.1.0', true],
+    ['registry.example.com:5000/mirror/argoproj/argocd:2.14.3', true],
+    [`quay.io/argoproj/argocd@${DIGEST}`, true],
+    ['argocd', true],
+    ['registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0', false],
+    [`registry.redhat.io/openshift-gitops-1/argocd-rhel9@${DIGEST}`, false],
+    ['example.com/team/argocd-with-plugins:v2.14.8', false],
+    ['quay.io/argoproj/argocd-applicationset:v0.4.1', false],
+  ])('%s → %s', (image, expected) => {
+    expect(isArgoCdImage(image)).toBe(expected);
   });
 });
 
@@ -98,6 +114,39 @@ describe('controllerVersion', () => {
         version: undefined,
         source:
           'unknown: image quay.io/argoproj/argocd has no tag and label app.kubernetes.io/version="stable" is not a version',
+      },
+    ],
+    [
+      'OpenShift GitOps: the tag is the GitOps operator version',
+      statefulSet([
+        { name: 'argocd-application-controller', image: 'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0' },
+      ]),
+      {
+        version: undefined,
+        source:
+          "unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
+      },
+    ],
+    [
+      'OpenShift GitOps non-OLM default tag, a valid semver that is no Argo CD version',
+      statefulSet([
+        { name: 'argocd-application-controller', image: 'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.2-2' },
+      ]),
+      {
+        version: undefined,
+        source:
+          "unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.2-2 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
+      },
+    ],
+    [
+      'another image: a version label beside it is not trusted either (argo-helm copies the same tag into it)',
+      statefulSet([{ name: 'application-controller', image: 'example.com/team/argocd-with-plugins:v2.14.8' }], {
+        'app.kubernetes.io/version': 'v2.14.8',
+      }),
+      {
+        version: undefined,
+        source:
+          "unknown: image example.com/team/argocd-with-plugins:v2.14.8 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
       },
     ],
     [

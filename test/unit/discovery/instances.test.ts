@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/core/types.js';
 import { controllerUsername } from '../../../src/discovery/controller-version.js';
 import { instancesFrom } from '../../../src/discovery/discovery.js';
-import { controller } from '../../support/argocd-controllers.js';
+import {
+  argoHelmController,
+  controller,
+  OPERATOR_DEFAULT_IMAGE,
+  operatorController,
+  upstreamDeploymentController,
+} from '../../support/argocd-controllers.js';
 
 const withServiceAccount = (workload: KubeObject, serviceAccountName: string | undefined): KubeObject => {
   const copy = structuredClone(workload) as KubeObject & { spec: { template: { spec: Record<string, unknown> } } };
@@ -86,5 +92,129 @@ describe('instancesFrom', () => {
       source:
         'unknown: controllers disagree (StatefulSet argocd-application-controller: 2.14.3, Deployment argocd-application-controller: 2.14.4)',
     });
+  });
+
+  it.each<
+    [string, KubeObject[], string, { version: string | undefined; source: string; controllerUsernames: string[] }]
+  >([
+    [
+      'the upstream StatefulSet',
+      [controller('argocd', 'quay.io/argoproj/argocd:v3.4.4')],
+      'argocd',
+      {
+        version: '3.4.4',
+        source: 'StatefulSet argocd-application-controller: image quay.io/argoproj/argocd:v3.4.4',
+        controllerUsernames: ['system:serviceaccount:argocd:argocd-application-controller'],
+      },
+    ],
+    [
+      'the upstream Deployment, beside its StatefulSet at zero replicas (only the running one says the version)',
+      upstreamDeploymentController('argocd', 'quay.io/argoproj/argocd:v3.4.4', 'quay.io/argoproj/argocd:v3.3.0'),
+      'argocd',
+      {
+        version: '3.4.4',
+        source: 'Deployment argocd-application-controller: image quay.io/argoproj/argocd:v3.4.4',
+        controllerUsernames: ['system:serviceaccount:argocd:argocd-application-controller'],
+      },
+    ],
+    [
+      'argo-helm, release "gitops": release-prefixed name, the same service account',
+      [argoHelmController('gitops', 'platform')],
+      'platform',
+      {
+        version: '3.4.4',
+        source: 'StatefulSet gitops-argocd-application-controller: image quay.io/argoproj/argocd:v3.4.4',
+        controllerUsernames: ['system:serviceaccount:platform:argocd-application-controller'],
+      },
+    ],
+    [
+      'argo-helm with dynamic cluster distribution: a Deployment',
+      [argoHelmController('argocd', 'argocd', 'v3.1.0', { dynamicClusterDistribution: true })],
+      'argocd',
+      {
+        version: '3.1.0',
+        source: 'Deployment argocd-application-controller: image quay.io/argoproj/argocd:v3.1.0',
+        controllerUsernames: ['system:serviceaccount:argocd:argocd-application-controller'],
+      },
+    ],
+    [
+      'argocd-operator, ArgoCD "example-argocd": its default image is a digest only',
+      [operatorController('example-argocd', 'team-x')],
+      'team-x',
+      {
+        version: undefined,
+        source: `StatefulSet example-argocd-application-controller: unknown: image ${OPERATOR_DEFAULT_IMAGE} is pinned by digest only and no app.kubernetes.io/version label`,
+        controllerUsernames: ['system:serviceaccount:team-x:example-argocd-argocd-application-controller'],
+      },
+    ],
+    [
+      'argocd-operator with spec.version: the upstream image and tag',
+      [operatorController('example-argocd', 'team-x', 'quay.io/argoproj/argocd:v2.14.8')],
+      'team-x',
+      {
+        version: '2.14.8',
+        source: 'StatefulSet example-argocd-application-controller: image quay.io/argoproj/argocd:v2.14.8',
+        controllerUsernames: ['system:serviceaccount:team-x:example-argocd-argocd-application-controller'],
+      },
+    ],
+    [
+      "OpenShift GitOps: its image tag is the operator version, not Argo CD's",
+      [
+        operatorController(
+          'openshift-gitops',
+          'openshift-gitops',
+          'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0',
+        ),
+      ],
+      'openshift-gitops',
+      {
+        version: undefined,
+        source:
+          "StatefulSet openshift-gitops-application-controller: unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
+        controllerUsernames: ['system:serviceaccount:openshift-gitops:openshift-gitops-argocd-application-controller'],
+      },
+    ],
+  ])('%s', (_name, workloads, namespace, expected) => {
+    expect(instancesFrom(workloads).get(namespace)).toEqual({ namespace, ...expected });
+  });
+
+  it('takes the version argocd.instanceVersions gives a namespace over what its controller says', () => {
+    const instances = instancesFrom(
+      [
+        operatorController(
+          'openshift-gitops',
+          'openshift-gitops',
+          'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0',
+        ),
+        controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'),
+      ],
+      { 'openshift-gitops': 'v3.1.0', 'argocd-remote-view': '2.14.8' },
+    );
+    expect([...instances.values()]).toEqual([
+      {
+        namespace: 'argocd',
+        version: '2.14.3',
+        source: 'StatefulSet argocd-application-controller: image quay.io/argoproj/argocd:v2.14.3',
+        controllerUsernames: ['system:serviceaccount:argocd:argocd-application-controller'],
+      },
+      {
+        namespace: 'argocd-remote-view',
+        version: '2.14.8',
+        source: 'argocd.instanceVersions: 2.14.8; no controller discovered',
+        controllerUsernames: [],
+      },
+      {
+        namespace: 'openshift-gitops',
+        version: '3.1.0',
+        source:
+          "argocd.instanceVersions: v3.1.0 (discovered: StatefulSet openshift-gitops-application-controller: unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions)",
+        controllerUsernames: ['system:serviceaccount:openshift-gitops:openshift-gitops-argocd-application-controller'],
+      },
+    ]);
+  });
+
+  it('still reads every controller when none runs', () => {
+    const instances = instancesFrom([controller('argocd', 'quay.io/argoproj/argocd:v2.14.8', 'StatefulSet', 0)]);
+    expect(instances.get('argocd')?.version).toBe('2.14.8');
   });
 });
