@@ -1,6 +1,7 @@
 // Makes `kubectl delete` in hook containers idempotent. A hook pod that is retried after its delete
 // already succeeded fails with NotFound, which can leave e.g. `helm uninstall` stuck forever;
 // `--ignore-not-found` turns that retry into a no-op.
+import { imageRepository } from './image.js';
 import { simpleCommands } from './shell-words.js';
 
 export interface ContainerCommand {
@@ -74,8 +75,6 @@ const WRAPPERS = new Map<string, Wrapper>([
   ['xargs', { optionsWithValue: ['-I', '-n', '-P', '-L', '-d', '-a', '-E', '-s'], operands: 0 }],
 ]);
 
-const DOCKER_HUB_REGISTRIES = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
-
 /** undefined when nothing needs to change */
 export function makeKubectlDeletesIdempotent(
   container: ContainerCommand,
@@ -107,16 +106,6 @@ function kubectlRepositories(kubectlImages: readonly string[]): ReadonlySet<stri
   if (!repositories)
     repositoriesOfList.set(kubectlImages, (repositories = new Set(kubectlImages.map(imageRepository))));
   return repositories;
-}
-
-/** "docker.io/library/alpine:3@sha256:…" → "alpine", "registry.k8s.io/kubectl:v1" → "registry.k8s.io/kubectl" */
-function imageRepository(image: string): string {
-  const name = image.split('@')[0]!;
-  // A colon before the last slash is a registry port, not a tag.
-  const tagColon = name.indexOf(':', name.lastIndexOf('/') + 1);
-  const [first, ...rest] = (tagColon === -1 ? name : name.slice(0, tagColon)).split('/');
-  const path = rest.length > 0 && DOCKER_HUB_REGISTRIES.has(first!) ? rest : [first!, ...rest];
-  return path.length === 2 && path[0] === 'library' ? path[1]! : path.join('/');
 }
 
 function rewriteExecForm(command: string[], args: string[], form: string): DeleteRewrite | undefined {
