@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { checkObject, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../offline/check.js';
+import { checkObject, patchDocument, type CheckResult } from '../offline/check.js';
+import { readDocuments, type SourceDocument } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
 import { loadConfig } from '../config/load.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
@@ -99,11 +100,11 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     } catch (error) {
       throw new InputError(`cannot read ${source}: ${(error as Error).message}`);
     }
-    documents.push(...readDocuments(text, source === '-' ? 'stdin' : source));
+    documents.push(...readDocuments(text, source));
   }
   const results = documents.map((document, index) => {
     try {
-      return checkObject(document.object, index, context, { username });
+      return checkObject(document.object, document.source, index, context, { username });
     } catch (error) {
       throw new InputError(`${document.label}: ${(error as Error).message}`);
     }

@@ -1,21 +1,12 @@
 // The offline evaluation behind `hookguard check`: each document as a CREATE, through the mutating decision and
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from '../core/json-patch.js';
-import { isMap, isScalar, isSeq, parseAllDocuments, type Document } from 'yaml';
+import { isMap, isScalar, isSeq, type Document } from 'yaml';
 import type { DecisionContext } from '../core/context.js';
 import { computedPatch, decide } from '../core/decide.js';
 import { isRecord } from '../core/objects.js';
 import type { Finding, KubeObject, Operation } from '../core/types.js';
-import { InputError } from '../errors.js';
-
-export interface SourceDocument {
-  /** "stdin document 3", "chart.yaml document 1": how errors name it. */
-  label: string;
-  document: Document;
-  /** The document's own text, separator and comments included. */
-  text: string;
-  object: KubeObject;
-}
+import type { Source } from './read.js';
 
 export interface CheckResult {
   apiVersion: string;
@@ -25,37 +16,7 @@ export interface CheckResult {
   allowed: boolean;
   patch: Operation[];
   findings: Finding[];
-}
-
-/** Splits a multi-document YAML or JSON text into Kubernetes objects; empty documents are dropped. */
-export function readDocuments(text: string, source: string): SourceDocument[] {
-  const documents = parseAllDocuments(text);
-  if (!Array.isArray(documents)) {
-    // yaml returns an EmptyStream for input with no documents at all.
-    return [];
-  }
-  const objects: SourceDocument[] = [];
-  documents.forEach((document, index) => {
-    const label = `${source} document ${index + 1}`;
-    const error = document.errors[0];
-    if (error) throw new InputError(`${label}: invalid YAML: ${error.message.split('\n')[0]}`);
-    const value: unknown = document.toJS({ maxAliasCount: 100 });
-    if (value === null || value === undefined) return;
-    if (!isRecord(value))
-      throw new InputError(
-        `${label}: expected a Kubernetes object (a mapping), got ${Array.isArray(value) ? 'a list' : typeof value}`,
-      );
-    if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
-      throw new InputError(`${label}: not a Kubernetes object: apiVersion and kind must be strings`);
-    }
-    objects.push({
-      label,
-      document,
-      text: text.slice(document.range[0], document.range[2]),
-      object: value,
-    });
-  });
-  return objects;
+  source: Source;
 }
 
 export interface CheckOptions {
@@ -65,6 +26,7 @@ export interface CheckOptions {
 
 export function checkObject(
   object: KubeObject,
+  source: Source,
   index: number,
   context: DecisionContext,
   options: CheckOptions,
@@ -93,6 +55,7 @@ export function checkObject(
     allowed: mutation.allowed && validation.allowed,
     patch,
     findings: [...mutation.findings, ...validation.findings],
+    source,
   };
 }
 

@@ -66,10 +66,20 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
           'kind',
           'name',
           'patch',
+          'source',
           ...(results[0].namespace ? ['namespace'] : []),
         ].sort(),
       );
       expect(results[0].patch).toEqual(goldenPatch(file, 'helm-render'));
+      // Each fixture starts with a `# source:` comment: the document starts at its first line that is not one.
+      const text = readFileSync(join(sharedFixturesDir, file), 'utf8').split('\n');
+      const line = text.findIndex((row) => row.trim() !== '' && !row.trimStart().startsWith('#')) + 1;
+      expect(results[0].source).toEqual({
+        file: join(sharedFixturesDir, file),
+        document: 1,
+        line,
+        firstLine: text[line - 1]?.trimEnd(),
+      });
     },
   );
 
@@ -92,6 +102,13 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
       allowed: true,
       patch: [],
       findings: [],
+      source: {
+        file: '-',
+        document: fixtures.length + 1,
+        // The line after CONFIGMAP's leading comment.
+        line: stream.slice(0, stream.lastIndexOf(CONFIGMAP)).split('\n').length + 1,
+        firstLine: 'apiVersion: v1',
+      },
     });
 
     const fixed = await runCommand(['check', '-', '--fix'], stream);
