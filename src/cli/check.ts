@@ -1,12 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { checkObject, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../offline/check.js';
 import { decisionContext } from '../config/decision-context.js';
-import { loadConfig } from '../config/load.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
-import { parseArguments } from './arguments.js';
+import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [--output text|json] [--fix] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
@@ -22,6 +21,8 @@ function choice<T extends string>(flag: string, value: string | undefined, allow
     throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
+
+const OUTPUTS = ['text', 'json'] as const;
 
 function describeResult(result: CheckResult): string {
   return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
@@ -66,7 +67,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     options: {
       'argocd-version': { type: 'string' },
       mode: { type: 'string' },
-      output: { type: 'string' },
+      output: { type: 'string', short: 'o' },
       fix: { type: 'boolean', default: false },
       config: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -76,15 +77,18 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     io.stdout(`${CHECK_USAGE}\n`);
     return EXIT.ok;
   }
-  const output = choice('output', values.output, ['text', 'json'], 'text');
-  const mode = choice('mode', values.mode, ['enforce', 'audit'], 'enforce');
+  const output = choice('output', values.output, OUTPUTS, 'text');
+  // --fix prints manifests, which no report format can carry: asked for both, it says so rather than pick one.
+  if (values.fix && values.output !== undefined)
+    throw new UsageError(
+      `--fix prints the manifests (YAML) and --output ${output} a report: run check once for each, or leave one out`,
+    );
   if (positionals.length === 0) throw new UsageError('name the manifests to check: files, or - for standard input');
 
-  const config = loadConfig({
-    file: values.config ?? io.env.HOOKGUARD_CONFIG,
-    env: io.env,
-    overrides: { mode, 'argocd.version': values['argocd-version'] },
-  });
+  const config = loadConfigWithFlags(io, values.config, [
+    { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
+    { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
+  ]);
   // Told an Argo CD version (the flag, or HOOKGUARD_ARGOCD_VERSION as the Helm post-renderer and the Argo CD plugin
   // pass it, or the config): the objects are Argo CD's to apply.
   const appliedByArgo = config.argocd.version !== null;
@@ -99,11 +103,11 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     } catch (error) {
       throw new InputError(`cannot read ${source}: ${(error as Error).message}`);
     }
-    documents.push(...readDocuments(text, source === '-' ? 'stdin' : source));
+    documents.push(...readDocuments(text, source));
   }
-  const results = documents.map((document, index) => {
+  const results = documents.map((document, index): CheckResult => {
     try {
-      return checkObject(document.object, index, context, { username });
+      return { source: document.source, ...checkObject(document.object, index, context, { username }) };
     } catch (error) {
       throw new InputError(`${document.label}: ${(error as Error).message}`);
     }

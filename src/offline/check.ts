@@ -8,9 +8,24 @@ import { isRecord } from '../core/objects.js';
 import type { Finding, KubeObject, Operation } from '../core/types.js';
 import { InputError } from '../errors.js';
 
+/** Where a checked object was read: what every output format names it by. */
+export interface SourceLocation {
+  /** The file as named on the command line; '-' for standard input. */
+  file: string;
+  /** 1-based index of the YAML document in the file. */
+  document: number;
+  /** 1-based line the document starts on. */
+  line: number;
+  /** The document's first line (e.g. Helm's `# Source: chart/templates/job.yaml`). */
+  firstLine: string;
+  /** 1-based index of the object among a List's items. */
+  item?: number;
+}
+
 export interface SourceDocument {
   /** "stdin document 3", "chart.yaml document 1": how errors name it. */
   label: string;
+  source: SourceLocation;
   document: Document;
   /** The document's own text, separator and comments included. */
   text: string;
@@ -18,6 +33,7 @@ export interface SourceDocument {
 }
 
 export interface CheckResult {
+  source: SourceLocation;
   apiVersion: string;
   kind: string;
   namespace?: string;
@@ -27,8 +43,20 @@ export interface CheckResult {
   findings: Finding[];
 }
 
-/** Splits a multi-document YAML or JSON text into Kubernetes objects; empty documents are dropped. */
-export function readDocuments(text: string, source: string): SourceDocument[] {
+/** The first line of a document's own text with something on it, a `---` separator excepted, and its 1-based number. */
+function firstLineOf(text: string, start: number): { line: number; firstLine: string } {
+  const before = text.slice(0, start).split('\n').length;
+  const lines = text.slice(start).split('\n');
+  const index = lines.findIndex((line) => line.trim() !== '' && line.trim() !== '---');
+  return index < 0 ? { line: before, firstLine: '' } : { line: before + index, firstLine: lines[index]!.trimEnd() };
+}
+
+/**
+ * Splits a multi-document YAML or JSON text into Kubernetes objects; empty documents are dropped. `file` is the file
+ * as named on the command line, '-' for standard input.
+ */
+export function readDocuments(text: string, file: string): SourceDocument[] {
+  const source = file === '-' ? 'stdin' : file;
   const documents = parseAllDocuments(text);
   if (!Array.isArray(documents)) {
     // yaml returns an EmptyStream for input with no documents at all.
@@ -50,6 +78,8 @@ export function readDocuments(text: string, source: string): SourceDocument[] {
     }
     objects.push({
       label,
+      // A document's own text starts where the one before it ends: comments above its first node are its.
+      source: { file, document: index + 1, ...firstLineOf(text, index === 0 ? 0 : documents[index - 1]!.range[2]) },
       document,
       text: text.slice(document.range[0], document.range[2]),
       object: value,
@@ -68,7 +98,7 @@ export function checkObject(
   index: number,
   context: DecisionContext,
   options: CheckOptions,
-): CheckResult {
+): Omit<CheckResult, 'source'> {
   const metadata = isRecord(object.metadata) ? object.metadata : {};
   const request = {
     uid: `check-${index + 1}`,

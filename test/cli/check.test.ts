@@ -60,6 +60,7 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
       expect(results).toHaveLength(1);
       expect(Object.keys(results[0]).sort()).toEqual(
         [
+          'source',
           'allowed',
           'apiVersion',
           'findings',
@@ -69,6 +70,12 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
           ...(results[0].namespace ? ['namespace'] : []),
         ].sort(),
       );
+      expect(results[0].source).toEqual({
+        file: join(sharedFixturesDir, file),
+        document: 1,
+        line: 1,
+        firstLine: readFileSync(join(sharedFixturesDir, file), 'utf8').split('\n')[0],
+      });
       expect(results[0].patch).toEqual(goldenPatch(file, 'helm-render'));
     },
   );
@@ -85,6 +92,12 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
       'settings',
     ]);
     expect(results.at(-1)).toEqual({
+      source: {
+        file: '-',
+        document: fixtures.length + 1,
+        line: stream.split('\n').length - CONFIGMAP.split('\n').length + 1,
+        firstLine: '# a plain object between the hooks',
+      },
       apiVersion: 'v1',
       kind: 'ConfigMap',
       namespace: 'ns',
@@ -183,16 +196,34 @@ describe('hookguard check exit status', () => {
     ['a bad --output', ['check', '-', '--output', 'xml'], CONFIGMAP, /--output must be one of text, json, got "xml"/],
     ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
     [
-      'a bad --argocd-version',
-      ['check', '-', '--argocd-version', 'latest'],
+      'a bad --argocd-version, named as typed',
+      ['check', '-', '--argocd-version', 'v3.x'],
       CONFIGMAP,
-      /argocd\.version: "latest" is not a semantic version/,
+      /^hookguard check: --argocd-version: "v3\.x" is not a semantic version like 2\.14\.3\n$/,
+    ],
+    [
+      'a bad --mode',
+      ['check', '-', '--mode', 'block'],
+      CONFIGMAP,
+      /^hookguard check: --mode: must be one of enforce, audit, got "block"\n$/,
+    ],
+    [
+      '--fix with --output json, which would print YAML',
+      ['check', '-', '--fix', '-o', 'json'],
+      CONFIGMAP,
+      /^hookguard check: --fix prints the manifests \(YAML\) and --output json a report: run check once for each, or leave one out\n$/,
     ],
   ])('exits 2 on %s, saying what is wrong', async (_name, args, input, message) => {
     const run = await runCommand(args, input);
     expect(run.status).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(message);
+  });
+
+  it('takes -o for --output', async () => {
+    expect(await runCommand(['check', '-', '-o', 'json'], OPTED_OUT_JOB)).toEqual(
+      await runCommand(['check', '-', '--output', 'json'], OPTED_OUT_JOB),
+    );
   });
 
   it('reads JSON documents too', async () => {
