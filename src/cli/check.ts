@@ -1,6 +1,15 @@
 import { readFile } from 'node:fs/promises';
-import { checkObject, patchDocument, readDocuments, type CheckResult, type SourceDocument } from '../offline/check.js';
+import {
+  checkObject,
+  patchDocument,
+  readDocuments,
+  type CheckResult,
+  type SourceDocument,
+  type SourceLocation,
+} from '../offline/check.js';
 import { decisionContext } from '../config/decision-context.js';
+import { isRecord } from '../core/objects.js';
+import type { KubeObject } from '../core/types.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
@@ -28,6 +37,22 @@ function describeResult(result: CheckResult): string {
   return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
 }
 
+/** Helm 4 names each document's template in this annotation of what it pipes to a post-renderer (helm v4.1.4 pkg/action/action.go). */
+const HELM_TEMPLATE_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
+
+/** The template Helm rendered an object from, when Helm said so. */
+function helmTemplate(object: KubeObject): string | undefined {
+  const annotations = isRecord(object.metadata) ? object.metadata.annotations : undefined;
+  const template = isRecord(annotations) ? annotations[HELM_TEMPLATE_ANNOTATION] : undefined;
+  return typeof template === 'string' ? template : undefined;
+}
+
+/** `  at chart.yaml:12 (document 2): # Source: chart/templates/job.yaml`: where a result's object was read. */
+function describeSource({ file, line, document, item, firstLine }: SourceLocation, template?: string): string {
+  const within = `document ${document}${item === undefined ? '' : `, item ${item}`}${template ? `, template ${template}` : ''}`;
+  return `  at ${file === '-' ? 'stdin' : file}:${line} (${within})${firstLine ? `: ${firstLine}` : ''}`;
+}
+
 function renderText(results: readonly CheckResult[]): string {
   const lines: string[] = [];
   for (const result of results) {
@@ -35,6 +60,7 @@ function renderText(results: readonly CheckResult[]): string {
     const verdict = result.allowed ? 'allowed' : 'DENIED';
     lines.push(
       `${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`,
+      describeSource(result.source),
     );
     for (const finding of result.findings) {
       lines.push(
@@ -116,10 +142,14 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   if (values.fix) {
     io.stdout(renderFixed(documents, results));
     // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr.
-    for (const result of results)
+    results.forEach((result, index) => {
+      const where = describeSource(result.source, helmTemplate(documents[index]!.object));
       for (const finding of result.findings)
         if (finding.action === 'deny')
-          io.stderr(`hookguard check: ${describeResult(result)} denied: ${finding.message}\n`);
+          io.stderr(
+            `hookguard check: ${describeResult(result)} denied by ${finding.rule}: ${finding.message}\n${where}\n`,
+          );
+    });
   } else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
   else io.stdout(renderText(results));
   return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;

@@ -159,22 +159,32 @@ describe('hookguard check exit status', () => {
     expect((await runCommand(['check', '-'], OPTED_OUT_JOB)).status).toBe(0);
   });
 
-  it('--fix prints the manifests on stdout and what would be denied, with why, on stderr (exit 1)', async () => {
+  it('--fix prints the manifests on stdout and, on stderr, each denial: the object, the rule, why, and where (exit 1)', async () => {
     const run = await runCommand(['check', '-', '--fix', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
     expect(run.status).toBe(1);
     expect(parse(run.stdout)).toMatchObject({ kind: 'Job', metadata: { name: 'fast' } });
-    expect(run.stderr).toMatch(
-      /^hookguard check: Job apps\/fast denied: Job apps\/fast races with Argo CD 3\.1\.0 \(argocd-fast-hook-finalizer-race: .*min-runtime opted out with hookguard\.io\/skip\./,
+    expect(run.stderr).toBe(
+      'hookguard check: Job apps/fast denied by version-race: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.\n' +
+        '  at stdin:1 (document 1): apiVersion: batch/v1\n',
     );
-    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
-  it('prints a readable text report by default', async () => {
-    const run = await runCommand(['check', '-', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
-    expect(run.stdout).toMatch(
-      /^Job apps\/fast: DENIED, 2 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}mutate hook-deadline: set spec\.activeDeadlineSeconds: 3600\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 3\.1\.0/,
+  it('prints a readable text report by default, each object with where it was read', async () => {
+    const run = await runCommand(
+      ['check', '-', '--argocd-version', '3.1.0'],
+      `---\n# Source: x/job.yaml\n${OPTED_OUT_JOB}`,
     );
-    expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('1 object(s): 1 would be changed, 1 would be denied');
+    expect(run.stdout).toBe(
+      [
+        'Job apps/fast: DENIED, 2 patch op(s)',
+        '  at stdin:2 (document 1): # Source: x/job.yaml',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        '  mutate hook-deadline: set spec.activeDeadlineSeconds: 3600',
+        '  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+        '1 object(s): 1 would be changed, 1 would be denied',
+        '',
+      ].join('\n'),
+    );
   });
 
   it.each([
