@@ -11,9 +11,9 @@ export interface Source {
   file: string;
   /** 1-based index of the document in that file. */
   document: number;
-  /** 1-based line where the document starts (its first non-empty, non-comment line). */
+  /** 1-based line where the document starts: its first line with more than a `---` separator, comments included. */
   line: number;
-  /** The document's first non-empty, non-comment line. */
+  /** The text of that line (for Helm's output, the `# Source: chart/templates/x.yaml` comment). */
   firstLine: string;
   /** 1-based index of the object in the document's `items`, when the document is a List. */
   item?: number;
@@ -61,6 +61,20 @@ class LineIndex {
   }
 }
 
+/**
+ * The document's first line: the first one from where the document before it ended that holds more than a `---`
+ * separator. Comments count (Helm's `# Source: chart/templates/job.yaml` names the template); at the latest, the line
+ * its contents start on.
+ */
+function firstLineOf(lines: LineIndex, start: number, contentsStart: number): number {
+  const last = lines.lineOf(contentsStart);
+  for (let line = lines.lineOf(start); line < last; line++) {
+    const text = lines.textOf(line).trim();
+    if (text !== '' && text !== '---') return line;
+  }
+  return last;
+}
+
 /** Splits a multi-document YAML or JSON text into Kubernetes objects; empty documents are dropped. */
 export function readDocuments(text: string, file: string): SourceDocument[] {
   const documents = parseAllDocuments(text);
@@ -83,7 +97,7 @@ export function readDocuments(text: string, file: string): SourceDocument[] {
     if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
       throw new InputError(`${label}: not a Kubernetes object: apiVersion and kind must be strings`);
     }
-    const line = lines.lineOf(document.contents.range[0]);
+    const line = firstLineOf(lines, index === 0 ? 0 : documents[index - 1]!.range[2], document.contents.range[0]);
     objects.push({
       source: { file, document: index + 1, line, firstLine: lines.textOf(line) },
       label,
