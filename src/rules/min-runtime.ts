@@ -225,10 +225,15 @@ function requestedSeconds(raw: string | undefined, settings: GuardSettings): Run
 export const WINDOWS_NOT_GUARDED =
   'no guard for a Windows Pod (the API server refuses its Linux securityContext there): the hook may still race';
 
-/** A Job that finishes before Argo CD observes it keeps the hook finalizer forever (kyverno#13149, argo-cd#23226). */
+/**
+ * A Job that finishes before Argo CD observes it keeps the hook finalizer forever (kyverno#13149, argo-cd#23226).
+ * Only sync-phase hooks carry that finalizer (gitops-engine pkg/sync/sync_context.go getSyncTasks, argo-cd v3.3.0
+ * gitops-engine/); Argo CD creates PreDelete/PostDelete hooks with a plain create (argo-cd controller/hook.go
+ * executeHooks, v3.0.0, v3.3.0, v3.5.1), so the rule's gate leaves them alone (gateOpen, HookInfo.argoSyncPhase).
+ */
 export const minRuntime: MutationRule = {
   id: 'min-runtime',
-  doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied hooks, so they cannot finish before Argo CD sees them run; sized and run like the Pod, never on Windows Pods.',
+  doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied sync-phase hooks, so they cannot finish before Argo CD sees them run; sized and run like the Pod, never on Windows Pods.',
   stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'argocd',
