@@ -328,12 +328,22 @@ export const KEYS = {
       }),
     },
     hookDeadline: {
-      // Long enough for most migrations, short enough that a hook whose Pod never starts does not hang a sync all day.
+      // Off by default: past it the Job controller fails the Job and deletes its running Pods, so a migration longer
+      // than any value guessed here would be killed mid-run (kubernetes pkg/controller/job/job_controller.go syncJob,
+      // pastActiveDeadline).
       activeDeadlineSeconds: integer({
-        default: 3600,
+        default: 0,
         min: 0,
         max: 86400 * 7,
-        doc: "Hook Jobs without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0: none.",
+        doc: "Opt-in: hook Jobs and bare hook Pods without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0 (default): none is set, a warning names the missing one.",
+      }),
+      parallelJobs: flag({
+        default: false,
+        doc: 'With activeDeadlineSeconds set: also give one to Jobs with completions or parallelism above 1 (each Pod runs within the one deadline).',
+      }),
+      warn: flag({
+        default: true,
+        doc: 'Warn (an admission warning, a finding, a metric) about hook Jobs and bare hook Pods without spec.activeDeadlineSeconds.',
       }),
     },
     hookPodRestartPolicy: {

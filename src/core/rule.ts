@@ -33,8 +33,14 @@ export interface RuleSettings {
   };
   ttlFloor: { minTtlSecondsAfterFinished: number };
   hookTtl: { ttlSecondsAfterFinished: number };
-  /** 0: hook Jobs get no deadline. */
-  hookDeadline: { activeDeadlineSeconds: number };
+  hookDeadline: {
+    /** 0 (the default): no deadline is set, only named as missing. */
+    activeDeadlineSeconds: number;
+    /** Whether a deadline is also set on Jobs with completions or parallelism above 1. */
+    parallelJobs: boolean;
+    /** Whether a hook without a deadline gets a warning. */
+    warn: boolean;
+  };
   hookPodRestartPolicy: { enabled: boolean };
   meshSidecar: {
     action: 'off' | 'warn' | 'exclude';
