@@ -306,6 +306,12 @@ export const KEYS = {
           max: 2 ** 31 - 1,
           doc: "User (and group) the guard runs as where the Pod sets none; null: the image's or the platform's (OpenShift).",
         }),
+        // At admission a namespace with openshift.io/sa.scc.uid-range is recognised by the namespace watch; at render
+        // time (`hookguard check --openshift`) nothing says where the manifest will go.
+        openshift: flag({
+          default: false,
+          doc: 'The hooks run in OpenShift namespaces, whose SCC assigns user ids: the guard sets no runAsUser/runAsGroup of its own (at admission a namespace with openshift.io/sa.scc.uid-range needs no key).',
+        }),
         requests: resources('request', '250m', '512Mi'),
         limits: resources('limit', '250m', '512Mi'),
       },

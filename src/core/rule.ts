@@ -27,6 +27,8 @@ export interface RuleSettings {
     command: readonly string[];
     /** The guard's user and group where the Pod sets none; null leaves them to the image or the platform. */
     runAsUser: number | null;
+    /** Every namespace assigns user ids (OpenShift's SCCs): the guard sets none, as in a namespace with a UID range. */
+    openshift: boolean;
     /** Upper bounds of the guard's requests and limits (it follows the Pod's containers below them). */
     requests: ResourceList;
     limits: ResourceList;

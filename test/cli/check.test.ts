@@ -156,6 +156,21 @@ describe('hookguard check exit status', () => {
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
+  it('--openshift: the guard sets no user or group, which restricted-v2 assigns from the namespace range', async () => {
+    const job = OPTED_OUT_JOB.replace('    hookguard.io/skip: min-runtime\n', '');
+    const guardOf = async (flags: string[]) => {
+      const run = await runCommand(['check', '-', '--argocd-version', '3.1.0', '--output', 'json', ...flags], job);
+      const [result] = JSON.parse(run.stdout).results;
+      const added = result.patch.find((op: { path: string }) => op.path === '/spec/template/spec/initContainers');
+      return added.value[0].securityContext;
+    };
+    expect(await guardOf([])).toMatchObject({ runAsUser: 65534, runAsGroup: 65534, runAsNonRoot: true });
+    const openshift = await guardOf(['--openshift']);
+    expect(openshift).not.toHaveProperty('runAsUser');
+    expect(openshift).not.toHaveProperty('runAsGroup');
+    expect(openshift).not.toHaveProperty('runAsNonRoot');
+  });
+
   it('prints a readable text report by default', async () => {
     const run = await runCommand(['check', '-', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
     expect(run.stdout).toMatch(

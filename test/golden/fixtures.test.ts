@@ -55,6 +55,13 @@ const scenarios: Scenario[] = [
     namespace: { labels: {}, annotations: { 'linkerd.io/inject': 'enabled' } },
     config: { 'rules.meshSidecar.action': 'exclude' },
   },
+  // An OpenShift namespace: restricted-v2 assigns user ids from its range, so the guard sets none of its own.
+  {
+    name: 'argocd-3.1.0-openshift-namespace',
+    username: ARGOCD_CONTROLLER,
+    argocdVersion: '3.1.0',
+    namespace: { labels: {}, annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' } },
+  },
 ];
 
 /** The Argo CD versions whose gitops-engine adds the hook finalizer: each tag's go.mod pin, read tag by tag. */
