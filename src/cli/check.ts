@@ -8,12 +8,14 @@ import { EXIT, InputError, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--openshift] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
   --fix                print the manifests as hookguard would store them (YAML, documents in order); what
                        would be denied goes to stderr
+  --openshift          the objects go to OpenShift namespaces, whose SCC assigns user ids: the min-runtime guard
+                       sets no runAsUser/runAsGroup (rules.minRuntime.openshift)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 const HELM_USER = 'hookguard-check:helm-user';
@@ -89,6 +91,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
       mode: { type: 'string' },
       output: { type: 'string', short: 'o' },
       fix: { type: 'boolean', default: false },
+      openshift: { type: 'boolean', default: false },
       config: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -108,6 +111,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   const config = loadConfigWithFlags(io, values.config, [
     { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
+    { flag: 'openshift', key: 'rules.minRuntime.openshift', value: values.openshift ? 'true' : undefined },
   ]);
   // Told an Argo CD version (the flag, or HOOKGUARD_ARGOCD_VERSION as the Helm post-renderer and the Argo CD plugin
   // pass it, or the config): the objects are Argo CD's to apply.

@@ -306,6 +306,12 @@ export const KEYS = {
           max: 2 ** 31 - 1,
           doc: "User (and group) the guard runs as where the Pod sets none; null: the image's or the platform's (OpenShift).",
         }),
+        // At admission a namespace with openshift.io/sa.scc.uid-range is recognised by the namespace watch; at render
+        // time (`hookguard check --openshift`) nothing says where the manifest will go.
+        openshift: flag({
+          default: false,
+          doc: 'The hooks run in OpenShift namespaces, whose SCC assigns user ids: the guard sets no runAsUser/runAsGroup of its own (at admission a namespace with openshift.io/sa.scc.uid-range needs no key).',
+        }),
         requests: resources('request', '250m', '512Mi'),
         limits: resources('limit', '250m', '512Mi'),
       },
@@ -328,12 +334,22 @@ export const KEYS = {
       }),
     },
     hookDeadline: {
-      // Long enough for most migrations, short enough that a hook whose Pod never starts does not hang a sync all day.
+      // Off by default: past it the Job controller fails the Job and deletes its running Pods, so a migration longer
+      // than any value guessed here would be killed mid-run (kubernetes pkg/controller/job/job_controller.go syncJob,
+      // pastActiveDeadline).
       activeDeadlineSeconds: integer({
-        default: 3600,
+        default: 0,
         min: 0,
         max: 86400 * 7,
-        doc: "Hook Jobs without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0: none.",
+        doc: "Opt-in: hook Jobs and bare hook Pods without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0 (default): none is set, a warning names the missing one.",
+      }),
+      parallelJobs: flag({
+        default: false,
+        doc: 'With activeDeadlineSeconds set: also give one to Jobs with completions or parallelism above 1 (each Pod runs within the one deadline).',
+      }),
+      warn: flag({
+        default: true,
+        doc: 'Warn (an admission warning, a finding, a metric) about hook Jobs and bare hook Pods without spec.activeDeadlineSeconds.',
       }),
     },
     hookPodRestartPolicy: {

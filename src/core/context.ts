@@ -164,6 +164,9 @@ export function ruleContextFor(
     hook.appliedByArgo && versions !== undefined
       ? judgedFor(context.advisories, typeof versions === 'string' ? [versions] : versions)
       : undefined;
+  // Every advisory is about the hooks Argo CD runs in a sync phase (gitops-engine getSyncTasks, where the hook
+  // finalizer is added); a PreDelete/PostDelete hook still says its version, and no advisory concerns it.
+  const advised = hook.argoSyncPhase ? judged : undefined;
   return {
     stage: context.stage,
     hook,
@@ -171,11 +174,13 @@ export function ruleContextFor(
     settings: context.config.rules,
     argocdVersion: judged?.versions.length === 1 ? judged.versions[0] : undefined,
     argocdVersions: judged?.versions ?? NO_VERSIONS,
-    advisoriesFor: (ruleId) => judged?.byRule.get(ruleId) ?? NO_ADVISORIES,
-    affectsEveryVersion: (ruleId) => judged?.forEveryVersion.has(ruleId) ?? false,
+    advisoriesFor: (ruleId) => advised?.byRule.get(ruleId) ?? NO_ADVISORIES,
+    affectsEveryVersion: (ruleId) => advised?.forEveryVersion.has(ruleId) ?? false,
     warningAdvisoriesFor: (ruleId) =>
-      (judged !== undefined ? judged.byWarningRule : warningAdvisoriesOf(context.advisories)).get(ruleId) ??
-      NO_ADVISORIES,
-    notesFor: (advisoryId) => judged?.notes.get(advisoryId) ?? NO_NOTES,
+      hook.argoSyncPhase
+        ? ((advised !== undefined ? advised.byWarningRule : warningAdvisoriesOf(context.advisories)).get(ruleId) ??
+          NO_ADVISORIES)
+        : NO_ADVISORIES,
+    notesFor: (advisoryId) => advised?.notes.get(advisoryId) ?? NO_NOTES,
   };
 }

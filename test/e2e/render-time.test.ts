@@ -58,10 +58,7 @@ const GUARDED_VERSION = '3.1.0';
 // What hookguard adds to test/e2e/chart at render time, for plain Helm (the exact JSON Patch of each document).
 
 const CLEANUP_SCRIPT = 'kubectl delete configmap rel-state -n demo\necho done\n';
-/** hook-deadline: every hook Job without one gets 3600 s, plus the guard's 10 s where min-runtime adds it. */
-function deadline(seconds: number): Operation {
-  return { op: 'add', path: '/spec/activeDeadlineSeconds', value: seconds };
-}
+// hook-deadline sets no deadline by default (it names the missing one): no op of its own below.
 const HELM_PATCHES: Record<string, Operation[]> = {
   'ConfigMap/rel-state': [],
   'Job/rel-cleanup': [
@@ -76,20 +73,18 @@ const HELM_PATCHES: Record<string, Operation[]> = {
       value: CLEANUP_SCRIPT.replace('delete', 'delete --ignore-not-found'),
     },
     { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-    deadline(3600),
   ],
   // Its own policy kept; its TTL of 0 raised to the floor (Helm 4 waits until --timeout for a hook Job its TTL
   // deleted before Helm saw it finish).
-  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, deadline(3600)],
+  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }],
 };
-/** At an Argo CD version that races, the cleanup Job (it has no TTL for ttl-floor to judge) gets the guard too. */
+/**
+ * At an Argo CD version that races, the pre-upgrade Job (a sync hook) gets the guard too. The post-delete cleanup
+ * Job does not: Argo CD creates delete-phase hooks without its hook finalizer (argo-cd controller/hook.go
+ * executeHooks), so it gets what plain Helm's gets.
+ */
 const GUARD: Operation = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
-/** The cleanup Job at that version: the guard, and the deadline that counts its wait in. */
-const GUARDED_CLEANUP: Operation[] = [
-  ...HELM_PATCHES['Job/rel-cleanup']!.filter((op) => op.path !== '/spec/activeDeadlineSeconds'),
-  GUARD,
-  deadline(3610),
-];
+const GUARDED_PRE_UPGRADE: Operation[] = [...HELM_PATCHES['Job/rel-pre-upgrade']!, GUARD];
 
 // ---------------------------------------------------------------------------
 
@@ -274,9 +269,14 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       output = documentsOf(helmTemplate('hookguard', { HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION }));
     });
 
-    it('adds the guard to the cleanup hook besides its delete policy and idempotent delete', () => {
-      const before = byKey(documentsOf(baselineText))['Job/rel-cleanup']!.object;
-      expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(patched(before, GUARDED_CLEANUP));
+    it('adds the guard to the pre-upgrade hook beside its TTL floor, and none to the post-delete cleanup hook', () => {
+      const before = byKey(documentsOf(baselineText));
+      expect(byKey(output)['Job/rel-pre-upgrade']!.object).toEqual(
+        patched(before['Job/rel-pre-upgrade']!.object, GUARDED_PRE_UPGRADE),
+      );
+      expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(
+        patched(before['Job/rel-cleanup']!.object, HELM_PATCHES['Job/rel-cleanup']!),
+      );
     });
 
     it('delivers exactly what hookguard check --fix makes of the same stream', async () => {
@@ -432,8 +432,8 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
     ]);
     // No post-renderer in between: the non-hook document is helm template's own text.
     expect(byKey(output)['ConfigMap/rel-state']!.text).toBe(byKey(documentsOf(plain))['ConfigMap/rel-state']!.text);
-    expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(
-      patched(byKey(documentsOf(plain))['Job/rel-cleanup']!.object, GUARDED_CLEANUP),
+    expect(byKey(output)['Job/rel-pre-upgrade']!.object).toEqual(
+      patched(byKey(documentsOf(plain))['Job/rel-pre-upgrade']!.object, GUARDED_PRE_UPGRADE),
     );
   });
 

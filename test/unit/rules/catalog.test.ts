@@ -27,7 +27,8 @@ const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3
 const HOOK_TTL_MESSAGE =
   'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
-const DEADLINE_OP = { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 };
+// By default hook-deadline sets no deadline and names the missing one.
+const DEADLINE_WARNING = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
 
 describe('the built-in rule set', () => {
   it('is what the config hands to the core', () => {
@@ -108,9 +109,9 @@ describe('the built-in rule set', () => {
     expect(decision).toMatchObject({
       allowed: true,
       mode: 'enforce',
-      patch: [HOOK_TTL_OP, DEADLINE_OP],
+      patch: [HOOK_TTL_OP],
       withheldPatch: [],
-      warnings: [],
+      warnings: [`hookguard [hook-deadline]: ${DEADLINE_WARNING}`],
       reason: 'mutated',
     });
     expect(decision.rules).toEqual([
@@ -127,7 +128,6 @@ describe('the built-in rule set', () => {
     const render = decisionContext(loadConfig(), undefined, 'render');
     const decision = decide(request(hookJob()), 'mutate', render);
     expect(decision.patch).toEqual([
-      DEADLINE_OP,
       {
         op: 'add',
         path: '/metadata/annotations/helm.sh~1hook-delete-policy',
@@ -151,10 +151,10 @@ describe('the built-in rule set', () => {
       allowed: true,
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP, DEADLINE_OP],
+      withheldPatch: [HOOK_TTL_OP],
       warnings: [
         truncate(`hookguard audit would change [hook-ttl]: ${HOOK_TTL_MESSAGE}`, MAX_WARNING_CHARS),
-        'hookguard audit would change [hook-deadline]: set spec.activeDeadlineSeconds: 3600',
+        `hookguard audit note [hook-deadline]: ${DEADLINE_WARNING}`,
       ],
       reason: 'would mutate (audit)',
     });
@@ -165,7 +165,7 @@ describe('the built-in rule set', () => {
     expect(decide(request(job), 'mutate', enforce)).toMatchObject({
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP, DEADLINE_OP],
+      withheldPatch: [HOOK_TTL_OP],
     });
   });
 
@@ -266,7 +266,7 @@ describe('the built-in advisories with the built-in rules', () => {
   function riskyHook(finalizers: string[]): KubeObject {
     const job = hookJob(
       { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation' },
-      { ttlSecondsAfterFinished: 600 },
+      { ttlSecondsAfterFinished: 600, activeDeadlineSeconds: 600 },
     );
     job.metadata!.finalizers = finalizers;
     const podSpec = (job.spec as { template: { spec: { initContainers?: unknown[] } } }).template.spec;
