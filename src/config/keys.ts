@@ -320,11 +320,12 @@ export const KEYS = {
       }),
     },
     hookTtl: {
+      // A day: the TTL deletes a failed Job as it deletes a complete one, so this is how long a failed hook stays readable.
       ttlSecondsAfterFinished: integer({
-        default: 3600,
+        default: 86400,
         min: 1,
         max: 86400 * 30,
-        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor).',
+        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor). It applies to failed Jobs as to complete ones: a failed hook stays readable this long.',
       }),
     },
     hookDeadline: {

@@ -4,6 +4,10 @@ import { report, type MutationRule } from '../core/rule.js';
 
 /**
  * A hook without a delete policy gets one explicitly, in the annotation its own tool reads; a chart's choice is kept.
+ * A choice in either tool's annotation counts: Argo CD merges `argocd.argoproj.io/hook-delete-policy` and
+ * `helm.sh/hook-delete-policy` (gitops-engine `pkg/sync/hook/delete_policy.go` DeletePolicies, argo-cd v3.4.0
+ * `gitops-engine/`), so adding Argo CD's default beside a chart's Helm policy would add to the chart's choice, and a
+ * chart that wrote only Argo CD's annotation chose for the tool it was written for.
  *
  * Render time only, because that is where the tools read it. Helm parses the policy from the rendered manifest
  * (after its post-renderer, in Helm 4) into the release and acts on that copy, never on the live object (helm v4.1.4
@@ -23,8 +27,9 @@ export const deletePolicy: MutationRule = {
   kinds: ['Job', 'Pod'],
   gate: 'always',
   mutate(object, { hook, settings }) {
+    if (annotation(object, HELM_DELETE_POLICY) !== undefined || annotation(object, ARGOCD_DELETE_POLICY) !== undefined)
+      return report();
     const key = hook.system === 'argocd' ? ARGOCD_DELETE_POLICY : HELM_DELETE_POLICY;
-    if (annotation(object, key) !== undefined) return report();
     const policies = settings.deletePolicy;
     const value = hook.system === 'argocd' ? policies.argocd : hook.testOnly ? policies.helmTest : policies.helm;
     setAnnotation(object, key, value);

@@ -37,13 +37,18 @@ function ttlOf(settings: RuleSettings): number {
  * Delete), and Argo CD deletes a hook only while its live object exists (gitops-engine `pkg/sync/sync_task.go`
  * deleteBeforeCreation, deleteOnPhaseSuccessful: `t.liveObj != nil`, at 093aef0dad58).
  *
+ * The TTL cannot tell the outcomes apart: Kubernetes' TTL-after-finished controller deletes a Job once it is finished,
+ * Complete or Failed alike (kubernetes `pkg/controller/ttlafterfinished/ttlafterfinished_controller.go` needsCleanup
+ * and jobFinishTime: the TTL counts from the JobComplete or JobFailed condition, read at 003e86297d18). So the
+ * default is a day: a hook that failed overnight is still there, with its Pods and their logs, the next morning.
+ *
  * Helm `test` hooks are left alone: their results are what `helm test` is run for and stay until the next run
  * deletes them (before-hook-creation). `helm test --logs` reads only Pods named like the hook (helm v4.1.4
  * `pkg/action/release_testing.go` GetPodLogs: `GetLogs(h.Name)`), which this rule (Jobs only) never touches.
  */
 export const hookTtl: MutationRule = {
   id: 'hook-ttl',
-  doc: 'Gives a hook Job that nothing deletes once it succeeds (no ttlSecondsAfterFinished, no hook-succeeded delete policy) a ttlSecondsAfterFinished (default 3600, never below the TTL floor), and names the delete policy its chart should carry. Not Helm test hooks.',
+  doc: 'Gives a hook Job that nothing deletes once it succeeds (no ttlSecondsAfterFinished, no hook-succeeded delete policy) a ttlSecondsAfterFinished (default 86400, never below the TTL floor; it deletes a failed Job as it deletes a complete one), and names the delete policy its chart should carry. Not Helm test hooks.',
   stages: ['admission', 'render'],
   kinds: ['Job'],
   gate: 'always',

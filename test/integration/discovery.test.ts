@@ -536,7 +536,7 @@ describe('Argo CD discovery: every install layout', () => {
     expect(await mutatePatch(configured.app, argoHookJob(), ARGOCD_MANAGER)).toEqual([]);
     // Nothing for 3.4.0's races: only what every such hook Job gets (no delete-on-success policy: a TTL; a deadline).
     expect(await mutatePatch(configured.app, helmHook, ARGOCD_MANAGER)).toEqual([
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
       { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
     ]);
     expect(await mutatePatch(configured.app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);

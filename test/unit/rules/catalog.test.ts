@@ -23,9 +23,9 @@ function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): Ad
 const enforce = decisionContext(loadConfig());
 const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
 // At admission a hook Job without a delete policy gets a TTL; the policy itself is written at render time only.
-const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 };
+const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 };
 const HOOK_TTL_MESSAGE =
-  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
 const DEADLINE_OP = { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 };
 

@@ -49,6 +49,14 @@ describe('delete-policy', () => {
       'an Argo CD policy',
       { 'argocd.argoproj.io/hook': 'PostSync', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
     ],
+    [
+      "a Helm policy on an Argo CD hook (Argo CD merges both tools' annotations)",
+      { 'argocd.argoproj.io/hook': 'PreSync', 'helm.sh/hook-delete-policy': 'hook-failed' },
+    ],
+    [
+      'an Argo CD policy on a Helm hook (the chart chose for the tool it was written for)',
+      { 'helm.sh/hook': 'pre-install', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+    ],
   ])('never overrides %s', (_name, annotations) => {
     const job = hookJob(annotations);
     const report = deletePolicy.mutate(job, contextFor(job, { username: ARGOCD_CONTROLLER }));
