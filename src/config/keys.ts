@@ -51,6 +51,12 @@ const IMAGE_REFERENCE: Format = {
   problem: imageReferenceProblem,
 };
 
+const HELM_VERSION: Format = {
+  accepts: 'a version like 4.2.1',
+  problem: (value) =>
+    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 4.2.1` : undefined,
+};
+
 const ARGO_CD_VERSION: Format = {
   accepts: 'a version like 2.14.3',
   problem: (value) =>
@@ -235,6 +241,16 @@ export const KEYS = {
       values: ARGO_CD_VERSION,
       nullValues: true,
       doc: 'Identities an Argo CD running elsewhere applies as here, each with its version (null: unknown): they count as Argo CD, judged with that version.',
+    }),
+  },
+  helm: {
+    // Helm tells a post-renderer nothing of its version (helm v4.2.1 internal/plugin/runtime_subprocess.go
+    // runPostrenderer: Helm's own environment, HELM_PLUGIN_NAME and HELM_PLUGIN_DIR only): the plugin asks the helm
+    // that runs it and sets this.
+    version: optionalText({
+      format: HELM_VERSION,
+      env: 'HOOKGUARD_HELM_VERSION',
+      doc: 'At render time, the Helm version that will run the hooks (the post-renderer plugin sets it); null: unknown, and every Helm advisory may apply.',
     }),
   },
   excludedNamespaces: list({

@@ -3,6 +3,7 @@ import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
 import type { HookInfo } from '../core/hook.js';
 import { annotation, jobSpecOf } from '../core/objects.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
+import { deletePolicy } from './delete-policy.js';
 import type { KubeObject } from '../core/types.js';
 
 // Helm 4 marks every document it hands its post-renderer with the template it came from (helm v4.1.4
@@ -52,21 +53,30 @@ export const hookTtl: MutationRule = {
   stages: ['admission', 'render'],
   kinds: ['Job'],
   gate: 'always',
-  mutate(object, { hook, settings }) {
+  mutate(object, { stage, hook, settings, helmAdvisoriesFor }) {
     const spec = jobSpecOf(object);
     if (hook.kind !== 'Job' || hook.testOnly || !spec) return report();
     if (spec.ttlSecondsAfterFinished !== undefined && spec.ttlSecondsAfterFinished !== null) return report();
     if (deletePoliciesFor(object, toolOf(hook)).has('hook-succeeded')) return report();
     const ttl = ttlOf(settings);
     spec.ttlSecondsAfterFinished = ttl;
-    const advised = advisedPolicy(object, hook);
     const file = annotation(object, HELM_TEMPLATE_FILE);
+    const where = file ? ` (${file})` : '';
+    // At render time for a Helm that may hang on hook-succeeded (delete-policy left it out), the TTL is the fix.
+    const [hanging] = stage === 'render' ? helmAdvisoriesFor(deletePolicy.id) : [];
+    const fix = hanging
+      ? `set spec.ttlSecondsAfterFinished in the template${where}, not hook-succeeded (${hanging.id})`
+      : adviseDeletePolicy(object, hook, where);
     return report({
       mutations: [
         `set spec.ttlSecondsAfterFinished to ${ttl}: no delete policy removes this Job once it succeeds. ` +
-          `Fix in its chart: add ${advised.key}: ${advised.value} to the template's metadata.annotations` +
-          `${file ? ` (${file})` : ''}`,
+          `Fix in its chart: ${fix}`,
       ],
     });
   },
 };
+
+function adviseDeletePolicy(object: KubeObject, hook: HookInfo, where: string): string {
+  const advised = advisedPolicy(object, hook);
+  return `add ${advised.key}: ${advised.value} to the template's metadata.annotations${where}`;
+}

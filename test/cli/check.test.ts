@@ -214,6 +214,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'helm-hook-delete-wait',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -231,10 +232,14 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'helm-hook-delete-wait',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
       'argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it',
+    );
+    expect((await runCommand(['advisories'])).stdout).toContain(
+      '\n  affected: Helm 4.2.1   fixed: 4.2.2   checked: 2026-11-25\n  mitigated by: delete-policy\n',
     );
   });
 

@@ -84,9 +84,12 @@ function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
   return {
     [r.configMap.metadata.name]: [],
     [r.cleanupJob.metadata.name]: [
-      { op: 'add', path: DELETE_POLICY_PATH, value: 'before-hook-creation,hook-succeeded' },
+      // No Helm version given: it may be 4.2.1, which waits out --timeout after a hook-succeeded deletion
+      // (helm-hook-delete-wait), so no hook-succeeded, and hook-ttl removes the finished Job instead.
+      { op: 'add', path: DELETE_POLICY_PATH, value: 'before-hook-creation' },
       { op: 'replace', path: CLEANUP_SCRIPT_PATH, value: withIgnoreNotFound(script) },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
       DEADLINE_OP,
     ],
     // Has its own delete policy, no `delete`, not a cleanup hook; its TTL of 0 is raised to the floor, as Helm 4
@@ -261,7 +264,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
 
       const cleanup = resultFor(results, rendered.cleanupJob.metadata.name);
       const mutatingRules = new Set(cleanup.findings.filter((f) => f.action === 'mutate').map((f) => f.rule));
-      expect(mutatingRules).toEqual(new Set(['delete-policy', 'idempotent-cleanup', 'hook-deadline']));
+      expect(mutatingRules).toEqual(new Set(['delete-policy', 'hook-ttl', 'idempotent-cleanup', 'hook-deadline']));
       for (const f of cleanup.findings) expect(typeof f.message, JSON.stringify(f)).toBe('string');
 
       const pre = resultFor(results, rendered.preUpgradeJob.metadata.name);
@@ -372,7 +375,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
       expect(script).toContain('--ignore-not-found');
       expect(script).toBe(withIgnoreNotFound(cleanupScript(rendered.cleanupJob)));
       expect(job.spec.backoffLimit).toBe(3);
-      expect(job.metadata.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+      expect(job.metadata.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation');
     });
 
     it('every Job in the output is schema-valid', () => {

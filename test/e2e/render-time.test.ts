@@ -230,6 +230,24 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       );
     });
 
+    // Helm gives a post-renderer no version of its own (helm v4.2.1 internal/plugin/runtime_subprocess.go
+    // runPostrenderer): the plugin asks the helm that runs it. The real helm here is not 4.2.1, so the cleanup Job got
+    // hook-succeeded above; told 4.2.1 (helm-hook-delete-wait), the plugin leaves it out and hook-ttl adds a TTL.
+    it('asks the helm running it for its version, and leaves hook-succeeded out under Helm 4.2.1', () => {
+      const version = helm(['version', '--template', '{{.Version}}']);
+      expect(version.stdout).toMatch(/^v4\.(0|1)\.\d+$/);
+      const told = documentsOf(helmTemplate('hookguard', { HOOKGUARD_HELM_VERSION: '4.2.1' }));
+      const [, ...rest] = HELM_PATCHES['Job/rel-cleanup']!;
+      expect(byKey(told)['Job/rel-cleanup']!.object).toEqual(
+        patched(byKey(baseline)['Job/rel-cleanup']!.object, [
+          { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation' },
+          { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+          ...rest,
+        ]),
+      );
+      expect(byKey(told)['Job/rel-pre-upgrade']!.object).toEqual(byKey(output)['Job/rel-pre-upgrade']!.object);
+    });
+
     it('finds hookguard through HOOKGUARD_BIN as through PATH', () => {
       const viaBin = helm(
         ['template', 'rel', CHART, '-n', 'demo', '--post-renderer', 'hookguard'],

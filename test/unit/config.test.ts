@@ -31,6 +31,7 @@ const BUILT_IN_IDS = [
   'argocd-hook-finalizer-cache-leak',
   'argocd-native-sidecar-finalizer-update',
   'argocd-foreign-finalizer',
+  'helm-hook-delete-wait',
 ];
 
 describe('defaults', () => {
@@ -466,6 +467,12 @@ describe('invalid configuration names the bad key', () => {
       () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affects: "<3.0.0"\n`) }),
       'advisories[0].affects',
       'unknown key',
+    ],
+    [
+      'an advisory about a tool hookguard does not know',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    tool: kustomize\n`) }),
+      'advisories[0].tool',
+      'must be one of argocd, helm',
     ],
     [
       'an advisory fixed in no version',

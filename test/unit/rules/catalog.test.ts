@@ -123,8 +123,8 @@ describe('the built-in rule set', () => {
     ]);
   });
 
-  it('at render time writes the delete policy instead, so the Job needs no TTL', () => {
-    const render = decisionContext(loadConfig(), undefined, 'render');
+  it('at render time writes the delete policy instead, so the Job needs no TTL (Helm 4.2.4)', () => {
+    const render = decisionContext(loadConfig({ overrides: { 'helm.version': '4.2.4' } }), undefined, 'render');
     const decision = decide(request(hookJob()), 'mutate', render);
     expect(decision.patch).toEqual([
       DEADLINE_OP,
