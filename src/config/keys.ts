@@ -389,10 +389,17 @@ export const KEYS = {
       format: NOT_EMPTY,
       doc: "Selects Argo CD's application controllers (upstream manifests, argo-helm, argocd-operator, OpenShift GitOps).",
     }),
+    // Where Argo CD is installed: upstream's manifests and argo-helm's docs use argocd, OpenShift GitOps its
+    // openshift-gitops. A controller found here is trusted as an Argo CD identity (docs/discovery.md, trust model).
     namespaces: list({
-      default: [],
+      default: ['argocd', 'openshift-gitops'],
       env: 'HOOKGUARD_DISCOVERY_NAMESPACES',
-      doc: 'Namespaces to look in; empty: the whole cluster.',
+      doc: 'Namespaces Argo CD is installed in, where discovery looks (unless discovery.clusterWide); only admins should be able to create Deployments there.',
+    }),
+    clusterWide: flag({
+      default: false,
+      env: 'HOOKGUARD_DISCOVERY_CLUSTER_WIDE',
+      doc: 'Look in every namespace instead: any namespace whose Deployments match the selector then names an Argo CD identity (opt-in; see docs/discovery.md).',
     }),
     backoffInitialMs: integer({
       default: 500,

@@ -73,7 +73,8 @@ describe('defaults', () => {
       {
         enabled: true,
         labelSelector: 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd',
-        namespaces: [],
+        namespaces: ['argocd', 'openshift-gitops'],
+        clusterWide: false,
         backoffInitialMs: 500,
         backoffMaxMs: 30_000,
         watchTimeoutSeconds: 300,
@@ -165,6 +166,7 @@ describe('precedence: defaults < file < environment < flags', () => {
     ],
     ['HOOKGUARD_DISCOVERY_ENABLED', 'false', 'discovery.enabled', false],
     ['HOOKGUARD_DISCOVERY_NAMESPACES', 'argocd,team-b', 'discovery.namespaces', ['argocd', 'team-b']],
+    ['HOOKGUARD_DISCOVERY_CLUSTER_WIDE', 'true', 'discovery.clusterWide', true],
   ])('%s=%j sets %s', (variable, raw, path, value) => {
     const env: Record<string, string> = { [variable]: raw };
     // certFile needs its keyFile.
