@@ -377,6 +377,12 @@ export const KEYS = {
         doc: 'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true.',
       }),
     },
+    hookOutputLogPolicy: {
+      enabled: flag({
+        default: true,
+        doc: "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs).",
+      }),
+    },
   },
   discovery: {
     enabled: flag({

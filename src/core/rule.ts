@@ -42,6 +42,7 @@ export interface RuleSettings {
     nativeSidecars: 'unknown' | 'yes' | 'no';
   };
   hookSyncOptions: { enabled: boolean };
+  hookOutputLogPolicy: { enabled: boolean };
 }
 
 /**

@@ -291,6 +291,7 @@ describe('hookguard advisories and rules', () => {
       'hook-pod-restart-policy',
       'mesh-sidecar',
       'hook-sync-options',
+      'hook-output-log-policy',
       'immutable-update',
       'version-race',
       'hook-pod-restart-policy',

@@ -79,6 +79,13 @@ function withIgnoreNotFound(script: string): string {
  * idempotent-cleanup, ttl-floor and hook-deadline apply; check decides at render
  * time, where the delete policy takes effect). Keyed by metadata.name.
  */
+/** hook-output-log-policy, at render time on every Helm hook without one: Helm prints a failed hook's logs. */
+const OUTPUT_LOG_POLICY_OP: PatchOp = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-output-log-policy',
+  value: 'hook-failed',
+};
+
 function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
   const script = cleanupScript(r.cleanupJob);
   return {
@@ -91,10 +98,15 @@ function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
       DEADLINE_OP,
+      OUTPUT_LOG_POLICY_OP,
     ],
     // Has its own delete policy, no `delete`, not a cleanup hook; its TTL of 0 is raised to the floor, as Helm 4
     // would otherwise wait until --timeout for a Job its TTL deleted (helm#31786); and the deadline every hook Job gets.
-    [r.preUpgradeJob.metadata.name]: [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, DEADLINE_OP],
+    [r.preUpgradeJob.metadata.name]: [
+      { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 },
+      DEADLINE_OP,
+      OUTPUT_LOG_POLICY_OP,
+    ],
   };
 }
 
@@ -264,13 +276,20 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
 
       const cleanup = resultFor(results, rendered.cleanupJob.metadata.name);
       const mutatingRules = new Set(cleanup.findings.filter((f) => f.action === 'mutate').map((f) => f.rule));
-      expect(mutatingRules).toEqual(new Set(['delete-policy', 'hook-ttl', 'idempotent-cleanup', 'hook-deadline']));
+      expect(mutatingRules).toEqual(
+        new Set(['delete-policy', 'hook-ttl', 'idempotent-cleanup', 'hook-deadline', 'hook-output-log-policy']),
+      );
       for (const f of cleanup.findings) expect(typeof f.message, JSON.stringify(f)).toBe('string');
 
       const pre = resultFor(results, rendered.preUpgradeJob.metadata.name);
       expect(pre.findings.filter((f) => f.action !== 'warn')).toEqual([
         { rule: 'ttl-floor', action: 'mutate', message: 'raised spec.ttlSecondsAfterFinished from 0 to 60' },
         { rule: 'hook-deadline', action: 'mutate', message: 'set spec.activeDeadlineSeconds: 3600' },
+        {
+          rule: 'hook-output-log-policy',
+          action: 'mutate',
+          message: "set helm.sh/hook-output-log-policy: hook-failed: Helm prints the hook's logs if it fails",
+        },
       ]);
     });
 

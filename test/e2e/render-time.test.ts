@@ -49,6 +49,12 @@ const CLEANUP_SCRIPT = 'kubectl delete configmap rel-state -n demo\necho done\n'
 function deadline(seconds: number): Operation {
   return { op: 'add', path: '/spec/activeDeadlineSeconds', value: seconds };
 }
+/** hook-output-log-policy: Helm (3.18+, 4) prints a failed hook's logs. */
+const OUTPUT_LOG_POLICY: Operation = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-output-log-policy',
+  value: 'hook-failed',
+};
 const HELM_PATCHES: Record<string, Operation[]> = {
   'ConfigMap/rel-state': [],
   'Job/rel-cleanup': [
@@ -57,6 +63,7 @@ const HELM_PATCHES: Record<string, Operation[]> = {
       path: '/metadata/annotations/helm.sh~1hook-delete-policy',
       value: 'before-hook-creation,hook-succeeded',
     },
+    OUTPUT_LOG_POLICY,
     {
       op: 'replace',
       path: '/spec/template/spec/containers/0/args/0',
@@ -67,13 +74,22 @@ const HELM_PATCHES: Record<string, Operation[]> = {
   ],
   // Its own policy kept; its TTL of 0 raised to the floor (Helm 4 waits until --timeout for a hook Job its TTL
   // deleted before Helm saw it finish).
-  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, deadline(3600)],
+  'Job/rel-pre-upgrade': [
+    { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 },
+    deadline(3600),
+    OUTPUT_LOG_POLICY,
+  ],
 };
 /** At an Argo CD version that races, the cleanup Job (it has no TTL for ttl-floor to judge) gets the guard too. */
 const GUARD: Operation = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
-/** The cleanup Job at that version: the guard, and the deadline that counts its wait in. */
+/**
+ * The cleanup Job at that version: the guard, and the deadline that counts its wait in; no output log policy (Argo CD
+ * never reads it).
+ */
 const GUARDED_CLEANUP: Operation[] = [
-  ...HELM_PATCHES['Job/rel-cleanup']!.filter((op) => op.path !== '/spec/activeDeadlineSeconds'),
+  ...HELM_PATCHES['Job/rel-cleanup']!.filter(
+    (op) => op !== OUTPUT_LOG_POLICY && op.path !== '/spec/activeDeadlineSeconds',
+  ),
   GUARD,
   deadline(3610),
 ];

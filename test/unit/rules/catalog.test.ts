@@ -48,6 +48,7 @@ describe('the built-in rule set', () => {
       'mutating CREATE hook-pod-restart-policy',
       'mutating CREATE mesh-sidecar',
       'mutating CREATE hook-sync-options',
+      'mutating CREATE hook-output-log-policy',
       'mutating UPDATE immutable-update',
       'validating CREATE version-race',
       'validating CREATE hook-pod-restart-policy',
@@ -61,7 +62,8 @@ describe('the built-in rule set', () => {
         .map((rule) => rule.id);
     expect(atOnly('admission')).toEqual(['immutable-update']);
     // At admission a missing restartPolicy already reads Always: only render time can deny the one the author wrote.
-    expect(atOnly('render')).toEqual(['delete-policy', 'hook-pod-restart-policy']);
+    // Helm reads hook-output-log-policy from the rendered manifest too.
+    expect(atOnly('render')).toEqual(['delete-policy', 'hook-output-log-policy', 'hook-pod-restart-policy']);
   });
 
   it.each([
@@ -133,6 +135,7 @@ describe('the built-in rule set', () => {
         path: '/metadata/annotations/helm.sh~1hook-delete-policy',
         value: 'before-hook-creation,hook-succeeded',
       },
+      { op: 'add', path: '/metadata/annotations/helm.sh~1hook-output-log-policy', value: 'hook-failed' },
     ]);
     expect(decision.rules).toEqual([
       'delete-policy',
@@ -142,6 +145,7 @@ describe('the built-in rule set', () => {
       'hook-deadline',
       'mesh-sidecar',
       'hook-sync-options',
+      'hook-output-log-policy',
     ]);
   });
 
