@@ -51,6 +51,12 @@ const IMAGE_REFERENCE: Format = {
   problem: imageReferenceProblem,
 };
 
+const HELM_VERSION: Format = {
+  accepts: 'a version like 4.2.1',
+  problem: (value) =>
+    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 4.2.1` : undefined,
+};
+
 const ARGO_CD_VERSION: Format = {
   accepts: 'a version like 2.14.3',
   problem: (value) =>
@@ -237,6 +243,16 @@ export const KEYS = {
       doc: 'Identities an Argo CD running elsewhere applies as here, each with its version (null: unknown): they count as Argo CD, judged with that version.',
     }),
   },
+  helm: {
+    // Helm tells a post-renderer nothing of its version (helm v4.2.1 internal/plugin/runtime_subprocess.go
+    // runPostrenderer: Helm's own environment, HELM_PLUGIN_NAME and HELM_PLUGIN_DIR only): the plugin asks the helm
+    // that runs it and sets this.
+    version: optionalText({
+      format: HELM_VERSION,
+      env: 'HOOKGUARD_HELM_VERSION',
+      doc: 'At render time, the Helm version that will run the hooks (the post-renderer plugin sets it); null: unknown, and every Helm advisory may apply.',
+    }),
+  },
   excludedNamespaces: list({
     default: ['kube-system'],
     env: 'HOOKGUARD_EXCLUDED_NAMESPACES',
@@ -326,11 +342,12 @@ export const KEYS = {
       }),
     },
     hookTtl: {
+      // A day: the TTL deletes a failed Job as it deletes a complete one, so this is how long a failed hook stays readable.
       ttlSecondsAfterFinished: integer({
-        default: 3600,
+        default: 86400,
         min: 1,
         max: 86400 * 30,
-        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor).',
+        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor). It applies to failed Jobs as to complete ones: a failed hook stays readable this long.',
       }),
     },
     hookDeadline: {
@@ -376,6 +393,12 @@ export const KEYS = {
         doc: 'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true.',
       }),
     },
+    hookOutputLogPolicy: {
+      enabled: flag({
+        default: true,
+        doc: "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs).",
+      }),
+    },
   },
   discovery: {
     enabled: flag({
@@ -388,10 +411,17 @@ export const KEYS = {
       format: NOT_EMPTY,
       doc: "Selects Argo CD's application controllers (upstream manifests, argo-helm, argocd-operator, OpenShift GitOps).",
     }),
+    // Where Argo CD is installed: upstream's manifests and argo-helm's docs use argocd, OpenShift GitOps its
+    // openshift-gitops. A controller found here is trusted as an Argo CD identity (docs/discovery.md, trust model).
     namespaces: list({
-      default: [],
+      default: ['argocd', 'openshift-gitops'],
       env: 'HOOKGUARD_DISCOVERY_NAMESPACES',
-      doc: 'Namespaces to look in; empty: the whole cluster.',
+      doc: 'Namespaces Argo CD is installed in, where discovery looks (unless discovery.clusterWide); only admins should be able to create Deployments there.',
+    }),
+    clusterWide: flag({
+      default: false,
+      env: 'HOOKGUARD_DISCOVERY_CLUSTER_WIDE',
+      doc: 'Look in every namespace instead: any namespace whose Deployments match the selector then names an Argo CD identity (opt-in; see docs/discovery.md).',
     }),
     backoffInitialMs: integer({
       default: 500,

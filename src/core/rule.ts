@@ -50,6 +50,7 @@ export interface RuleSettings {
     nativeSidecars: 'unknown' | 'yes' | 'no';
   };
   hookSyncOptions: { enabled: boolean };
+  hookOutputLogPolicy: { enabled: boolean };
 }
 
 /**
@@ -87,6 +88,13 @@ export interface RuleContext {
   warningAdvisoriesFor(ruleId: string): readonly Advisory[];
   /** The notes of an advisory affecting argocdVersion that hold for that version (none on a union). */
   notesFor(advisoryId: string): readonly AdvisoryNote[];
+  /** The Helm version that runs the hooks (render time: what the post-renderer plugin says); undefined when unknown. */
+  helmVersion: string | undefined;
+  /**
+   * For a hook Helm runs (not one Argo CD applies): the Helm advisories naming this rule as a mitigation that affect
+   * helmVersion, or with it unknown every one that does.
+   */
+  helmAdvisoriesFor(this: void, ruleId: string): readonly Advisory[];
 }
 
 /**

@@ -271,6 +271,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'helm-hook-delete-wait',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -288,10 +289,14 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'helm-hook-delete-wait',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
       'argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it',
+    );
+    expect((await runCommand(['advisories'])).stdout).toContain(
+      '\n  affected: Helm 4.2.1   fixed: 4.2.2   checked: 2026-11-25\n  mitigated by: delete-policy\n',
     );
   });
 
@@ -343,6 +348,7 @@ describe('hookguard advisories and rules', () => {
       'hook-pod-restart-policy',
       'mesh-sidecar',
       'hook-sync-options',
+      'hook-output-log-policy',
       'immutable-update',
       'version-race',
       'hook-pod-restart-policy',

@@ -46,7 +46,8 @@ describe('hookguard serve with discovery (the built CLI)', () => {
       expect(await logged('Argo CD discovery on')).toMatchObject({
         from: `kubeconfig ${kubeconfig}`,
         labelSelector: 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd',
-        namespaces: [],
+        // Where Argo CD is installed, by default: upstream's namespace and OpenShift GitOps'.
+        namespaces: ['argocd', 'openshift-gitops'],
       });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
       // That line is written when the lists are in; the watches open after it.

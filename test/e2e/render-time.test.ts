@@ -59,6 +59,12 @@ const GUARDED_VERSION = '3.1.0';
 
 const CLEANUP_SCRIPT = 'kubectl delete configmap rel-state -n demo\necho done\n';
 // hook-deadline sets no deadline by default (it names the missing one): no op of its own below.
+/** hook-output-log-policy: Helm (3.18+, 4) prints a failed hook's logs. */
+const OUTPUT_LOG_POLICY: Operation = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-output-log-policy',
+  value: 'hook-failed',
+};
 const HELM_PATCHES: Record<string, Operation[]> = {
   'ConfigMap/rel-state': [],
   'Job/rel-cleanup': [
@@ -67,6 +73,7 @@ const HELM_PATCHES: Record<string, Operation[]> = {
       path: '/metadata/annotations/helm.sh~1hook-delete-policy',
       value: 'before-hook-creation,hook-succeeded',
     },
+    OUTPUT_LOG_POLICY,
     {
       op: 'replace',
       path: '/spec/template/spec/containers/0/args/0',
@@ -76,15 +83,19 @@ const HELM_PATCHES: Record<string, Operation[]> = {
   ],
   // Its own policy kept; its TTL of 0 raised to the floor (Helm 4 waits until --timeout for a hook Job its TTL
   // deleted before Helm saw it finish).
-  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }],
+  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, OUTPUT_LOG_POLICY],
 };
 /**
  * At an Argo CD version that races, the pre-upgrade Job (a sync hook) gets the guard too. The post-delete cleanup
  * Job does not: Argo CD creates delete-phase hooks without its hook finalizer (argo-cd controller/hook.go
- * executeHooks), so it gets what plain Helm's gets.
+ * executeHooks), so it gets what plain Helm's gets but the output log policy, which Argo CD never reads.
  */
 const GUARD: Operation = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
-const GUARDED_PRE_UPGRADE: Operation[] = [...HELM_PATCHES['Job/rel-pre-upgrade']!, GUARD];
+/** The pre-upgrade Job at that version: the guard; no output log policy (Argo CD never reads it). */
+const GUARDED_PRE_UPGRADE: Operation[] = [
+  ...HELM_PATCHES['Job/rel-pre-upgrade']!.filter((op) => op !== OUTPUT_LOG_POLICY),
+  GUARD,
+];
 
 // ---------------------------------------------------------------------------
 
@@ -250,6 +261,24 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       );
     });
 
+    // Helm gives a post-renderer no version of its own (helm v4.2.1 internal/plugin/runtime_subprocess.go
+    // runPostrenderer): the plugin asks the helm that runs it. The real helm here is not 4.2.1, so the cleanup Job got
+    // hook-succeeded above; told 4.2.1 (helm-hook-delete-wait), the plugin leaves it out and hook-ttl adds a TTL.
+    it('asks the helm running it for its version, and leaves hook-succeeded out under Helm 4.2.1', () => {
+      const version = helm(['version', '--template', '{{.Version}}']);
+      expect(version.stdout).toMatch(/^v4\.(0|1)\.\d+$/);
+      const told = documentsOf(helmTemplate('hookguard', { HOOKGUARD_HELM_VERSION: '4.2.1' }));
+      const [, ...rest] = HELM_PATCHES['Job/rel-cleanup']!;
+      expect(byKey(told)['Job/rel-cleanup']!.object).toEqual(
+        patched(byKey(baseline)['Job/rel-cleanup']!.object, [
+          { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation' },
+          { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+          ...rest,
+        ]),
+      );
+      expect(byKey(told)['Job/rel-pre-upgrade']!.object).toEqual(byKey(output)['Job/rel-pre-upgrade']!.object);
+    });
+
     it('finds hookguard through HOOKGUARD_BIN as through PATH', () => {
       const viaBin = helm(
         ['template', 'rel', CHART, '-n', 'demo', '--post-renderer', 'hookguard'],
@@ -275,7 +304,10 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
         patched(before['Job/rel-pre-upgrade']!.object, GUARDED_PRE_UPGRADE),
       );
       expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(
-        patched(before['Job/rel-cleanup']!.object, HELM_PATCHES['Job/rel-cleanup']!),
+        patched(
+          before['Job/rel-cleanup']!.object,
+          HELM_PATCHES['Job/rel-cleanup']!.filter((op) => op !== OUTPUT_LOG_POLICY),
+        ),
       );
     });
 

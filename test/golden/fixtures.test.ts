@@ -37,6 +37,10 @@ interface Scenario {
 const scenarios: Scenario[] = [
   { name: 'helm', username: HELM_USER },
   { name: 'helm-render', username: HELM_USER, stage: 'render' },
+  // Render time under the Helm the post-renderer plugin names: 4.2.1 waits out --timeout after each deletion by
+  // policy (the helm-hook-delete-wait advisory), 4.2.4 does not. An unknown Helm (helm-render) is judged as 4.2.1.
+  { name: 'helm-4.2.1-render', username: HELM_USER, stage: 'render', config: { 'helm.version': '4.2.1' } },
+  { name: 'helm-4.2.4-render', username: HELM_USER, stage: 'render', config: { 'helm.version': '4.2.4' } },
   ...['2.13.3', '2.14.2', '2.14.3', '2.14.8', '3.1.0', '3.3.2', '3.4.0'].map((version) => ({
     name: `argocd-${version}`,
     username: ARGOCD_CONTROLLER,

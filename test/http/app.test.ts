@@ -62,7 +62,7 @@ function cleanupJobPatched(): Json {
     },
     spec: {
       backoffLimit: 3,
-      ttlSecondsAfterFinished: 3600,
+      ttlSecondsAfterFinished: 86400,
       template: {
         spec: {
           restartPolicy: 'Never',
@@ -83,7 +83,7 @@ function cleanupJobPatched(): Json {
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
   { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
 ];
 
 // hook-deadline sets no deadline by default: it names the missing one.
@@ -91,7 +91,7 @@ const DEADLINE_MESSAGE = 'no spec.activeDeadlineSeconds: if its Pod never starts
 const DEADLINE_WARNING = `hookguard [hook-deadline]: ${DEADLINE_MESSAGE}`;
 
 const HOOK_TTL_MESSAGE =
-  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
 
 const CLEANUP_FINDINGS = [
@@ -107,7 +107,7 @@ const CLEANUP_FINDINGS = [
 
 const CLEANUP_AUDIT_WARNINGS = [
   // Cut to 119 characters and an ellipsis; the audit log line has it whole.
-  'hookguard audit would change [hook-ttl]: set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job on…',
+  'hookguard audit would change [hook-ttl]: set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job o…',
   // 127 characters before truncation: cut to 119 and an ellipsis.
   'hookguard audit would change [idempotent-cleanup]: container main: --ignore-not-found for kubectl delete configmap x (e…',
   'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3',
@@ -634,7 +634,7 @@ describe('a rule that throws', () => {
     expect(response.warnings).toEqual([DEADLINE_WARNING]);
     expect(decodePatch(response)).toEqual([
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
     ]);
     expect(lines.filter((line) => line.level === 50)).toHaveLength(0);
   });

@@ -98,7 +98,7 @@ describe('the namespace watch', () => {
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/metadata', value: { annotations: { 'linkerd.io/inject': 'disabled' } } },
       // No delete policy deletes it on success: hook-ttl gives it a TTL (its own deadline keeps hook-deadline out).
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
     ]);
   });
 

@@ -23,9 +23,9 @@ function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): Ad
 const enforce = decisionContext(loadConfig());
 const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
 // At admission a hook Job without a delete policy gets a TTL; the policy itself is written at render time only.
-const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 };
+const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 };
 const HOOK_TTL_MESSAGE =
-  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
 // By default hook-deadline sets no deadline and names the missing one.
 const DEADLINE_WARNING = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
@@ -49,6 +49,7 @@ describe('the built-in rule set', () => {
       'mutating CREATE hook-pod-restart-policy',
       'mutating CREATE mesh-sidecar',
       'mutating CREATE hook-sync-options',
+      'mutating CREATE hook-output-log-policy',
       'mutating UPDATE immutable-update',
       'validating CREATE version-race',
       'validating CREATE hook-pod-restart-policy',
@@ -62,7 +63,8 @@ describe('the built-in rule set', () => {
         .map((rule) => rule.id);
     expect(atOnly('admission')).toEqual(['immutable-update']);
     // At admission a missing restartPolicy already reads Always: only render time can deny the one the author wrote.
-    expect(atOnly('render')).toEqual(['delete-policy', 'hook-pod-restart-policy']);
+    // Helm reads hook-output-log-policy from the rendered manifest too.
+    expect(atOnly('render')).toEqual(['delete-policy', 'hook-output-log-policy', 'hook-pod-restart-policy']);
   });
 
   it.each([
@@ -124,8 +126,8 @@ describe('the built-in rule set', () => {
     ]);
   });
 
-  it('at render time writes the delete policy instead, so the Job needs no TTL', () => {
-    const render = decisionContext(loadConfig(), undefined, 'render');
+  it('at render time writes the delete policy instead, so the Job needs no TTL (Helm 4.2.4)', () => {
+    const render = decisionContext(loadConfig({ overrides: { 'helm.version': '4.2.4' } }), undefined, 'render');
     const decision = decide(request(hookJob()), 'mutate', render);
     expect(decision.patch).toEqual([
       {
@@ -133,6 +135,7 @@ describe('the built-in rule set', () => {
         path: '/metadata/annotations/helm.sh~1hook-delete-policy',
         value: 'before-hook-creation,hook-succeeded',
       },
+      { op: 'add', path: '/metadata/annotations/helm.sh~1hook-output-log-policy', value: 'hook-failed' },
     ]);
     expect(decision.rules).toEqual([
       'delete-policy',
@@ -142,6 +145,7 @@ describe('the built-in rule set', () => {
       'hook-deadline',
       'mesh-sidecar',
       'hook-sync-options',
+      'hook-output-log-policy',
     ]);
   });
 
