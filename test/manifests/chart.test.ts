@@ -799,6 +799,15 @@ describe('helm lint and the values schema', () => {
     expect([helm3.status, helm3.stderr]).toEqual([1, expect.stringContaining("values don't meet the specifications")]);
   });
 
+  it.each([3, 4] as const)('helm %s refuses to render for Kubernetes 1.29, and renders for 1.30', async (major) => {
+    const old = await helmTemplate({ helm: major, kubeVersion: '1.29.9' });
+    expect([old.status, old.stderr]).toEqual([
+      1,
+      expect.stringContaining('chart requires kubeVersion: >=1.30.0-0 which is incompatible with Kubernetes v1.29.9'),
+    ]);
+    expect((await helmTemplate({ helm: major, kubeVersion: '1.30.0-gke.1' })).status).toBe(0);
+  });
+
   it('accepts every value the issue names at once (the matrix above) and the defaults', () => {
     expect(rendered.size).toBe(CASES.length);
   });

@@ -34,6 +34,8 @@ export interface ChartRender {
   helm?: 3 | 4;
   /** With the CRDs of crds/ (`--include-crds`). */
   includeCrds?: boolean;
+  /** The Kubernetes version helm renders for (`--kube-version`); helm's own default otherwise. */
+  kubeVersion?: string;
 }
 
 export const helmBinary = async (major: 3 | 4 = 4): Promise<string> =>
@@ -49,6 +51,7 @@ export async function helmTemplate(
     await writeFile(valuesFile, JSON.stringify(options.values ?? {}));
     const args = ['template', 'hookguard', CHART, '-n', options.namespace ?? 'hookguard', '--values', valuesFile];
     if (options.includeCrds) args.push('--include-crds');
+    if (options.kubeVersion) args.push('--kube-version', options.kubeVersion);
     // Helm's cache and config in a scratch home: nothing of the user's own helm leaks in.
     const env = {
       PATH: process.env.PATH ?? '',
