@@ -19,7 +19,7 @@ import { schemaValidator } from '../support/fake-admission.js';
 import { probeJob } from '../../src/selftest/probe.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { promqlErrors } from '../support/promql.js';
-import { repoRoot } from '../support/k8s-tools.js';
+import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
   CHART,
@@ -661,6 +661,41 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
     expect(await renewal({ mode: 'self' })).toContain('hookguard renews it itself well before expiry');
     expect(await renewal({ mode: 'cert-manager' })).toContain('kubectl describe certificate hookguard-serving');
     expect(await renewal({ mode: 'secret', secretName: 'mine' })).toContain('Renew the Secret mine;');
+  });
+});
+
+describe("the README's install", () => {
+  const block = () => {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Install on a cluster'), readme.indexOf('## Upgrade'));
+    return (/```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '').split('\n').filter((line) => /^[a-z]/.test(line));
+  };
+
+  it('is three commands: helm install, kubectl wait for Ready, kubectl get hookguard', () => {
+    expect(block()).toEqual([
+      'helm install hookguard charts/hookguard -n hookguard --create-namespace --set argocd.version=3.1.4',
+      'kubectl wait hookguard/hookguard --for=condition=Ready --timeout=5m',
+      'kubectl get hookguard',
+    ]);
+  });
+
+  it("installs what helm template renders from the same arguments, with a Ready condition in the CRD's schema", async () => {
+    const [install] = block();
+    const args = install!.split(' ').slice(2);
+    const { helm } = await helmAndKubectl();
+    const { stdout } = await execFileAsync(
+      helm,
+      [
+        'template',
+        ...args.filter((arg) => arg !== '--create-namespace').map((arg) => (arg === 'charts/hookguard' ? CHART : arg)),
+      ],
+      { env: { PATH: process.env.PATH ?? '', HOME: dir }, maxBuffer: 16 * 1024 * 1024 },
+    );
+    expect(stdout).toContain('version: 3.1.4');
+    const crd = find(objects(CASES[0] as Case), 'CustomResourceDefinition', 'hookguards.hookguard.io');
+    const conditionTypes = crd.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.conditions.items
+      .properties.type.enum as string[];
+    expect(conditionTypes).toContain('Ready');
   });
 });
 
