@@ -477,6 +477,19 @@ export const KEYS = {
       max: 86400 * 30,
       doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
     }),
+    // A finished hook whose deletion just began (its TTL, hookguard's floor) may not be recorded yet by a busy or
+    // restarting application controller; without its finalizer it vanishes and the sync waits forever
+    // (gitops-engine sync_context.go, argo-cd#21055).
+    finishedGraceSeconds: integer({
+      default: 300,
+      min: 0,
+      max: 86400 * 30,
+      doc: "A finished hook qualifies only once its deletion began this long ago, and never while its Application's operation lists it as running.",
+    }),
+    applicationNamespaces: list({
+      default: ['argocd', 'openshift-gitops'],
+      doc: "Where Argo CD keeps the Applications whose tracking names no namespace (its own namespace): the sweep reads a hook's Application there.",
+    }),
     // Argo Workflows' own controller removes its finalizer from a deleting pod 2 minutes after the pod's last
     // change (v3.6.5+); the sweep comes in only well after that, for controllers that are down or stuck.
     argoWorkflowsGraceSeconds: integer({

@@ -263,6 +263,7 @@ describe.each(OVERLAYS)('overlay %s', (overlay) => {
       { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'get', 'patch'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'get', 'patch'] },
       { apiGroups: ['argoproj.io'], resources: ['workflows'], verbs: ['get'] },
+      { apiGroups: ['argoproj.io'], resources: ['applications'], verbs: ['get'] },
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
     ]);
     for (const [binding, account] of [
