@@ -209,6 +209,21 @@ export const KEYS = {
       env: 'HOOKGUARD_LOG_LEVEL',
       doc: 'Level of the JSON log lines on stdout.',
     }),
+    // pino's own destination queued without bound: with stdout read slowly, 64 connections for 15 s took the heap
+    // from 40 to 341 MiB (issue 22). A few MiB ride out a log shipper's hiccup; beyond them lines are dropped.
+    maxQueueBytes: integer({
+      default: 4 * 1024 * 1024,
+      min: 64 * 1024,
+      max: 256 * 1024 * 1024,
+      doc: 'Log lines (audit lines included) waiting for stdout take at most this much memory; lines beyond it are dropped and counted (hookguard_audit_lines_dropped_total).',
+    }),
+    // With server.shutdownTimeoutMs (20 s) it stays inside Kubernetes' default 30 s grace period.
+    flushTimeoutMs: integer({
+      default: 5_000,
+      min: 0,
+      max: 60_000,
+      doc: "At shutdown, wait this long at most for queued log lines to be written; keep shutdownTimeoutMs plus this under the pod's terminationGracePeriodSeconds.",
+    }),
   },
   argocd: {
     version: optionalText({
