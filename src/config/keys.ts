@@ -215,6 +215,21 @@ export const KEYS = {
       env: 'HOOKGUARD_LOG_LEVEL',
       doc: 'Level of the JSON log lines on stdout.',
     }),
+    // pino's own destination queued without bound: with stdout read slowly, 64 connections for 15 s took the heap
+    // from 40 to 341 MiB (issue 22). A few MiB ride out a log shipper's hiccup; beyond them lines are dropped.
+    maxQueueBytes: integer({
+      default: 4 * 1024 * 1024,
+      min: 64 * 1024,
+      max: 256 * 1024 * 1024,
+      doc: 'Log lines (audit lines included) waiting for stdout take at most this much memory; lines beyond it are dropped and counted (hookguard_audit_lines_dropped_total).',
+    }),
+    // With server.shutdownTimeoutMs (20 s) it stays inside Kubernetes' default 30 s grace period.
+    flushTimeoutMs: integer({
+      default: 5_000,
+      min: 0,
+      max: 60_000,
+      doc: "At shutdown, wait this long at most for queued log lines to be written; keep shutdownTimeoutMs plus this under the pod's terminationGracePeriodSeconds.",
+    }),
   },
   argocd: {
     version: optionalText({
@@ -522,6 +537,19 @@ export const KEYS = {
       min: 0,
       max: 86400 * 30,
       doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
+    }),
+    // A finished hook whose deletion just began (its TTL, hookguard's floor) may not be recorded yet by a busy or
+    // restarting application controller; without its finalizer it vanishes and the sync waits forever
+    // (gitops-engine sync_context.go, argo-cd#21055).
+    finishedGraceSeconds: integer({
+      default: 300,
+      min: 0,
+      max: 86400 * 30,
+      doc: "A finished hook qualifies only once its deletion began this long ago, and never while its Application's operation lists it as running.",
+    }),
+    applicationNamespaces: list({
+      default: ['argocd', 'openshift-gitops'],
+      doc: "Where Argo CD keeps the Applications whose tracking names no namespace (its own namespace): the sweep reads a hook's Application there.",
     }),
     // Argo Workflows' own controller removes its finalizer from a deleting pod 2 minutes after the pod's last
     // change (v3.6.5+); the sweep comes in only well after that, for controllers that are down or stuck.

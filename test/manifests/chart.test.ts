@@ -521,6 +521,7 @@ describe.each(CASES)('the chart: $name', (each) => {
         { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'get', 'patch'] },
         { apiGroups: [''], resources: ['pods'], verbs: ['list', 'get', 'patch'] },
         { apiGroups: ['argoproj.io'], resources: ['workflows'], verbs: ['get'] },
+        { apiGroups: ['argoproj.io'], resources: ['applications'], verbs: ['get'] },
         { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
       ]);
       bindings.push(['ClusterRoleBinding', 'hookguard-sweep', 'hookguard-sweep']);

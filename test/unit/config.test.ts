@@ -85,6 +85,8 @@ describe('defaults', () => {
       {
         profiles: ['argocd-hook'],
         minAgeSeconds: 600,
+        finishedGraceSeconds: 300,
+        applicationNamespaces: ['argocd', 'openshift-gitops'],
         argoWorkflowsGraceSeconds: 600,
         maxAttempts: 5,
         backoffInitialMs: 500,
