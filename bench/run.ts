@@ -163,7 +163,7 @@ const serverNames: readonly ServerName[] = beforeCli ? ['hookguard', 'before', '
 const durationSeconds = Number(flags.duration);
 const warmupSeconds = Number(flags.warmup);
 const rounds = Number(flags.rounds);
-const connectionLevels = flags.connections.split(',').map(Number);
+const connectionLevels = flags.connections.split(',').filter(Boolean).map(Number);
 const argocdHookLevels = flags['argocd-hook-connections'].split(',').filter(Boolean).map(Number);
 const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).map(Number);
 
