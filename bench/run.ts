@@ -39,10 +39,12 @@ type AppModule = typeof import('../src/http/app.js');
 export type ServerName = 'hookguard' | 'baseline' | 'before';
 
 /**
- * What is sent: the whole mix (the issue's workload, 92% hook objects, every rule at work), and the non-hook Jobs and
- * Pods alone, the fast path that most Pods and Jobs of a cluster take through the webhook.
+ * What is sent: the whole mix (the issue's workload, 92% hook objects, every rule at work), the hooks Argo CD applies
+ * alone (every fixture as the controller of Argo CD 2.14.3, to /mutate and /validate: every rule fires, the heaviest
+ * path), and the non-hook Jobs and Pods alone, the fast path that most Pods and Jobs of a cluster take through the
+ * webhook.
  */
-export type Scenario = 'mix' | 'non-hooks';
+export type Scenario = 'mix' | 'argocd-hooks' | 'non-hooks';
 
 export interface LoadRun {
   scenario: Scenario;
@@ -93,6 +95,7 @@ export interface BenchResults {
     warmupSeconds: number;
     rounds: number;
     connections: number[];
+    argocdHookConnections: number[];
     nonHookConnections: number[];
     argocdVersion: string;
     pipelining: 1;
@@ -111,11 +114,25 @@ export interface BenchResults {
   runs: LoadRun[];
   micro: MicroResult[];
   addedWork: AddedWork;
-  targets: { throughputRatioMin: number; p99RatioMax: number; cpuVsBeforeMax: number };
+  targets: Targets;
 }
 
-// cpuVsBeforeMax: a new rule may not make the server's CPU per request on the mix grow by more than 10%.
-const TARGETS = { throughputRatioMin: 0.9, p99RatioMax: 1.25, cpuVsBeforeMax: 1.1 };
+export interface Targets {
+  throughputRatioMin: number;
+  p99RatioMax: number;
+  cpuVsBeforeMax: number;
+  /** Where a scenario has targets of its own (the Argo CD hooks: every rule at work). */
+  byScenario: Partial<Record<Scenario, { throughputRatioMin: number; p99RatioMax: number }>>;
+}
+
+// cpuVsBeforeMax: a new rule may not make the server's CPU per request on the mix grow by more than 10%. The Argo CD
+// hooks, where every rule runs on every request, have targets of their own (issue 22).
+const TARGETS: Targets = {
+  throughputRatioMin: 0.9,
+  p99RatioMax: 1.25,
+  cpuVsBeforeMax: 1.1,
+  byScenario: { 'argocd-hooks': { throughputRatioMin: 0.5, p99RatioMax: 2 } },
+};
 // Every rule in play: 2.14.3 has the hook finalizer, so every advisory with an admission rule but the TTL race affects
 // it (whose ttl-floor the fast-hook race runs too), and Argo CD hooks get the full set of mutations.
 const ARGOCD_VERSION = '2.14.3';
@@ -127,6 +144,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '32,128' },
+    'argocd-hook-connections': { type: 'string', default: '32' },
     'non-hook-connections': { type: 'string', default: '32' },
     'micro-ms': { type: 'string', default: '40' },
     'no-write': { type: 'boolean', default: false },
@@ -145,7 +163,8 @@ const serverNames: readonly ServerName[] = beforeCli ? ['hookguard', 'before', '
 const durationSeconds = Number(flags.duration);
 const warmupSeconds = Number(flags.warmup);
 const rounds = Number(flags.rounds);
-const connectionLevels = flags.connections.split(',').map(Number);
+const connectionLevels = flags.connections.split(',').filter(Boolean).map(Number);
+const argocdHookLevels = flags['argocd-hook-connections'].split(',').filter(Boolean).map(Number);
 const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).map(Number);
 
 const { DEFAULTS } = await fromDist<ConfigKeysModule>('config/keys.js');
@@ -223,10 +242,12 @@ try {
   const runs: LoadRun[] = [];
   const mixes: Record<Scenario, BenchRequest[]> = {
     mix: workload.requests,
+    'argocd-hooks': workload.requests.filter((entry) => entry.hook && entry.requester === 'argocd'),
     'non-hooks': workload.requests.filter((entry) => !entry.hook),
   };
   const plan = [
     ...connectionLevels.map((connections) => ({ scenario: 'mix' as const, connections })),
+    ...argocdHookLevels.map((connections) => ({ scenario: 'argocd-hooks' as const, connections })),
     ...nonHookLevels.map((connections) => ({ scenario: 'non-hooks' as const, connections })),
   ];
   for (const { scenario, connections } of plan) {
@@ -282,6 +303,7 @@ try {
       warmupSeconds,
       rounds,
       connections: connectionLevels,
+      argocdHookConnections: argocdHookLevels,
       nonHookConnections: nonHookLevels,
       argocdVersion: ARGOCD_VERSION,
       pipelining: 1,
@@ -416,13 +438,14 @@ function summarise(
     cpu: ratio(hookguard.cpuMicrosPerRequest, baseline.cpuMicrosPerRequest),
     rss: ratio(hookguard.rssMiB, baseline.rssMiB),
   };
+  const targets = TARGETS.byScenario[scenario] ?? TARGETS;
   return {
     scenario,
     connections,
     hookguard,
     baseline,
     ratios,
-    meetsTargets: { throughput: ratios.rps >= TARGETS.throughputRatioMin, p99: ratios.p99 <= TARGETS.p99RatioMax },
+    meetsTargets: { throughput: ratios.rps >= targets.throughputRatioMin, p99: ratios.p99 <= targets.p99RatioMax },
     ...(before
       ? {
           before,

@@ -30,6 +30,18 @@ export interface Decision {
    * union, every candidate with its version.
    */
   argocdVersionFrom?: Omit<VersionChoice, 'version'>;
+  /** What the hook object opted out of, whether or not anything else would have been done: only set when it did. */
+  optOuts?: OptOuts;
+}
+
+/**
+ * A hook's own opt-outs: the known rules it names in hookguard.io/skip (unknown ones become a warning finding), and
+ * hookguard.io/mode: audit. The audit line and a metric show them on every decision, at every Argo CD version, the
+ * unknown one included, where no advisory makes version-race deny them.
+ */
+export interface OptOuts {
+  skip: string[];
+  auditMode: boolean;
 }
 
 /** The patch hookguard computed, whether it was sent (enforce) or withheld (audit): at most one of the two is set. */
@@ -79,6 +91,12 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
   return { mutated, findings, rules };
 }
 
+function optOutsOf(hook: HookInfo, ruleSet: RuleSet): OptOuts | undefined {
+  const skip = hook.skip.size === 0 ? [] : [...hook.skip].filter((id) => ruleSet.skippableIds.has(id));
+  if (skip.length === 0 && !hook.auditOnly) return undefined;
+  return { skip, auditMode: hook.auditOnly };
+}
+
 function unknownSkipFindings(hook: HookInfo, ruleSet: RuleSet): Finding[] {
   const unknown = [...hook.skip].filter((id) => !ruleSet.skippableIds.has(id));
   if (unknown.length === 0) return [];
@@ -92,6 +110,7 @@ interface Judged {
   hook: HookInfo;
   context: RuleContext;
   versionChoice: VersionChoice | undefined;
+  optOuts: OptOuts | undefined;
 }
 
 /** Each finding that names an advisory gets the advisory's note for this version and this hook's naming, if any. */
@@ -108,7 +127,7 @@ function withNotes(findings: Finding[], object: KubeObject, context: RuleContext
 }
 
 function conclude(
-  { mode, object, hook, context, versionChoice }: Judged,
+  { mode, object, hook, context, versionChoice, optOuts }: Judged,
   rules: string[],
   judgedFindings: Finding[],
   patch: Operation[],
@@ -140,6 +159,7 @@ function conclude(
     hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
     ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),
     ...(versionChoice ? { argocdVersionFrom: versionFrom(versionChoice) } : {}),
+    ...(optOuts ? { optOuts } : {}),
   };
 }
 
@@ -186,6 +206,7 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
     hook,
     context: ruleContext,
     versionChoice,
+    optOuts: optOutsOf(hook, ruleSet),
   };
 
   if (operation === 'UPDATE') {

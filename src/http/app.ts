@@ -115,7 +115,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       { audit: auditRecord(admission, endpoint, decision, performance.now() - started) },
       'admission decision',
     );
-    metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings);
+    metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings, decision.optOuts);
     return answer;
   };
 

@@ -29,6 +29,7 @@ export function auditRecord(
     argocdVersion: decision?.argocdVersion ?? null,
     argocdVersionFrom: decision?.argocdVersionFrom,
     hook: decision?.hook,
+    optOuts: decision?.optOuts,
     rules: decision?.rules ?? [],
     patch: decision ? computedPatch(decision) : [],
     patchApplied: (decision?.patch.length ?? 0) > 0,

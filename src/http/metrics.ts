@@ -3,6 +3,7 @@
 import { X509Certificate } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ArgoInstances } from '../core/argocd-instances.js';
+import type { OptOuts } from '../core/decide.js';
 import type { Endpoint, Finding } from '../core/types.js';
 
 /** How one admission request ended, as the requests counter labels it. */
@@ -69,6 +70,8 @@ export class Metrics {
   private readonly ruleActionCounts = new Map<string, Map<string, number>>();
   /** By the missing mitigation's rule, then advisory, in the order first seen. */
   private readonly missingMitigationCounts = new Map<string, Map<string, number>>();
+  /** By endpoint, then "skip <rule>" or "audit_mode", in the order first seen. */
+  private readonly optOutCounts = new Map<string, Map<string, number>>();
   private readonly latencyChildren = new Map<Endpoint, Timer>();
   private readonly errors: Counter<'source'>;
   private readonly tlsReloads: Counter;
@@ -81,6 +84,7 @@ export class Metrics {
     const requestCounts = this.requestCounts;
     const ruleActionCounts = this.ruleActionCounts;
     const missingMitigationCounts = this.missingMitigationCounts;
+    const optOutCounts = this.optOutCounts;
     // Every series exists from the start at 0, so rate() and absent() work before the first request.
     new Counter({
       name: 'hookguard_admission_requests_total',
@@ -137,6 +141,20 @@ export class Metrics {
           this.inc(logLinesDropped());
         },
       });
+    new Counter({
+      name: 'hookguard_opt_outs_total',
+      help: 'Hook requests whose object opted out, at any Argo CD version (known, unknown or unaffected): kind skip names a rule in hookguard.io/skip, kind audit_mode is hookguard.io/mode: audit (rule empty); by endpoint.',
+      labelNames: ['endpoint', 'kind', 'rule'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [endpoint, optOuts] of optOutCounts)
+          for (const [optOut, count] of optOuts) {
+            const [kind = '', rule = ''] = optOut.split(' ');
+            this.labels(endpoint, kind, rule).inc(count);
+          }
+      },
+    });
     this.errors = new Counter({
       name: 'hookguard_errors_total',
       help: 'Errors by source: a rule that threw (request allowed unchanged), an HTTP 5xx, a failed certificate reload.',
@@ -189,8 +207,18 @@ export class Metrics {
   }
 
   /** One finished admission request; `seconds` is undefined when it was refused before reaching the handler. */
-  request(endpoint: Endpoint, outcome: Outcome, seconds: number | undefined, findings: readonly Finding[] = []): void {
+  request(
+    endpoint: Endpoint,
+    outcome: Outcome,
+    seconds: number | undefined,
+    findings: readonly Finding[] = [],
+    optOuts?: OptOuts,
+  ): void {
     this.requestCounts[endpoint][outcome] += 1;
+    if (optOuts) {
+      for (const rule of optOuts.skip) increment(this.optOutCounts, endpoint, `skip ${rule}`);
+      if (optOuts.auditMode) increment(this.optOutCounts, endpoint, 'audit_mode');
+    }
     if (seconds !== undefined) this.latencyChildren.get(endpoint)?.observe(seconds);
     for (const finding of findings) {
       increment(this.ruleActionCounts, finding.rule, finding.action);

@@ -29,6 +29,8 @@ interface Quantity {
 /** What the guard takes from the config, prepared once per config (the loaded config is frozen). */
 interface GuardTemplate {
   image: string;
+  /** The image's repository, which an existing guard must run (any tag or digest). */
+  repository: string;
   command: readonly string[];
   runAsUser: number | null;
   /** Upper bounds of the guard's request and limit, per resource; resources without one are copied uncapped. */
@@ -62,7 +64,13 @@ function templateOf(settings: GuardSettings): GuardTemplate {
         },
       ]),
     );
-    template = { image: settings.image, command: settings.command, runAsUser: settings.runAsUser, caps };
+    template = {
+      image: settings.image,
+      repository: imageRepository(settings.image),
+      command: settings.command,
+      runAsUser: settings.runAsUser,
+      caps,
+    };
     templates.set(settings, template);
   }
   return template;
@@ -327,8 +335,8 @@ export function existingGuard(
 /** What keeps an init container from waiting `seconds` as the guard does; undefined when nothing does. */
 function guardLacks(container: Container, seconds: number, template: GuardTemplate): string | undefined {
   const image = container.image;
-  if (typeof image !== 'string' || imageRepository(image) !== imageRepository(template.image)) {
-    return `its image is not ${imageRepository(template.image)}`;
+  if (typeof image !== 'string' || imageRepository(image) !== template.repository) {
+    return `its image is not ${template.repository}`;
   }
   const command = container.command;
   const prefix = template.command;

@@ -239,6 +239,37 @@ describe('POST /mutate', () => {
     });
   });
 
+  it('shows every opt-out in the audit line, at an unknown Argo CD version where nothing denies it', async () => {
+    // No argocd.version and no discovery: the version is unknown, so version-race judges nothing.
+    const { app, lines } = harness();
+    const optedOut = hookJob({
+      'argocd.argoproj.io/hook': 'PreSync',
+      'hookguard.io/skip': 'min-runtime, ttl-floor, no-such-rule',
+      'hookguard.io/mode': 'audit',
+    });
+    const plain = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+    for (const [uid, object] of [
+      ['uid-opted-out', optedOut],
+      ['uid-plain', plain],
+    ] as const) {
+      for (const path of ['/mutate', '/validate'] as const) {
+        const response = await respond(
+          app,
+          path,
+          admissionReview({ uid, operation: 'CREATE', object, username: ARGOCD_CONTROLLER }),
+        );
+        expect(response).toMatchObject({ uid, allowed: true });
+      }
+    }
+    expect(auditLines(lines).map((line) => [line.audit?.uid, line.audit?.endpoint, line.audit?.optOuts])).toEqual([
+      ['uid-opted-out', 'mutate', { skip: ['min-runtime', 'ttl-floor'], auditMode: true }],
+      ['uid-opted-out', 'validate', { skip: ['min-runtime', 'ttl-floor'], auditMode: true }],
+      ['uid-plain', 'mutate', undefined],
+      ['uid-plain', 'validate', undefined],
+    ]);
+    expect(auditLines(lines)[0]?.audit).toMatchObject({ argocdVersion: null, mode: 'audit' });
+  });
+
   it('patches a dryRun request exactly like a real one', async () => {
     const { app, lines } = harness();
     const response = await respond(

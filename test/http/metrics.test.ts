@@ -125,6 +125,27 @@ describe('GET /metrics', () => {
     ]);
   });
 
+  it('counts every opt-out by endpoint, kind and rule, whatever the Argo CD version', async () => {
+    for (const version of [undefined, '2.13.3', '3.1.0']) {
+      const metrics = new Metrics();
+      const target = buildApp(loadConfig({ overrides: version ? { 'argocd.version': version } : {} }), {
+        logger: pino({ level: 'silent' }),
+        metrics,
+      });
+      expect(await scrape(target, 'hookguard_opt_outs_total')).toEqual([]);
+      const audited = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'hookguard.io/mode': 'audit' });
+      expect(await post(target, '/mutate', review('skip', racingJob(), ARGOCD_CONTROLLER))).toBe(200);
+      expect(await post(target, '/validate', review('skip', racingJob(), ARGOCD_CONTROLLER))).toBe(200);
+      expect(await post(target, '/mutate', review('audit', audited))).toBe(200);
+      expect(await post(target, '/mutate', review('plain', cleanupJob()))).toBe(200);
+      expect(await scrape(target, 'hookguard_opt_outs_total')).toEqual([
+        'hookguard_opt_outs_total{endpoint="mutate",kind="skip",rule="min-runtime"} 1',
+        'hookguard_opt_outs_total{endpoint="mutate",kind="audit_mode",rule=""} 1',
+        'hookguard_opt_outs_total{endpoint="validate",kind="skip",rule="min-runtime"} 1',
+      ]);
+    }
+  });
+
   it('reports the totals so far at every scrape, and later requests add to them', async () => {
     const target = app();
     const patchedLine = 'hookguard_admission_requests_total{endpoint="mutate",decision="patched"}';
