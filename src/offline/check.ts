@@ -1,7 +1,6 @@
 // The offline evaluation behind `hookguard check`: each document as a CREATE, through the mutating decision and
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from '../core/json-patch.js';
-import { isMap, isScalar, isSeq, type Document } from 'yaml';
 import type { DecisionContext } from '../core/context.js';
 import { computedPatch, decide } from '../core/decide.js';
 import { isRecord } from '../core/objects.js';
@@ -57,37 +56,4 @@ export function checkObject(
     findings: [...mutation.findings, ...validation.findings],
     source,
   };
-}
-
-function decodePointer(path: string): string[] {
-  return path
-    .split('/')
-    .slice(1)
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
-}
-
-/**
- * Applies a JSON Patch to the parsed YAML document itself, so the comments, key order and scalar styles of
- * everything the patch does not touch come out as the chart wrote them.
- */
-export function patchDocument(document: Document, patch: readonly Operation[]): void {
-  for (const operation of patch) {
-    const segments = decodePointer(operation.path);
-    const parent = segments.length > 1 ? document.getIn(segments.slice(0, -1), true) : document.contents;
-    const last = segments.at(-1) as string;
-    const key = isSeq(parent) ? Number(last) : last;
-    const path = [...segments.slice(0, -1), key];
-    if (operation.op === 'remove') {
-      document.deleteIn(path);
-    } else if (operation.op === 'add' || operation.op === 'replace') {
-      if (!isSeq(parent) && !isMap(parent) && segments.length > 1) throw new Error(`cannot patch ${operation.path}`);
-      const existing = operation.op === 'replace' ? document.getIn(path, true) : undefined;
-      // Keep the scalar node (and so a script's block style) when only its value changes.
-      if (isScalar(existing) && (operation.value === null || typeof operation.value !== 'object'))
-        existing.value = operation.value;
-      else document.setIn(path, document.createNode(operation.value));
-    } else {
-      throw new Error(`unexpected patch op ${operation.op}`);
-    }
-  }
 }
