@@ -264,8 +264,9 @@ function applyInPlace(doc: DocumentText, operation: Operation, after: Json): voi
   for (const [depth, segment] of segments.entries()) {
     if (!container) throw new NotInPlace('a path through a scalar');
     const lastSegment = depth === segments.length - 1;
+    const index = isSeq(container) ? (segment === '-' ? container.items.length : Number(segment)) : -1;
     const next: Json | undefined = Array.isArray(valueAt)
-      ? valueAt[Number(segment)]
+      ? valueAt[index]
       : isObject(valueAt)
         ? valueAt[segment]
         : undefined;
@@ -285,7 +286,6 @@ function applyInPlace(doc: DocumentText, operation: Operation, after: Json): voi
       }
       container = child;
     } else {
-      const index = segment === '-' ? container.items.length : Number(segment);
       const item = container.items[index];
       const child = ownCollection(item);
       if (lastSegment || !child) {
