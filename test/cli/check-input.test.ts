@@ -1,14 +1,16 @@
 // What `hookguard check` reads, and how --fix writes it back, against oracles nobody here wrote: the real kubectl
 // (test/support/k8s-tools.ts) reads each manifest and each --fix output, and the two must differ by exactly the
 // patch hookguard reported; the real filesystem for directories, FIFOs and devices; a real process for the limits.
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyPatch } from '../../src/core/json-patch.js';
 import type { KubeObject, Operation } from '../../src/core/types.js';
+import { readDocuments } from '../../src/offline/read.js';
+import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
 import { haveSharedFixtures, sharedFixturesDir } from '../support/fixtures.js';
 import { helmAndKubectl } from '../support/k8s-tools.js';
@@ -171,4 +173,179 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
       expect(job?.spec).toMatchObject({ template: { spec: { volumes: [{ configMap: { defaultMode: 511 } }] } } });
     },
   );
+});
+
+const CONFIGMAP = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n';
+
+describe('inputs hookguard check understands', () => {
+  it('a directory: its *.yaml, *.yml and *.json files, recursively, in code-point order, hidden ones skipped', async () => {
+    const root = join(dir, 'chart');
+    for (const sub of ['templates/b', 'templates/.cache', '.git']) mkdirSync(join(root, sub), { recursive: true });
+    const files = {
+      'templates/b/z.yaml': CONFIGMAP.replace('settings', 'z'),
+      'templates/B.yml': CONFIGMAP.replace('settings', 'upper-b'),
+      'templates/a.json': JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } }),
+      'templates/.hidden.yaml': CONFIGMAP.replace('settings', 'hidden'),
+      'templates/.cache/x.yaml': CONFIGMAP.replace('settings', 'cached'),
+      '.git/y.yaml': CONFIGMAP.replace('settings', 'git'),
+      'templates/NOTES.txt': 'not a manifest',
+      'values.yaml': CONFIGMAP.replace('settings', 'values'),
+    };
+    for (const [path, text] of Object.entries(files)) writeFileSync(join(root, path), text);
+    const run = await runCommand(['check', root, '--output', 'json']);
+    expect(run.status).toBe(0);
+    const { results } = JSON.parse(run.stdout) as { results: { name: string; source: { file: string } }[] };
+    expect(results.map((result) => [result.name, result.source.file])).toEqual([
+      ['upper-b', join(root, 'templates/B.yml')],
+      ['a', join(root, 'templates/a.json')],
+      ['z', join(root, 'templates/b/z.yaml')],
+      ['values', join(root, 'values.yaml')],
+    ]);
+    // --fix prints every file's documents, one after the other.
+    const fixed = await runCommand(['check', root, '--fix']);
+    expect(fixed.stdout).toBe(
+      `${files['templates/B.yml']}---\n${files['templates/a.json']}\n---\n${files['templates/b/z.yaml']}---\n${files['values.yaml']}`,
+    );
+  });
+
+  it("a List's items are the objects, each traced to its item", async () => {
+    const run = await runCommand(
+      ['check', '-', '--output', 'json', '--argocd-version', '3.1.0'],
+      `# jobs\n${JOB_LIST}`,
+    );
+    const { results } = JSON.parse(run.stdout) as { results: { name: string; source: unknown; patch: unknown[] }[] };
+    expect(results.map((result) => [result.name, result.source])).toEqual([
+      ['first', { file: '-', document: 1, line: 2, firstLine: 'apiVersion: batch/v1', item: 1 }],
+      ['second', { file: '-', document: 1, line: 2, firstLine: 'apiVersion: batch/v1', item: 2 }],
+    ]);
+    expect(results.every((result) => result.patch.length > 0)).toBe(true);
+  });
+
+  it.each([
+    ['nothing', ''],
+    ['only comments and empty documents', '# rendered nothing\n---\n---\n'],
+    ['an empty List', 'apiVersion: v1\nkind: List\nitems: []\n'],
+  ])('%s: says no object was found (exit 2); --fix passes it through and says so on stderr', async (_name, input) => {
+    const run = await runCommand(['check', '-'], input);
+    expect(run).toEqual({
+      status: 2,
+      stdout: '',
+      stderr: 'hookguard check: no Kubernetes object found in standard input\n',
+    });
+    const fixed = await runCommand(['check', '-', '--fix'], input);
+    expect(fixed).toEqual({
+      status: 0,
+      stdout: input === '' || input.endsWith('\n') ? input : `${input}\n`,
+      stderr: 'hookguard check: no Kubernetes object found in standard input\n',
+    });
+  });
+
+  it('a hook no rule judges gets a finding that says why', async () => {
+    const hooks = [
+      'apiVersion: batch/v1beta1\nkind: Job\nmetadata:\n  name: old\n  namespace: apps\n  annotations:\n    helm.sh/hook: pre-install\n',
+      'apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n',
+      'apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: sys\n  namespace: kube-system\n  annotations:\n    helm.sh/hook: post-install\nspec: {}\n',
+      CONFIGMAP,
+    ].join('---\n');
+    const run = await runCommand(['check', '-', '--output', 'json'], hooks);
+    expect(run.status).toBe(0);
+    const { results } = JSON.parse(run.stdout) as { results: { findings: unknown[] }[] };
+    expect(results.map((result) => result.findings)).toEqual([
+      [
+        {
+          rule: 'not-judged',
+          action: 'warn',
+          message:
+            'Job apps/old is a Helm hook (helm.sh/hook: pre-install) that no rule judged: hookguard judges hook Jobs of batch/v1 and Pods of v1, and this Job is batch/v1beta1',
+        },
+      ],
+      [
+        {
+          rule: 'not-judged',
+          action: 'warn',
+          message:
+            'ServiceAccount sa is an Argo CD hook (argocd.argoproj.io/hook: PreSync) that no rule judged: hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ServiceAccount (v1) runs nothing',
+        },
+      ],
+      [
+        {
+          rule: 'not-judged',
+          action: 'warn',
+          message:
+            'Job kube-system/sys is a Helm hook (helm.sh/hook: post-install) that no rule judged: its namespace is in excludedNamespaces',
+        },
+      ],
+      [],
+    ]);
+  });
+});
+
+describe('hostile input', () => {
+  it('refuses a FIFO and a device at once instead of waiting on them', async () => {
+    const fifo = join(dir, 'fifo.yaml');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    expect(await runCommand(['check', fifo])).toEqual({
+      status: 2,
+      stdout: '',
+      stderr: `hookguard check: cannot read ${fifo}: it is a FIFO; check reads files and directories, and standard input as -\n`,
+    });
+    expect((await runCommand(['check', '/dev/zero'])).stderr).toBe(
+      'hookguard check: cannot read /dev/zero: it is a device; check reads files and directories, and standard input as -\n',
+    );
+  });
+
+  it('refuses input over check.maxInputBytes, a file before reading it and standard input as it comes', async () => {
+    const big = join(dir, 'big.yaml');
+    writeFileSync(big, `${CONFIGMAP}data:\n  x: "${'x'.repeat(2000)}"\n`);
+    expect((await runCommand(['check', big, '--max-input-bytes', '1024'])).stderr).toBe(
+      `hookguard check: ${big}: the input is larger than 1024 bytes (check.maxInputBytes); raise it with --max-input-bytes\n`,
+    );
+    expect((await runCommand(['check', big, '--max-input-bytes', '4096'])).status).toBe(0);
+    const piped = runCli(['check', '-'], 'x'.repeat(2048), { HOOKGUARD_CHECK_MAX_INPUT_BYTES: '1024' });
+    expect(piped).toEqual({
+      status: 2,
+      stdout: '',
+      stderr:
+        'hookguard check: standard input: the input is larger than 1024 bytes (check.maxInputBytes); raise it with --max-input-bytes\n',
+    });
+  });
+
+  it('a billion laughs exits 2 with a message, in a real process', () => {
+    const levels = [
+      'apiVersion: v1',
+      'kind: ConfigMap',
+      'metadata: {name: lol}',
+      'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+    ];
+    for (let level = 1; level < 9; level++) {
+      const name = String.fromCharCode(97 + level);
+      levels.push(
+        `${name}: &${name} [${Array(9)
+          .fill(`*${String.fromCharCode(96 + level)}`)
+          .join(',')}]`,
+      );
+    }
+    const run = runCli(['check', '-'], `${levels.join('\n')}\n`);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/^hookguard check: stdin document 1, line \d+: document contains excessive aliasing \(/);
+  });
+
+  // Growth, not an absolute time: 8x the keys may cost at most ~10x (the pairwise duplicate check cost 64x).
+  it('reads a mapping of 100,000 keys in time linear in its size', () => {
+    const mapping = (keys: number): string =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n${Array.from({ length: keys }, (_, index) => `  k${index}: v\n`).join('')}`;
+    const small = mapping(12_500);
+    const large = mapping(100_000);
+    const fastest = (text: string): number => {
+      let best = Infinity;
+      for (let run = 0; run < 3; run++) {
+        const start = process.hrtime.bigint();
+        readDocuments(text, '-');
+        best = Math.min(best, Number(process.hrtime.bigint() - start));
+      }
+      return best;
+    };
+    fastest(small); // warm up
+    expect(fastest(large) / fastest(small)).toBeLessThan(10);
+  }, 60_000);
 });
