@@ -37,10 +37,16 @@ export class ConfigError extends UserError {
 
   constructor(
     readonly key: string,
-    problem: string,
+    /** What is wrong with the key's value, without the key: a flag that set it says it in its own name. */
+    readonly problem: string,
   ) {
     super(`invalid config: ${key}: ${problem}`);
   }
+}
+
+/** The server cannot listen where it was told to: the address is taken, or not this host's, or not allowed. */
+export class ListenError extends UserError {
+  override name = 'ListenError';
 }
 
 /** Manifests `hookguard check` cannot read or evaluate. */

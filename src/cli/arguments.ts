@@ -1,5 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from '../errors.js';
+import type { Config } from '../config/keys.js';
+import { loadConfig } from '../config/load.js';
+import { ConfigError, UsageError } from '../errors.js';
+import type { CommandIO } from './io.js';
 
 /** node:util's parseArgs for a command's argv; what it refuses (unknown option, missing value) is a UsageError. */
 export function parseArguments<T extends ParseArgsConfig>(
@@ -15,5 +18,38 @@ export function parseArguments<T extends ParseArgsConfig>(
       throw new UsageError((error as Error).message, { cause: error });
     }
     throw error;
+  }
+}
+
+/** A command-line flag that sets a config key, and the value it was given (undefined: not given). */
+export interface FlagSetting {
+  flag: string;
+  key: string;
+  value: string | undefined;
+}
+
+/**
+ * The config with the flags given laid over it. Each flag's value is checked by its key's own rule, and a value the
+ * key refuses is a usage error naming the flag as the user typed it (`--argocd-version "v3.x": ...`), not the key.
+ */
+export function loadConfigWithFlags(
+  io: CommandIO,
+  configFile: string | undefined,
+  flags: readonly FlagSetting[],
+): Readonly<Config> {
+  const given = flags.filter((setting) => setting.value !== undefined);
+  try {
+    return loadConfig({
+      file: configFile ?? io.env.HOOKGUARD_CONFIG,
+      env: io.env,
+      overrides: Object.fromEntries(given.map((setting) => [setting.key, setting.value])),
+    });
+  } catch (error) {
+    const flag = error instanceof ConfigError ? given.find((setting) => setting.key === error.key) : undefined;
+    if (flag === undefined) throw error;
+    const { problem } = error as ConfigError;
+    // Most problems quote the value already ("v3.x" is not a semantic version); the others get it here.
+    const value = problem.includes(flag.value as string) ? '' : ` "${flag.value}"`;
+    throw new UsageError(`--${flag.flag}${value}: ${problem}`, { cause: error });
   }
 }

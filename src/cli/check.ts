@@ -1,14 +1,15 @@
 import { checkObject, type CheckResult } from '../offline/check.js';
 import { fixDocumentText } from '../offline/fix.js';
 import { readInputs } from '../offline/inputs.js';
-import { readDocuments, type InputDocument, type SourceObject } from '../offline/read.js';
+import { readDocuments, type InputDocument, type Source, type SourceObject } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
-import { loadConfig } from '../config/load.js';
+import { isRecord } from '../core/objects.js';
+import type { KubeObject } from '../core/types.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
-import { parseArguments } from './arguments.js';
+import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [--output text|json] [--fix] [--max-input-bytes N] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--max-input-bytes N] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
 Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
 directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones skipped.
@@ -28,8 +29,26 @@ function choice<T extends string>(flag: string, value: string | undefined, allow
   return value as T;
 }
 
+const OUTPUTS = ['text', 'json'] as const;
+
 function describeResult(result: CheckResult): string {
   return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
+}
+
+/** Helm 4 names each document's template in this annotation of what it pipes to a post-renderer (helm v4.1.4 pkg/action/action.go). */
+const HELM_TEMPLATE_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
+
+/** The template Helm rendered an object from, when Helm said so. */
+function helmTemplate(object: KubeObject): string | undefined {
+  const annotations = isRecord(object.metadata) ? object.metadata.annotations : undefined;
+  const template = isRecord(annotations) ? annotations[HELM_TEMPLATE_ANNOTATION] : undefined;
+  return typeof template === 'string' ? template : undefined;
+}
+
+/** `  at chart.yaml:12 (document 2): # Source: chart/templates/job.yaml`: where a result's object was read. */
+function describeSource({ file, line, document, item, firstLine }: Source, template?: string): string {
+  const within = `document ${document}${item === undefined ? '' : `, item ${item}`}${template ? `, template ${template}` : ''}`;
+  return `  at ${file === '-' ? 'stdin' : file}:${line} (${within})${firstLine ? `: ${firstLine}` : ''}`;
 }
 
 function renderText(results: readonly CheckResult[]): string {
@@ -39,6 +58,7 @@ function renderText(results: readonly CheckResult[]): string {
     const verdict = result.allowed ? 'allowed' : 'DENIED';
     lines.push(
       `${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`,
+      describeSource(result.source),
     );
     for (const finding of result.findings) {
       lines.push(
@@ -83,7 +103,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     options: {
       'argocd-version': { type: 'string' },
       mode: { type: 'string' },
-      output: { type: 'string' },
+      output: { type: 'string', short: 'o' },
       fix: { type: 'boolean', default: false },
       config: { type: 'string' },
       'max-input-bytes': { type: 'string' },
@@ -94,19 +114,19 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     io.stdout(`${CHECK_USAGE}\n`);
     return EXIT.ok;
   }
-  const output = choice('output', values.output, ['text', 'json'], 'text');
-  const mode = choice('mode', values.mode, ['enforce', 'audit'], 'enforce');
+  const output = choice('output', values.output, OUTPUTS, 'text');
+  // --fix prints manifests, which no report format can carry: asked for both, it says so rather than pick one.
+  if (values.fix && values.output !== undefined)
+    throw new UsageError(
+      `--fix prints the manifests (YAML) and --output ${output} a report: run check once for each, or leave one out`,
+    );
   if (positionals.length === 0) throw new UsageError('name the manifests to check: files, or - for standard input');
 
-  const config = loadConfig({
-    file: values.config ?? io.env.HOOKGUARD_CONFIG,
-    env: io.env,
-    overrides: {
-      mode,
-      'argocd.version': values['argocd-version'],
-      'check.maxInputBytes': values['max-input-bytes'],
-    },
-  });
+  const config = loadConfigWithFlags(io, values.config, [
+    { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
+    { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
+    { flag: 'max-input-bytes', key: 'check.maxInputBytes', value: values['max-input-bytes'] },
+  ]);
   // Told an Argo CD version (the flag, or HOOKGUARD_ARGOCD_VERSION as the Helm post-renderer and the Argo CD plugin
   // pass it, or the config): the objects are Argo CD's to apply.
   const appliedByArgo = config.argocd.version !== null;
@@ -117,7 +137,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     ({ file, text }) => readDocuments(text, file),
   );
   const objects = inputs.flat().flatMap((document) => document.objects);
-  const results = objects.map((object, index) => {
+  const results = objects.map((object, index): CheckResult => {
     try {
       return checkObject(object.object, object.source, index, context, { username });
     } catch (error) {
@@ -132,12 +152,16 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   }
 
   if (values.fix) {
-    io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, results[index] as CheckResult]))));
+    io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, results[index]!]))));
     // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr.
-    for (const result of results)
+    results.forEach((result, index) => {
+      const where = describeSource(result.source, helmTemplate(objects[index]!.object));
       for (const finding of result.findings)
         if (finding.action === 'deny')
-          io.stderr(`hookguard check: ${describeResult(result)} denied: ${finding.message}\n`);
+          io.stderr(
+            `hookguard check: ${describeResult(result)} denied by ${finding.rule}: ${finding.message}\n${where}\n`,
+          );
+    });
   } else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
   else io.stdout(renderText(results));
   return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;

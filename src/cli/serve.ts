@@ -1,6 +1,5 @@
 import type { Server as TlsServer } from 'node:tls';
 import { pino } from 'pino';
-import { loadConfig } from '../config/load.js';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
@@ -9,8 +8,8 @@ import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls } from '../tls/certificates.js';
 import { startSelfTest } from '../selftest/start.js';
-import { ConfigError, EXIT } from '../errors.js';
-import { parseArguments } from './arguments.js';
+import { EXIT, ListenError } from '../errors.js';
+import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]
@@ -18,6 +17,21 @@ Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /heal
 Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.
 Exit status: ${EXIT.ok} every request answered after SIGTERM or SIGINT, ${EXIT.shutdownForced} connections still open at server.shutdownTimeoutMs
 were cut, ${EXIT.badInput} bad input (arguments, config, certificate files, port), ${EXIT.internal} internal error.`;
+
+/** Why the server could not listen, in the user's terms: a busy port is the usual cause, and says so. */
+function listenError(host: string, port: number, error: NodeJS.ErrnoException): ListenError {
+  const where = `${host}:${port}`;
+  const choose = 'choose another port with --port, HOOKGUARD_PORT or server.port';
+  if (error.code === 'EADDRINUSE')
+    return new ListenError(`port ${port} is already in use (on ${where}): stop what listens there, or ${choose}`);
+  if (error.code === 'EACCES')
+    return new ListenError(
+      `not allowed to listen on port ${port} (${where}): ports below 1024 need privileges; ${choose}`,
+    );
+  if (error.code === 'EADDRNOTAVAIL')
+    return new ListenError(`cannot listen on ${where}: ${host} is not an address of this host (--host, server.host)`);
+  return new ListenError(`cannot listen on ${where}: ${error.message}`);
+}
 
 /** `hookguard serve`: listens until SIGTERM or SIGINT, then shuts down gracefully (exit 0 when every request was answered). */
 export async function runServe(argv: readonly string[], io: CommandIO): Promise<number> {
@@ -35,16 +49,12 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     io.stdout(`${SERVE_USAGE}\n`);
     return EXIT.ok;
   }
-  const config = loadConfig({
-    file: values.config ?? io.env.HOOKGUARD_CONFIG,
-    env: io.env,
-    overrides: {
-      'server.host': values.host,
-      'server.port': values.port,
-      mode: values.mode,
-      'argocd.version': values['argocd-version'],
-    },
-  });
+  const config = loadConfigWithFlags(io, values.config, [
+    { flag: 'host', key: 'server.host', value: values.host },
+    { flag: 'port', key: 'server.port', value: values.port },
+    { flag: 'mode', key: 'mode', value: values.mode },
+    { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
+  ]);
   const logger = pino({
     level: config.log.level,
     base: { service: 'hookguard' },
@@ -89,10 +99,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
     await Promise.all([stopWatches(), selfTest.stop()]);
-    throw new ConfigError(
-      'server.port',
-      `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`,
-    );
+    throw listenError(config.server.host, config.server.port, error as NodeJS.ErrnoException);
   }
   // Listening for signals before saying ready: whoever reads that line may stop the process at once.
   const signalled = new Promise<string>((resolve) => {

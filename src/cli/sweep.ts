@@ -2,12 +2,11 @@ import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
-import { loadConfig } from '../config/load.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
 import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
 import { ApiCallError, EXIT, UsageError } from '../errors.js';
-import { parseArguments } from './arguments.js';
+import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
 export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--profile P]... [--output text|json] [--min-age-seconds N] [--config FILE]
@@ -70,11 +69,10 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
   if (values.output !== 'text' && values.output !== 'json')
     throw new UsageError(`--output must be text or json, got "${values.output}"`);
   if (values.namespace === '') throw new UsageError('--namespace must not be empty');
-  const config = loadConfig({
-    file: values.config ?? io.env.HOOKGUARD_CONFIG,
-    env: io.env,
-    overrides: { 'sweep.minAgeSeconds': values['min-age-seconds'], 'sweep.profiles': values.profile?.join(',') },
-  });
+  const config = loadConfigWithFlags(io, values.config, [
+    { flag: 'min-age-seconds', key: 'sweep.minAgeSeconds', value: values['min-age-seconds'] },
+    { flag: 'profile', key: 'sweep.profiles', value: values.profile?.join(',') },
+  ]);
   const connection = kubeConnection(io.env);
   if (!connection) throw new UsageError('no cluster to sweep: set KUBECONFIG, or run in a pod with a service account');
   // Log lines (audit lines included) go to stderr, so stdout stays the report.

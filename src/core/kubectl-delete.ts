@@ -1,6 +1,7 @@
 // Makes `kubectl delete` in hook containers idempotent. A hook pod that is retried after its delete
 // already succeeded fails with NotFound, which can leave e.g. `helm uninstall` stuck forever;
 // `--ignore-not-found` turns that retry into a no-op.
+import { imageRepository } from './image.js';
 import { simpleCommands } from './shell-words.js';
 
 export interface ContainerCommand {
@@ -74,8 +75,6 @@ const WRAPPERS = new Map<string, Wrapper>([
   ['xargs', { optionsWithValue: ['-I', '-n', '-P', '-L', '-d', '-a', '-E', '-s'], operands: 0 }],
 ]);
 
-const DOCKER_HUB_REGISTRIES = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
-
 /** undefined when nothing needs to change */
 export function makeKubectlDeletesIdempotent(
   container: ContainerCommand,
@@ -107,16 +106,6 @@ function kubectlRepositories(kubectlImages: readonly string[]): ReadonlySet<stri
   if (!repositories)
     repositoriesOfList.set(kubectlImages, (repositories = new Set(kubectlImages.map(imageRepository))));
   return repositories;
-}
-
-/** "docker.io/library/alpine:3@sha256:…" → "alpine", "registry.k8s.io/kubectl:v1" → "registry.k8s.io/kubectl" */
-function imageRepository(image: string): string {
-  const name = image.split('@')[0]!;
-  // A colon before the last slash is a registry port, not a tag.
-  const tagColon = name.indexOf(':', name.lastIndexOf('/') + 1);
-  const [first, ...rest] = (tagColon === -1 ? name : name.slice(0, tagColon)).split('/');
-  const path = rest.length > 0 && DOCKER_HUB_REGISTRIES.has(first!) ? rest : [first!, ...rest];
-  return path.length === 2 && path[0] === 'library' ? path[1]! : path.join('/');
 }
 
 function rewriteExecForm(command: string[], args: string[], form: string): DeleteRewrite | undefined {
@@ -173,14 +162,18 @@ function shellScriptIndex(argv: readonly string[]): number | undefined {
 function rewriteScript(script: string): { script: string; changes: string[] } | undefined {
   const insertAt: number[] = [];
   const changes: string[] = [];
-  const commands = simpleCommands(script);
-  // A script nested beyond what the scanner follows is left exactly as written.
-  if (commands === undefined) return undefined;
-  for (const words of commands) {
+  const scanned = simpleCommands(script);
+  // A script nested beyond what the scanner follows, or read differently by sh and bash, is left exactly as written.
+  if (scanned === undefined) return undefined;
+  // A script's own kubectl (a function or an alias) may take anything: its arguments are the author's business.
+  if (scanned.functionNames.some((name) => commandName(name) === 'kubectl')) return undefined;
+  for (const words of scanned.commands) {
     // Words we cannot evaluate ("$NS") stay as written: they are never kubectl, delete or a flag name.
     const argv = words.map((word) => word.value ?? word.raw);
     const start = commandNameIndex(argv);
-    if (start === undefined || commandName(argv[start]) !== 'kubectl') continue;
+    if (start === undefined) continue;
+    if (argv[start] === 'alias' && argv.slice(start + 1).some((word) => word.startsWith('kubectl='))) return undefined;
+    if (commandName(argv[start]) !== 'kubectl') continue;
     const kubectlArgv = argv.slice(start);
     const subcommand = subcommandIndex(kubectlArgv);
     if (subcommand === undefined || hasIgnoreNotFound(kubectlArgv)) continue;
@@ -195,11 +188,19 @@ function rewriteScript(script: string): { script: string; changes: string[] } | 
     );
   }
   if (insertAt.length === 0) return undefined;
-  let rewritten = script;
-  for (const offset of insertAt.sort((a, b) => b - a)) {
-    rewritten = `${rewritten.slice(0, offset)} ${IGNORE_NOT_FOUND}${rewritten.slice(offset)}`;
+  return { script: insertAfterEach(script, insertAt, ` ${IGNORE_NOT_FOUND}`), changes };
+}
+
+/** One pass over the script, however many insertions: rebuilding it once per insertion grows with their square. */
+function insertAfterEach(script: string, offsets: number[], text: string): string {
+  const pieces: string[] = [];
+  let copied = 0;
+  for (const offset of offsets.sort((a, b) => a - b)) {
+    pieces.push(script.slice(copied, offset), text);
+    copied = offset;
   }
-  return { script: rewritten, changes };
+  pieces.push(script.slice(copied));
+  return pieces.join('');
 }
 
 /** Index of the command name, past assignments, reserved words and wrappers such as `xargs -r`. */

@@ -13,23 +13,32 @@ export interface ShellWord {
   value: string | undefined;
 }
 
+export interface ShellScript {
+  /** the simple commands, in the order the scanner finished them (a substitution's before its enclosing command) */
+  commands: ShellWord[][];
+  /** names the script defines as functions (`name() …`, `function name …`), as written */
+  functionNames: string[];
+}
+
 /** Splits a script into simple commands (words between separators), including the commands inside
- *  $(…) and backticks. Heredoc bodies and comments are skipped: they are data, not commands. */
-export function simpleCommands(script: string): ShellWord[][] | undefined {
+ *  $(…), backticks and ${…}. Heredoc bodies and comments are skipped: they are data, not commands.
+ *  undefined for a script nested too deeply, or one that POSIX sh (dash) and bash would read differently. */
+export function simpleCommands(script: string): ShellScript | undefined {
   const scanner = new Scanner(script);
   try {
     scanner.scanCommands();
   } catch (error) {
-    if (error instanceof TooDeeplyNested) return undefined;
+    if (error instanceof Unscannable) return undefined;
     throw error;
   }
-  return scanner.commands;
+  return { commands: scanner.commands, functionNames: scanner.functionNames };
 }
 
 // Real scripts nest substitutions a few levels deep; a bound keeps a hostile string from exhausting the stack.
 const MAX_SUBSTITUTION_DEPTH = 64;
 
-class TooDeeplyNested extends Error {}
+/** Where the scanner cannot tell for certain which text is a command, the caller leaves the script as written. */
+class Unscannable extends Error {}
 
 const BLANKS = new Set([' ', '\t']);
 const WORD_BREAKS = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>']);
@@ -46,6 +55,7 @@ interface PendingHeredoc {
 
 class Scanner {
   readonly commands: ShellWord[][] = [];
+  readonly functionNames: string[] = [];
   private pos = 0;
   private depth = 0;
   // Heredoc bodies start at the next newline, which may come after more words or commands.
@@ -92,11 +102,18 @@ class Scanner {
           const next = this.src[this.pos];
           // In "2>/dev/null" the 2 names a file descriptor; it is not an argument.
           const isFdNumber = /^\d+$/.test(word.raw) && (next === '<' || next === '>');
+          if (words.length === 1 && words[0]!.raw === 'function') this.functionNames.push(word.raw);
+          else if (words.length === 0 && this.atEmptyParentheses()) this.functionNames.push(word.raw);
           if (!isFdNumber) words.push(word);
         }
       }
     }
     endCommand();
+  }
+
+  /** "()" (blanks allowed) right after a command's first word makes that word a function's name. */
+  private atEmptyParentheses(): boolean {
+    return /^[ \t]*\([ \t]*\)/.test(this.src.slice(this.pos, this.pos + 64));
   }
 
   /** The redirection target is not an argument of the command; a heredoc delimiter is remembered. */
@@ -141,7 +158,7 @@ class Scanner {
       if (ch === '\\') append(this.readEscape(() => true));
       else if (ch === "'") append(this.readSingleQuoted());
       else if (ch === '"') append(this.readDoubleQuoted());
-      else if (ch === '$' || ch === '`') append(this.readExpansion());
+      else if (ch === '$' || ch === '`') append(this.readExpansion(false));
       else {
         append(ch);
         this.pos++;
@@ -181,7 +198,7 @@ class Scanner {
       } else if (ch === '\\') {
         text = this.readEscape((next) => '$`"\\\n'.includes(next));
       } else if (ch === '$' || ch === '`') {
-        text = this.readExpansion();
+        text = this.readExpansion(true);
       } else {
         text = ch;
         this.pos++;
@@ -191,18 +208,19 @@ class Scanner {
     return value;
   }
 
-  private scanNested(closer: Closer): void {
-    if (++this.depth > MAX_SUBSTITUTION_DEPTH) throw new TooDeeplyNested();
-    this.scanCommands(closer);
+  private nested(read: () => void): void {
+    if (++this.depth > MAX_SUBSTITUTION_DEPTH) throw new Unscannable();
+    read();
     this.depth--;
   }
 
   /** Reads `…`, $(…), $((…)), ${…}, $'…', $name or $1; returns undefined for all of those (their
-   *  value is only known at run time) and "$" for a dollar sign that starts no expansion. */
-  private readExpansion(): string | undefined {
+   *  value is only known at run time) and "$" for a dollar sign that starts no expansion. Inside double
+   *  quotes `$'` is a dollar sign and a quote (ANSI-C quoting exists outside quotes only). */
+  private readExpansion(inDoubleQuotes: boolean): string | undefined {
     if (this.src[this.pos] === '`') {
       this.pos++;
-      this.scanNested('`');
+      this.nested(() => this.scanCommands('`'));
       return undefined;
     }
     const next = this.src[this.pos + 1] ?? '';
@@ -211,16 +229,12 @@ class Scanner {
       this.skipBalanced('(', ')'); // arithmetic: no commands inside, and "<<" there is a shift
     } else if (next === '(') {
       this.pos += 2;
-      this.scanNested(')');
+      this.nested(() => this.scanCommands(')'));
     } else if (next === '{') {
-      this.pos++;
-      this.skipBalanced('{', '}');
-    } else if (next === "'") {
       this.pos += 2;
-      while (this.pos < this.src.length && this.src[this.pos] !== "'") {
-        this.pos += this.src[this.pos] === '\\' ? 2 : 1;
-      }
-      this.pos = Math.min(this.pos + 1, this.src.length);
+      this.nested(() => this.readParameterExpansion(inDoubleQuotes));
+    } else if (next === "'" && !inDoubleQuotes) {
+      this.readAnsiCQuoted();
     } else if (/[A-Za-z_]/.test(next)) {
       this.pos++;
       while (/[A-Za-z0-9_]/.test(this.src[this.pos] ?? '')) this.pos++;
@@ -231,6 +245,37 @@ class Scanner {
       return '$';
     }
     return undefined;
+  }
+
+  /** The rest of ${…} after "${": it ends at the first "}" outside quotes and expansions (braces do not nest),
+   *  and its words (${x:-word}) are quoted and expanded as elsewhere, so "$(…)" there runs commands. */
+  private readParameterExpansion(inDoubleQuotes: boolean): void {
+    while (this.pos < this.src.length) {
+      const ch = this.src[this.pos]!;
+      if (ch === '}') {
+        this.pos++;
+        return;
+      }
+      if (ch === '\\') this.pos += 2;
+      // In "${x:-'}'}" bash pairs the single quotes and dash does not: which "}" ends it depends on the shell.
+      else if (ch === "'" && inDoubleQuotes) throw new Unscannable();
+      else if (ch === "'") this.readSingleQuoted();
+      else if (ch === '"') this.readDoubleQuoted();
+      else if (ch === '$' || ch === '`') this.readExpansion(inDoubleQuotes);
+      else this.pos++;
+    }
+    this.pos = Math.min(this.pos, this.src.length);
+  }
+
+  /** $'…' after bash's ANSI-C rules, where \' does not end it; in dash (no $'…') it does, so a \' makes the
+   *  two shells disagree on where the string ends. */
+  private readAnsiCQuoted(): void {
+    this.pos += 2;
+    while (this.pos < this.src.length && this.src[this.pos] !== "'") {
+      if (this.src.startsWith("\\'", this.pos)) throw new Unscannable();
+      this.pos += this.src[this.pos] === '\\' ? 2 : 1;
+    }
+    this.pos = Math.min(this.pos + 1, this.src.length);
   }
 
   /** Skips from an opening bracket to its matching close, honouring backslash escapes only. */

@@ -15,7 +15,7 @@ import { withInstances, withNamespaces } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { NamespaceSource } from '../discovery/namespaces.js';
 import type { Endpoint } from '../core/types.js';
-import { isSelfTestProbe } from '../selftest/probe.js';
+import { isSelfTestProbe, VALIDATING_MARKER } from '../selftest/probe.js';
 import type { SelfTestStatus } from '../selftest/start.js';
 import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -103,6 +103,8 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     }
     const answer = fromDecision(admission.uid, decision);
     if (probe) {
+      // The evidence that the API server called this webhook, which a validating one can give by no change.
+      if (endpoint === 'validate') answer.response.warnings = [...(answer.response.warnings ?? []), VALIDATING_MARKER];
       app.log.debug(
         { selfTest: auditRecord(admission, endpoint, decision, performance.now() - started) },
         'self-test probe decided',

@@ -155,7 +155,7 @@ export class Metrics {
     if (options.selfTest) {
       this.selfTests = new Counter({
         name: 'hookguard_selftest_total',
-        help: "Self-tests this replica ran as the leader, by outcome: called (the API server applied hookguard's patch or returned its warning), not_called (the probe came back unchanged), error (the dry run failed).",
+        help: "Self-tests this replica ran as the leader, by outcome: called (the probe came back with the evidence of both webhooks: the mutating one's patch or audit warning, the validating one's marker warning), not_called (without one or both), error (the dry run failed).",
         labelNames: ['outcome'] as const,
         registers,
       });

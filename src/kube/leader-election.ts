@@ -6,7 +6,10 @@
 //   renewTime with the local clock, so clock skew between nodes does not matter);
 // - every write is a PUT of the Lease last read, so a concurrent writer makes it fail with 409 Conflict;
 // - the leader renews every retryPeriodMs and stops leading when no renewal has succeeded for renewDeadlineMs,
-//   which is shorter than leaseDurationSeconds: it has stopped before any other replica may take over.
+//   which is shorter than leaseDurationSeconds: it has stopped before any other replica may take over. A renewal
+//   counts from when its request started, the renewTime it wrote (client-go v0.36.3 tryAcquireOrRenew takes `now`
+//   before any call), never from when it was answered: the API server stored it somewhere in between, and the
+//   other replicas' leaseDuration starts no earlier than that, so a slowly answered renewal gains the leader nothing.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -109,7 +112,8 @@ export class LeaderElector {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      if (await this.acquire()) await this.lead();
+      const acquiredAtMs = await this.acquire();
+      if (acquiredAtMs !== undefined) await this.lead(acquiredAtMs);
     }
   }
 
@@ -117,30 +121,38 @@ export class LeaderElector {
     await sleep(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined);
   }
 
-  /** Tries every retryPeriod (with jitter) until the Lease is ours; false when stopping. */
-  private async acquire(): Promise<boolean> {
+  /**
+   * Tries every retryPeriod (with jitter) until the Lease is ours: when the request that took it started, or
+   * undefined when stopping.
+   */
+  private async acquire(): Promise<number | undefined> {
     const { retryPeriodMs } = this.settings;
     while (!this.stopped) {
-      if (await this.tryAcquireOrRenew(retryPeriodMs)) return true;
+      const acquiredAtMs = await this.tryAcquireOrRenew(retryPeriodMs);
+      if (acquiredAtMs !== undefined) return acquiredAtMs;
       await this.pause(retryPeriodMs + this.random() * JITTER_FACTOR * retryPeriodMs);
     }
-    return false;
+    return undefined;
   }
 
-  /** Leads until a renewal deadline passes or stop(); then releases when stopping. */
-  private async lead(): Promise<void> {
+  /**
+   * Leads until renewDeadlineMs passes after the start of the last renewal that succeeded (the first being the
+   * acquisition at acquiredAtMs), or stop(); then releases when stopping.
+   */
+  private async lead(acquiredAtMs: number): Promise<void> {
     const leading = new AbortController();
     this.leading = leading;
     this.logger.info({ identity: this.identity, lease: this.lock.describe() }, 'leading: acquired the Lease');
     this.leadership.started(leading.signal);
-    let renewedAtMs = this.now();
+    let renewedAtMs = acquiredAtMs;
     const { retryPeriodMs, renewDeadlineMs } = this.settings;
     while (!this.stopped) {
       await this.pause(retryPeriodMs);
       if (this.stopped) break;
       const remainingMs = renewedAtMs + renewDeadlineMs - this.now();
-      if (remainingMs > 0 && (await this.tryAcquireOrRenew(remainingMs))) {
-        renewedAtMs = this.now();
+      const renewalStartedAtMs = remainingMs > 0 ? await this.tryAcquireOrRenew(remainingMs) : undefined;
+      if (renewalStartedAtMs !== undefined) {
+        renewedAtMs = renewalStartedAtMs;
         continue;
       }
       if (this.leader !== '' && this.leader !== this.identity) {
@@ -164,8 +176,11 @@ export class LeaderElector {
     if (this.stopped) await this.release();
   }
 
-  /** client-go's tryAcquireOrRenew: true when this replica holds the Lease afterwards. */
-  private async tryAcquireOrRenew(timeoutMs: number): Promise<boolean> {
+  /**
+   * client-go's tryAcquireOrRenew. When this replica holds the Lease afterwards: the local time its request started,
+   * which is the renewTime it wrote; otherwise undefined.
+   */
+  private async tryAcquireOrRenew(timeoutMs: number): Promise<number | undefined> {
     const signal = AbortSignal.any([this.stopping.signal, AbortSignal.timeout(Math.max(1, timeoutMs))]);
     const nowMs = this.now();
     const record: LeaseRecord = {
@@ -186,7 +201,7 @@ export class LeaderElector {
         try {
           await this.lock.update(renewed, signal);
           this.observe(renewed);
-          return true;
+          return nowMs;
         } catch (error) {
           if (signal.aborted) throw error;
           this.logger.debug({ error: apiFailure(error).message }, 'Lease renewal conflicted: reading it again');
@@ -197,25 +212,25 @@ export class LeaderElector {
       if (current === undefined) {
         await this.lock.create(record, signal);
         this.observe(record);
-        return true;
+        return nowMs;
       }
       // 3. A record seen to change restarts its clock; a valid Lease held by another replica is left alone.
       if (recordKey(current) !== this.observedKey) this.observe(current);
-      if (current.holderIdentity !== '' && this.observedValid(nowMs) && !this.holdsObserved()) return false;
+      if (current.holderIdentity !== '' && this.observedValid(nowMs) && !this.holdsObserved()) return undefined;
       // 4. Take it over (or keep it), counting a change of holder.
       const next = this.holdsObserved()
         ? { ...record, acquireTime: current.acquireTime, leaseTransitions: current.leaseTransitions }
         : { ...record, leaseTransitions: current.leaseTransitions + 1 };
       await this.lock.update(next, signal);
       this.observe(next);
-      return true;
+      return nowMs;
     } catch (error) {
       if (!this.stopped)
         this.logger.debug(
           { lease: this.lock.describe(), error: apiFailure(error).message },
           'Lease not acquired or renewed',
         );
-      return false;
+      return undefined;
     }
   }
 

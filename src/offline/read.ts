@@ -12,9 +12,9 @@ export interface Source {
   file: string;
   /** 1-based index of the document in that file. */
   document: number;
-  /** 1-based line where the document starts (its first non-empty, non-comment line). */
+  /** 1-based line where the document starts: its first line with more than a `---` separator, comments included. */
   line: number;
-  /** The document's first non-empty, non-comment line. */
+  /** The text of that line (for Helm's output, the `# Source: chart/templates/x.yaml` comment). */
   firstLine: string;
   /** 1-based index of the object in the document's `items`, when the document is a List. */
   item?: number;
@@ -94,6 +94,20 @@ function kubeObject(value: unknown, where: string): KubeObject {
 }
 
 /**
+ * The document's first line: the first one from where the document before it ended that holds more than a `---`
+ * separator. Comments count (Helm's `# Source: chart/templates/job.yaml` names the template); at the latest, the line
+ * its contents start on.
+ */
+function firstLineOf(lines: LineIndex, start: number, contentsStart: number): number {
+  const last = lines.lineOf(contentsStart);
+  for (let line = lines.lineOf(start); line < last; line++) {
+    const text = lines.textOf(line).trim();
+    if (text !== '' && text !== '---') return line;
+  }
+  return last;
+}
+
+/**
  * Splits a multi-document YAML or JSON text into its documents and the Kubernetes objects they hold, read as
  * Kubernetes reads them (kubeValue(), src/offline/yaml11.ts); a List gives its items.
  */
@@ -105,6 +119,7 @@ export function readDocuments(text: string, file: string): InputDocument[] {
   let start = 0;
   return parsed.map((document, index) => {
     const end = index === parsed.length - 1 ? text.length : document.range[2];
+    const begin = start;
     const own = text.slice(start, end);
     start = end;
     const label = `${fileLabel(file)} document ${index + 1}`;
@@ -124,7 +139,7 @@ export function readDocuments(text: string, file: string): InputDocument[] {
     }
     if (value === null || !document.contents) return { text: own, value: null, objects: [] };
     const object = kubeObject(value, label);
-    const line = lines.lineOf(document.contents.range[0]);
+    const line = firstLineOf(lines, begin, document.contents.range[0]);
     const source: Source = { file, document: index + 1, line, firstLine: lines.textOf(line) };
     if (!isList(object)) return { text: own, value, objects: [{ source, label, pointer: '', object }] };
     const objects = (object.items as unknown[]).map((item, itemIndex) => {

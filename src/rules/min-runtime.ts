@@ -1,4 +1,5 @@
 import { HOOKGUARD_MIN_RUNTIME_SECONDS } from '../core/annotations.js';
+import { imageRepository } from '../core/image.js';
 import { annotation, isRecord, jobSpecOf, podSpecOf } from '../core/objects.js';
 import { parseQuantity } from '../core/quantity.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
@@ -243,9 +244,9 @@ export const minRuntime: MutationRule = {
     if (initContainers !== undefined && initContainers !== null && !Array.isArray(initContainers)) {
       return report({ warnings, unmet: 'spec initContainers is not a list' });
     }
-    if (initContainers?.some((container) => isRecord(container) && container.name === GUARD_CONTAINER_NAME)) {
-      return report({ warnings });
-    }
+    const existing = existingGuard(initContainers ?? [], requested.seconds, settings.minRuntime);
+    if (existing?.kind === 'guard') return report({ warnings });
+    if (existing?.kind === 'lookAlike') return report({ warnings, unmet: existing.reason });
     if (runsOnWindows(podSpec)) return report({ warnings: [...warnings, WINDOWS_NOT_GUARDED] });
     const deadlines = [jobSpecOf(object)?.activeDeadlineSeconds, podSpec.activeDeadlineSeconds];
     const tooShort = deadlines.find((deadline) => typeof deadline === 'number' && deadline <= requested.seconds);
@@ -264,6 +265,55 @@ export const minRuntime: MutationRule = {
     });
   },
 };
+
+/**
+ * Whether the Pod already holds the guard, judged by what an init container does, not by its name: the configured
+ * image's repository (any tag or digest: an earlier hookguard or a render-time `check --fix` may have pinned another),
+ * exactly the configured command and a whole number of seconds at least `seconds`, no args, and not a restartable
+ * sidecar (`restartPolicy: Always` runs beside the Pod's containers instead of before them). 'guard' when one does;
+ * otherwise, for an init container that takes the guard's name without doing its job (`command: [true]`), why it is
+ * not the guard: an unmet mitigation, which version-race denies where the race is known (hookguard never overwrites
+ * a container it did not write, and a second one cannot share the name); undefined when there is neither.
+ */
+export function existingGuard(
+  initContainers: readonly unknown[],
+  seconds: number,
+  settings: GuardSettings,
+): { kind: 'guard' } | { kind: 'lookAlike'; reason: string } | undefined {
+  const template = templateOf(settings);
+  let lookAlike: string | undefined;
+  for (const container of initContainers) {
+    if (!isRecord(container)) continue;
+    const lacks = guardLacks(container, seconds, template);
+    if (lacks === undefined) return { kind: 'guard' };
+    if (container.name === GUARD_CONTAINER_NAME) lookAlike ??= lacks;
+  }
+  if (lookAlike === undefined) return undefined;
+  return {
+    kind: 'lookAlike',
+    reason: `init container ${GUARD_CONTAINER_NAME} is not hookguard's guard (${lookAlike}); rename or remove it`,
+  };
+}
+
+/** What keeps an init container from waiting `seconds` as the guard does; undefined when nothing does. */
+function guardLacks(container: Container, seconds: number, template: GuardTemplate): string | undefined {
+  const image = container.image;
+  if (typeof image !== 'string' || imageRepository(image) !== imageRepository(template.image)) {
+    return `its image is not ${imageRepository(template.image)}`;
+  }
+  const command = container.command;
+  const prefix = template.command;
+  const waits = Array.isArray(command) ? command[prefix.length] : undefined;
+  const asConfigured =
+    Array.isArray(command) && command.length === prefix.length + 1 && prefix.every((word, i) => command[i] === word);
+  if (!asConfigured || typeof waits !== 'string' || !/^\d+$/.test(waits)) {
+    return `its command is not ${[...prefix, '<seconds>'].join(' ')}`;
+  }
+  if (Number(waits) < seconds) return `it waits ${waits}s, not ${seconds}s`;
+  if (Array.isArray(container.args) && container.args.length > 0) return 'it has args';
+  if (container.restartPolicy === 'Always') return 'it is a sidecar, restartPolicy Always';
+  return undefined;
+}
 
 /** How long the guard in this pod spec waits (the last word of its command), or 0 when it has none. */
 export function guardWaitSeconds(podSpec: PodSpec | undefined): number {

@@ -33,10 +33,13 @@ export interface Transition {
 
 const DAY_MS = 86_400_000;
 
-/** The last self-test's outcome: an API call that failed says nothing about the webhook (Unknown). */
+/**
+ * The last self-test's outcome: True only when the API server called both webhooks, False naming the one it did not
+ * call (or NotCalled for neither); an API call that failed says nothing about the webhooks (Unknown).
+ */
 export function webhookCalled(verdict: ProbeVerdict): Observation {
   const status = verdict.outcome === 'Called' ? 'True' : verdict.outcome === 'NotCalled' ? 'False' : 'Unknown';
-  return { type: 'WebhookCalled', status, reason: verdict.outcome, message: verdict.message };
+  return { type: 'WebhookCalled', status, reason: verdict.reason, message: verdict.message };
 }
 
 /** False from `warningDays` before the serving certificate expires, with the date. */

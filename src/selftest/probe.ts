@@ -71,10 +71,22 @@ export function isSelfTestProbe(request: AdmissionRequest, selfTestUsername: str
   return isRecord(labels) && labels[SELF_TEST_LABEL] !== undefined;
 }
 
+/**
+ * The warning /validate adds to its answer for the probe, and for nothing else. A dry run calls each webhook on its
+ * own and each fails open on its own (failurePolicy Ignore), and a validating webhook can change nothing: only
+ * something /validate alone returns proves that the API server called it.
+ */
+export const VALIDATING_MARKER = 'hookguard self-test: the validating webhook judged this probe';
+
 export type SelfTestOutcome = 'Called' | 'NotCalled' | 'Error';
 
+/** The WebhookCalled condition's reason: which webhook the API server did not call, or Called, or Error. */
+export type ProbeReason = 'Called' | 'NotCalled' | 'MutatingNotCalled' | 'ValidatingNotCalled' | 'Error';
+
 export interface ProbeVerdict {
+  /** Called only when both webhooks were; NotCalled when either was not. */
   outcome: SelfTestOutcome;
+  reason: ProbeReason;
   message: string;
 }
 
@@ -85,34 +97,69 @@ function probeCommand(object: unknown): unknown {
   return container?.command;
 }
 
+/** Where to look when the API server did not call a webhook (the webhook names of manifests/base/webhooks.yaml). */
+function failedOpen(webhooks: readonly string[]): string {
+  return (
+    'failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or ' +
+    'firewall in the way); the API server logs ' +
+    webhooks.map((webhook) => `failed calling webhook "${webhook}"`).join(' and ')
+  );
+}
+
 /**
- * What the dry run's answer says. Enforce mode: the object came back with `--ignore-not-found` (hookguard's patch
- * was applied). Audit mode: hookguard withholds the patch and warns instead, so the warning is the evidence.
- * Either one counts in either mode (replicas mid-way through a change of mode may answer either way).
+ * What the dry run's answer says about each webhook. The mutating one: in enforce mode the object came back with
+ * `--ignore-not-found` (hookguard's patch was applied); in audit mode hookguard withholds the patch and warns
+ * instead, so the warning is the evidence. Either one counts in either mode (replicas mid-way through a change of
+ * mode may answer either way); both come from /mutate only. The validating one: VALIDATING_MARKER among the warnings.
  */
 export function judgeProbe(mode: Mode, returned: unknown, warnings: readonly string[]): ProbeVerdict {
   const command = probeCommand(returned);
   if (!Array.isArray(command))
-    return { outcome: 'Error', message: 'the API server answered the dry run without the probe container' };
-  if (command.includes(IGNORE_NOT_FOUND))
     return {
-      outcome: 'Called',
-      message: `the API server called the mutating webhook: the dry-run probe came back with hookguard's patch (${IGNORE_NOT_FOUND})`,
+      outcome: 'Error',
+      reason: 'Error',
+      message: 'the API server answered the dry run without the probe container',
     };
   const auditPrefix = findingPrefix({ rule: idempotentCleanup.id, action: 'mutate' }, 'audit');
-  if (warnings.some((warning) => warning.startsWith(auditPrefix)))
+  const mutatingEvidence = command.includes(IGNORE_NOT_FOUND)
+    ? `hookguard's patch (${IGNORE_NOT_FOUND})`
+    : warnings.some((warning) => warning.startsWith(auditPrefix))
+      ? `hookguard's audit warning (${auditPrefix} …)`
+      : undefined;
+  const validatingCalled = warnings.includes(VALIDATING_MARKER);
+  const mutatingExpected =
+    mode === 'audit' ? `hookguard's audit warning "${auditPrefix} …"` : `hookguard's patch (${IGNORE_NOT_FOUND})`;
+  const validatingExpected = `the warning "${VALIDATING_MARKER}"`;
+  if (mutatingEvidence !== undefined && validatingCalled)
     return {
       outcome: 'Called',
-      message: `the API server called the mutating webhook: the dry-run probe came back with hookguard's audit warning (${auditPrefix} …)`,
+      reason: 'Called',
+      message: `the API server called both webhooks: the dry-run probe came back with ${mutatingEvidence} and ${validatingExpected}`,
     };
-  const expected =
-    mode === 'audit' ? `hookguard's audit warning "${auditPrefix} …"` : `hookguard's patch (${IGNORE_NOT_FOUND})`;
+  if (mutatingEvidence !== undefined)
+    return {
+      outcome: 'NotCalled',
+      reason: 'ValidatingNotCalled',
+      message:
+        `the API server called the mutating webhook (the dry-run probe came back with ${mutatingEvidence}) but not ` +
+        `the validating one: the probe came back without ${validatingExpected}, so hookguard denies nothing; ` +
+        `${failedOpen(['validate.hookguard.io'])}`,
+    };
+  if (validatingCalled)
+    return {
+      outcome: 'NotCalled',
+      reason: 'MutatingNotCalled',
+      message:
+        `the API server called the validating webhook (the dry-run probe came back with ${validatingExpected}) but ` +
+        `not the mutating one: the probe came back without ${mutatingExpected}, so hookguard changes nothing; ` +
+        `${failedOpen(['mutate.hookguard.io'])}`,
+    };
   return {
     outcome: 'NotCalled',
+    reason: 'NotCalled',
     message:
-      `the dry-run probe came back without ${expected}: the API server did not call the webhook, and ` +
-      'failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or ' +
-      'firewall in the way); the API server logs "failed calling webhook"',
+      `the dry-run probe came back without ${mutatingExpected} and without ${validatingExpected}: the API server ` +
+      `called neither webhook, and ${failedOpen(['mutate.hookguard.io', 'validate.hookguard.io'])}`,
   };
 }
 

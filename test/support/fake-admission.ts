@@ -21,8 +21,11 @@ export interface WebhookEndpoint {
 }
 
 export interface Admission {
-  /** Asked at each call, as the API server asks the Service for an endpoint. */
-  endpoint(): WebhookEndpoint;
+  /**
+   * Asked at each call, as the API server asks the Service for an endpoint; the caBundle is the one the named
+   * webhook's configuration holds (the Mutating- and ValidatingWebhookConfiguration each have their own).
+   */
+  endpoint(webhook: WebhookCall['webhook']): WebhookEndpoint;
   /** The webhooks' timeoutSeconds, in ms (the manifests' 5 s by default). */
   timeoutMs?: number;
 }
@@ -120,7 +123,7 @@ export async function admit(admission: Admission, request: AdmissionRequestOf): 
     if (path === '/validate') request.generateName(object as never);
     let answer: ReviewResponse;
     try {
-      answer = await post(admission.endpoint(), path, review({ ...request, object }), timeoutMs);
+      answer = await post(admission.endpoint(webhook), path, review({ ...request, object }), timeoutMs);
     } catch (error) {
       // failurePolicy Ignore: the API server logs "failed calling webhook, failing open" and goes on.
       calls.push({ webhook, outcome: 'failed open', error: (error as Error).message });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   isKubectlImage,
   makeKubectlDeletesIdempotent,
@@ -406,6 +406,35 @@ describe('shell scripts: what counts as a kubectl delete', () => {
     ['inside single quotes', "echo 'kubectl delete x; kubectl delete y'", undefined],
     ["inside $'…'", "echo $'kubectl delete x\\'s'", undefined],
     ['comment line', '# kubectl delete x\necho hi', undefined],
+    // quotes where the scanner used to lose its place (issue 22)
+    ['quotes inside ${…}', "echo ${x:-'}'} ';kubectl delete pod x'", undefined],
+    ['double quotes inside ${…}', 'echo ${x:-"}"} ";kubectl delete pod x"', undefined],
+    ["$' inside double quotes is a dollar sign", `echo "$'" '' ";kubectl delete pod x"`, undefined],
+    // sh (dash) ends "${x:-'}" at the first }, bash pairs the quotes: which text is a command depends on the shell
+    ['single quotes in ${…} inside double quotes', `echo "\${x:-'}" ; kubectl delete pod y ; echo "'}"`, undefined],
+    // bash reads \' inside $'…' as a quote, dash (which has no $'…') as the end of the string
+    ["\\' inside $'…'", "echo $'a\\'; kubectl delete pod y; echo '", undefined],
+    [
+      'a substitution in a ${…} default runs',
+      'echo ${x:-$(kubectl delete pod a)}; kubectl delete pod b',
+      'echo ${x:-$(kubectl delete --ignore-not-found pod a)}; kubectl delete --ignore-not-found pod b',
+    ],
+    [
+      "$'…' outside double quotes is one string",
+      "echo $'it\\\\s'; kubectl delete pod b",
+      "echo $'it\\\\s'; kubectl delete --ignore-not-found pod b",
+    ],
+    // the script's own kubectl takes whatever it is given
+    ['a function named kubectl', 'kubectl() { echo "$@"; }\nkubectl delete pod a', undefined],
+    ['a function named kubectl, spaced', 'kubectl ( ) { echo "$@"; }; kubectl delete pod a', undefined],
+    ['a bash function kubectl', 'function kubectl { echo "$@"; }; kubectl delete pod a', undefined],
+    ['a function named by path', '/usr/bin/kubectl() { :; }; kubectl delete pod a', undefined],
+    ['an alias kubectl', "alias kubectl='echo'; kubectl delete pod a", undefined],
+    [
+      'a function of another name',
+      'cleanup() { kubectl delete pod "$1"; }; cleanup a',
+      'cleanup() { kubectl delete --ignore-not-found pod "$1"; }; cleanup a',
+    ],
     ['trailing comment', 'echo hi # kubectl delete x', undefined],
     ['# inside a word is not a comment', 'echo a#b; kubectl delete x', 'echo a#b; kubectl delete --ignore-not-found x'],
     ['$# is not a comment', 'echo $#; kubectl delete x', 'echo $#; kubectl delete --ignore-not-found x'],
@@ -724,6 +753,37 @@ describe('properties', () => {
       ),
       RUNS,
     );
+  });
+});
+
+describe('work linear in the script', () => {
+  // Counted, not timed: the characters String.prototype.slice copies while the script is scanned and rewritten.
+  // Rebuilding the whole script once per insertion copied (deletes x length) of them: 8x the script, 64x the work.
+  function charactersSliced(script: string): number {
+    let copied = 0;
+    const slice = String.prototype.slice;
+    const spy = vi.spyOn(String.prototype, 'slice').mockImplementation(function (this: string, ...range) {
+      const piece = slice.apply(this, range);
+      copied += piece.length;
+      return piece;
+    });
+    try {
+      expect(rewriteScript(script)).toBeDefined();
+    } finally {
+      spy.mockRestore();
+    }
+    return copied;
+  }
+
+  it('8x the deletes in a script copy at most ~10x the characters', () => {
+    const small = charactersSliced('kubectl delete x;'.repeat(1_000));
+    const large = charactersSliced('kubectl delete x;'.repeat(8_000));
+    expect(large / small).toBeLessThanOrEqual(10);
+  });
+
+  it('inserts every flag of a long script, in place', () => {
+    const rewritten = rewriteScript('kubectl delete x;'.repeat(40_000));
+    expect(rewritten).toBe(`kubectl delete ${FLAG} x;`.repeat(40_000));
   });
 });
 

@@ -112,6 +112,48 @@ describe('min-runtime', () => {
   });
 });
 
+describe('min-runtime: the guard is recognised by what it does, not by its name', () => {
+  const lookAlike = (fields: Partial<Container>): Container => ({ ...DEFAULT_GUARD_CONTAINER, ...fields });
+  it.each<[string, Container, string]>([
+    ['command true', lookAlike({ command: ['true'] }), 'its command is not sleep <seconds>'],
+    ['another image', lookAlike({ image: 'evil.example/busybox:1.37.0' }), 'its image is not busybox'],
+    ['a shorter wait', lookAlike({ command: ['sleep', '1'] }), 'it waits 1s, not 10s'],
+    ['a wait in args', lookAlike({ command: ['sleep'], args: ['10'] }), 'its command is not sleep <seconds>'],
+    ['args after the wait', lookAlike({ args: ['0'] }), 'it has args'],
+    ['a fractional wait', lookAlike({ command: ['sleep', '0.1'] }), 'its command is not sleep <seconds>'],
+    ['a sidecar', lookAlike({ restartPolicy: 'Always' }), 'it is a sidecar, restartPolicy Always'],
+  ])('a look-alike with %s is unmet, and left as written', (_name, container, lacks) => {
+    const job = hookJob(argo);
+    podSpecOf(job).initContainers = [container];
+    const before = structuredClone(job);
+    expect(minRuntime.mutate(job, contextFor(job))).toEqual({
+      mutations: [],
+      warnings: [],
+      unmet: `init container hookguard-min-runtime is not hookguard's guard (${lacks}); rename or remove it`,
+    });
+    expect(job).toEqual(before);
+  });
+
+  it.each<[string, Container]>([
+    ['another tag, pinned by digest', lookAlike({ image: `docker.io/library/busybox:1.36@sha256:${'a'.repeat(64)}` })],
+    ['a longer wait', lookAlike({ command: ['sleep', '30'] })],
+    ['another name (a render-time guard renamed)', lookAlike({ name: 'wait' })],
+  ])('a guard with %s counts: nothing added', (_name, container) => {
+    const job = hookJob(argo);
+    podSpecOf(job).initContainers = [container];
+    expect(minRuntime.mutate(job, contextFor(job))).toEqual({ mutations: [], warnings: [] });
+    expect(podSpecOf(job).initContainers).toEqual([container]);
+  });
+
+  it('waits as long as the object asks: a 10s guard is a look-alike for hookguard.io/min-runtime-seconds 30', () => {
+    const job = hookJob({ ...argo, 'hookguard.io/min-runtime-seconds': '30' });
+    podSpecOf(job).initContainers = [DEFAULT_GUARD_CONTAINER];
+    expect(minRuntime.mutate(job, contextFor(job)).unmet).toBe(
+      "init container hookguard-min-runtime is not hookguard's guard (it waits 10s, not 30s); rename or remove it",
+    );
+  });
+});
+
 describe('min-runtime: the guard’s resources follow the Pod’s containers (cap 250m CPU, 512Mi memory)', () => {
   const small = { cpu: '100m', memory: '128Mi' };
   it.each([

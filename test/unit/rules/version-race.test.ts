@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtInRules } from '../../../src/rules/index.js';
 import { versionRace } from '../../../src/rules/version-race.js';
-import type { KubeObject } from '../../../src/core/types.js';
+import type { JobSpec, KubeObject } from '../../../src/core/types.js';
 import { ARGOCD_CONTROLLER, contextFor, HOOK_FINALIZER, hookJob } from '../../support/objects.js';
 
 /** The object as the mutating webhook would have stored it. */
@@ -67,6 +67,23 @@ describe('version-race', () => {
         message:
           'Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
           'min-runtime activeDeadlineSeconds 5 leaves no time after a 10s guard; raise it or lower hookguard.io/min-runtime-seconds. Fixed in Argo CD 3.4.0.',
+      },
+    ]);
+  });
+
+  it('denies a look-alike guard: an init container named hookguard-min-runtime that does not wait', () => {
+    const job = hookJob();
+    (job.spec as JobSpec).template!.spec!.initContainers = [
+      { name: 'hookguard-min-runtime', image: 'busybox:1.37.0', command: ['true'] },
+    ];
+    expect(judge(mutated(job, '3.1.0'), '3.1.0')).toEqual([
+      {
+        rule: 'version-race',
+        action: 'deny',
+        advisory: 'argocd-fast-hook-finalizer-race',
+        message:
+          'Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
+          "min-runtime init container hookguard-min-runtime is not hookguard's guard (its command is not sleep <seconds>); rename or remove it. Fixed in Argo CD 3.4.0.",
       },
     ]);
   });

@@ -17,14 +17,16 @@ const NOW = Date.parse('2026-09-01T00:00:00Z');
 
 describe('WebhookCalled', () => {
   it.each([
-    ['Called', 'True'],
-    ['NotCalled', 'False'],
-    ['Error', 'Unknown'],
-  ] as const)('%s: %s', (outcome, status) => {
-    expect(webhookCalled({ outcome, message: 'm' })).toEqual({
+    ['Called', 'Called', 'True'],
+    ['NotCalled', 'NotCalled', 'False'],
+    ['NotCalled', 'MutatingNotCalled', 'False'],
+    ['NotCalled', 'ValidatingNotCalled', 'False'],
+    ['Error', 'Error', 'Unknown'],
+  ] as const)('%s (%s): %s, with the reason naming the webhook not called', (outcome, reason, status) => {
+    expect(webhookCalled({ outcome, reason, message: 'm' })).toEqual({
       type: 'WebhookCalled',
       status,
-      reason: outcome,
+      reason,
       message: 'm',
     });
   });

@@ -4,7 +4,14 @@ import { loadConfig } from '../../../src/config/load.js';
 import { decide } from '../../../src/core/decide.js';
 import { applyPatch } from '../../../src/core/json-patch.js';
 import type { AdmissionRequest, KubeObject } from '../../../src/core/types.js';
-import { isSelfTestProbe, judgeProbe, probeJob, SELF_TEST_LABEL, warningTexts } from '../../../src/selftest/probe.js';
+import {
+  isSelfTestProbe,
+  judgeProbe,
+  probeJob,
+  SELF_TEST_LABEL,
+  VALIDATING_MARKER,
+  warningTexts,
+} from '../../../src/selftest/probe.js';
 
 const HOOKGUARD = 'system:serviceaccount:hookguard:hookguard';
 
@@ -56,29 +63,67 @@ describe('the probe Job', () => {
 
 describe('judgeProbe', () => {
   const unchanged = probeJob('hookguard-selftest');
+  const validated = [VALIDATING_MARKER];
   it.each([
-    ['enforce, patched', 'enforce', admitted('enforce').object, [], 'Called'],
-    ['audit, warned', 'audit', unchanged, admitted('audit').warnings, 'Called'],
-    ['audit, but a replica still in enforce patched it', 'audit', admitted('enforce').object, [], 'Called'],
+    ['enforce, patched and validated', 'enforce', admitted('enforce').object, validated, 'Called'],
+    ['audit, warned and validated', 'audit', unchanged, [...admitted('audit').warnings, ...validated], 'Called'],
+    ['audit, but a replica still in enforce patched it', 'audit', admitted('enforce').object, validated, 'Called'],
+    [
+      'enforce, patched, the validating webhook not called',
+      'enforce',
+      admitted('enforce').object,
+      [],
+      'ValidatingNotCalled',
+    ],
+    [
+      'audit, warned, the validating webhook not called',
+      'audit',
+      unchanged,
+      admitted('audit').warnings,
+      'ValidatingNotCalled',
+    ],
+    ['enforce, unchanged but validated', 'enforce', unchanged, validated, 'MutatingNotCalled'],
     ['enforce, unchanged', 'enforce', unchanged, [], 'NotCalled'],
     ['audit, unchanged and no warning', 'audit', unchanged, [], 'NotCalled'],
     ['audit, only another webhook warned', 'audit', unchanged, ['policy x: image not signed'], 'NotCalled'],
     [
+      'the marker cut or changed is no evidence',
+      'enforce',
+      admitted('enforce').object,
+      [VALIDATING_MARKER.slice(0, -1)],
+      'ValidatingNotCalled',
+    ],
+    [
       'enforce, an enforce-mode hookguard warning is no evidence of the patch',
       'enforce',
       unchanged,
-      ['hookguard [min-runtime]: x'],
-      'NotCalled',
+      ['hookguard [min-runtime]: x', ...validated],
+      'MutatingNotCalled',
     ],
-    ['an answer without the probe container', 'enforce', { kind: 'Status' }, [], 'Error'],
-  ] as const)('%s: %s', (_name, mode, returned, warnings, outcome) => {
-    expect(judgeProbe(mode, returned, warnings).outcome).toBe(outcome);
+    ['an answer without the probe container', 'enforce', { kind: 'Status' }, validated, 'Error'],
+  ] as const)('%s: %s', (_name, mode, returned, warnings, reason) => {
+    const verdict = judgeProbe(mode, returned, warnings);
+    expect(verdict.reason).toBe(reason);
+    expect(verdict.outcome).toBe(reason.endsWith('NotCalled') ? 'NotCalled' : reason);
   });
 
-  it('says what it expected and where to look when the webhook was not called', () => {
-    expect(judgeProbe('enforce', unchanged, []).message).toBe(
-      'the dry-run probe came back without hookguard\'s patch (--ignore-not-found): the API server did not call the webhook, and failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or firewall in the way); the API server logs "failed calling webhook"',
+  it('says what it saw, what it expected and where to look when a webhook was not called', () => {
+    expect(judgeProbe('enforce', admitted('enforce').object, validated).message).toBe(
+      `the API server called both webhooks: the dry-run probe came back with hookguard's patch (--ignore-not-found) and the warning "${VALIDATING_MARKER}"`,
     );
+    expect(judgeProbe('enforce', unchanged, []).message).toBe(
+      `the dry-run probe came back without hookguard's patch (--ignore-not-found) and without the warning "${VALIDATING_MARKER}": the API server called neither webhook, and failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or firewall in the way); the API server logs failed calling webhook "mutate.hookguard.io" and failed calling webhook "validate.hookguard.io"`,
+    );
+    expect(judgeProbe('enforce', admitted('enforce').object, []).message).toBe(
+      `the API server called the mutating webhook (the dry-run probe came back with hookguard's patch (--ignore-not-found)) but not the validating one: the probe came back without the warning "${VALIDATING_MARKER}", so hookguard denies nothing; failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or firewall in the way); the API server logs failed calling webhook "validate.hookguard.io"`,
+    );
+    expect(judgeProbe('audit', unchanged, validated).message).toBe(
+      `the API server called the validating webhook (the dry-run probe came back with the warning "${VALIDATING_MARKER}") but not the mutating one: the probe came back without hookguard's audit warning "hookguard audit would change [idempotent-cleanup]: …", so hookguard changes nothing; failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or firewall in the way); the API server logs failed calling webhook "mutate.hookguard.io"`,
+    );
+  });
+
+  it('the marker fits in one warning as the API server passes it on (at most 120 characters)', () => {
+    expect(VALIDATING_MARKER.length).toBeLessThanOrEqual(120);
   });
 });
 
