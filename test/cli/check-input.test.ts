@@ -13,7 +13,7 @@ import { readDocuments } from '../../src/offline/read.js';
 import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
 import { haveSharedFixtures, sharedFixturesDir } from '../support/fixtures.js';
-import { helmAndKubectl } from '../support/k8s-tools.js';
+import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 
 const execFileAsync = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-check-input-'));
@@ -162,6 +162,52 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     },
     60_000,
   );
+
+  // What the Argo CD plugin's generate runs (manifests/argocd-cmp/plugin.yaml): helm template piped into check --fix.
+  it('helm template of a chart written in YAML 1.1, through check --fix, as the real helm and kubectl read it', async () => {
+    const { helm } = await helmAndKubectl();
+    const rendered = await execFileAsync(helm, [
+      'template',
+      'rel',
+      join(repoRoot, 'test', 'e2e', 'yaml11-chart'),
+      '-n',
+      'demo',
+    ]);
+    const json = await runCommand(['check', '-', '-o', 'json'], rendered.stdout);
+    const { results } = JSON.parse(json.stdout) as { results: { name: string; patch: Operation[] }[] };
+    const fixed = await runCommand(['check', '-', '--fix'], rendered.stdout);
+    expect(fixed.status).toBe(0);
+    const before = await kubectlReads(kubectl, rendered.stdout, 'rendered.yaml');
+    expect(await kubectlReads(kubectl, fixed.stdout, 'rendered-fixed.yaml')).toEqual(
+      before.map(
+        (object, index) => applyPatch(structuredClone(object), results[index]?.patch ?? [], true, false).newDocument,
+      ),
+    );
+    // The hook is seen through its merge key; what the user reads differs from helm's output by three lines.
+    expect(results.map((result) => [result.name, result.patch.map((operation) => operation.path)])).toEqual([
+      ['rel-scripts', []],
+      [
+        'rel-migrate',
+        [
+          '/spec/template/spec/containers/0/command/2',
+          '/spec/activeDeadlineSeconds',
+          '/metadata/annotations/helm.sh~1hook-delete-policy',
+        ],
+      ],
+    ]);
+    expect(fixed.stdout).toBe(
+      rendered.stdout
+        .replace(
+          '    <<: {"helm.sh/hook": "pre-install,pre-upgrade"}\n',
+          '    <<: {"helm.sh/hook": "pre-install,pre-upgrade"}\n    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded\n',
+        )
+        .replace('kubectl delete configmap rel-lock', 'kubectl delete --ignore-not-found configmap rel-lock')
+        .replace(
+          '              - {key: migrate.sh, path: migrate.sh, mode: 0400}\n',
+          '              - {key: migrate.sh, path: migrate.sh, mode: 0400}\n  activeDeadlineSeconds: 3600\n',
+        ),
+    );
+  });
 
   it.skipIf(!haveSharedFixtures)(
     'rancher: only the deadline is added; defaultMode 0777 stays, read as 511',
