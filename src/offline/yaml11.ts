@@ -197,6 +197,7 @@ export function kubeValue(document: Document): unknown {
   let decodes = 0;
   let aliasDecodes = 0;
   let aliasDepth = 0;
+  let outermostAlias: Node | undefined;
 
   const offsetOf = (node: unknown): number | undefined =>
     (node as { range?: [number, number, number] } | null)?.range?.[0];
@@ -204,8 +205,9 @@ export function kubeValue(document: Document): unknown {
   function count(node: unknown): void {
     decodes++;
     if (aliasDepth > 0) aliasDecodes++;
+    // Named at the alias whose expansion went too far, not somewhere inside what it expands.
     if (aliasDecodes > 100 && decodes > 1000 && aliasDecodes / decodes > allowedAliasRatio(decodes))
-      throw new YamlReadError('document contains excessive aliasing', offsetOf(node));
+      throw new YamlReadError('document contains excessive aliasing', offsetOf(outermostAlias ?? node));
   }
 
   function register(node: Node): void {
@@ -224,6 +226,7 @@ export function kubeValue(document: Document): unknown {
   function viaAlias<T>(alias: Node & { source: string }, visit: (anchored: Node) => T): T {
     const anchored = target(alias);
     expanding.add(anchored);
+    if (aliasDepth === 0) outermostAlias = alias;
     aliasDepth++;
     try {
       return visit(anchored);
