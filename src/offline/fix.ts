@@ -29,7 +29,7 @@ function isObject(value: unknown): value is Record<string, Json> {
 }
 
 /** A plain scalar that reads back as this very string (go-yaml v2 and the `yaml` package alike), in block context. */
-const PLAIN_SAFE = /^[A-Za-z0-9_./@][A-Za-z0-9_./@=+,()'"!$%&*?<>^|~:-]*(?: [A-Za-z0-9_./@=+,()'"!$%&*?<>^|~:-]+)*$/;
+const PLAIN_SAFE = /^[A-Za-z0-9_/][A-Za-z0-9_./@=+,()'"!$%&*?<>^|~:-]*(?: [A-Za-z0-9_./@=+,()'"!$%&*?<>^|~:-]+)*$/;
 
 function plainSafe(text: string): boolean {
   return PLAIN_SAFE.test(text) && !text.includes(': ') && !text.endsWith(':') && resolvePlain(text, '') === undefined;
@@ -52,17 +52,28 @@ function literal(text: string, indent: number): string {
     .join('\n')}\n`;
 }
 
+/**
+ * A double-quoted scalar: JSON's escapes are YAML's, but JSON leaves DEL, the C1 controls, U+2028/U+2029 and the
+ * byte order mark as they are, which YAML 1.1 refuses or reads as a line break: those are escaped too.
+ */
+function quote(text: string): string {
+  return JSON.stringify(text).replace(
+    /[\u007f-\u009f\u2028\u2029\ufeff]/g,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
 function flow(value: Json): string {
   if (Array.isArray(value)) return `[${value.map(flow).join(', ')}]`;
   if (isObject(value))
     return `{${Object.entries(value)
-      .map(([key, item]) => `${JSON.stringify(key)}: ${flow(item)}`)
+      .map(([key, item]) => `${quote(key)}: ${flow(item)}`)
       .join(', ')}}`;
-  return JSON.stringify(value);
+  return typeof value === 'string' ? quote(value) : JSON.stringify(value);
 }
 
 function renderKey(key: string): string {
-  return plainSafe(key) ? key : JSON.stringify(key);
+  return plainSafe(key) ? key : quote(key);
 }
 
 function isEmptyCollection(value: Json): boolean {
@@ -81,7 +92,7 @@ function inline(value: Json, indent: number): string {
   if (typeof value === 'string') {
     if (plainSafe(value)) return value;
     if (value.includes('\n') && literalSafe(value)) return literal(value, indent);
-    return JSON.stringify(value);
+    return quote(value);
   }
   return flow(value);
 }
@@ -212,7 +223,7 @@ function insertPair(doc: DocumentText, map: Collection, key: string, value: Json
   if (map.flow) {
     const [, end] = rangeOf(map);
     if (doc.text[end - 1] !== '}') throw new NotInPlace('a flow mapping without its closing brace');
-    const entry = `${JSON.stringify(key)}: ${flow(value)}`;
+    const entry = `${quote(key)}: ${flow(value)}`;
     doc.splice(end - 1, end - 1, map.items.length > 0 ? `, ${entry}` : entry);
     return;
   }

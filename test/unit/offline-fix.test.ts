@@ -1,5 +1,6 @@
 // --fix's text edits (src/offline/fix.ts): each kind of JSON Patch operation hookguard makes, on the shapes charts
 // write, with the exact text that comes out; everything the patch does not touch keeps its bytes.
+import fc from 'fast-check';
 import { parseDocument } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { fixDocumentText, renderDocument } from '../../src/offline/fix.js';
@@ -127,6 +128,34 @@ describe('renderDocument', () => {
     ).toBe(
       'a:\n  - "0777"\n  - "yes"\n  - "on"\n  - "1e3"\n  - "0o17"\n  - "~"\n  - ""\n  - plain text\n  - "a: b"\n  - "#x"\n' +
         'b: |\n  line 1\n  line 2\nc: {}\nd: []\ne: null\n',
+    );
+  });
+});
+
+describe('what is written reads back as what was meant', () => {
+  it('any JSON value, keys and strings of any characters, rendered anew, reads back as Kubernetes reads it', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ unit: 'grapheme' }), fc.jsonValue({ maxDepth: 3 })), (value) => {
+        const expected = JSON.parse(JSON.stringify(value)) as unknown;
+        expect(kubeValue(parseDocument(renderDocument(expected), PARSE_OPTIONS))).toEqual(expected);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('any value added under a key, in place, reads back as the patched object', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.jsonValue({ maxDepth: 2 }), (key, value) => {
+        const added = JSON.parse(JSON.stringify(value)) as unknown;
+        const text = fix(JOB, [
+          { op: 'add', path: `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, value: added },
+        ]);
+        const read = kubeValue(parseDocument(text, PARSE_OPTIONS)) as {
+          metadata: { annotations: Record<string, unknown> };
+        };
+        expect(read.metadata.annotations[key]).toEqual(added);
+      }),
+      { numRuns: 200 },
     );
   });
 });
