@@ -1,6 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { checkObject, patchDocument, type CheckResult } from '../offline/check.js';
-import { readDocuments, type Source, type SourceDocument } from '../offline/read.js';
+import { checkObject, type CheckResult } from '../offline/check.js';
+import { fixDocumentText } from '../offline/fix.js';
+import { readInputs } from '../offline/inputs.js';
+import { readDocuments, type InputDocument, type Source, type SourceObject } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
 import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
@@ -8,14 +9,17 @@ import { EXIT, InputError, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--openshift] [--config FILE]
-Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -).
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
+Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
+Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
+directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones skipped.
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
   --fix                print the manifests as hookguard would store them (YAML, documents in order); what
-                       would be denied goes to stderr
+                       would be denied goes to stderr; only the nodes hookguard patches change
   --openshift          the objects go to OpenShift namespaces, whose SCC assigns user ids: the min-runtime guard
                        sets no runAsUser/runAsGroup (rules.minRuntime.openshift)
+  --max-input-bytes N  refuse more input than N bytes in all (check.maxInputBytes, default 32 MiB)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 const HELM_USER = 'hookguard-check:helm-user';
@@ -71,16 +75,28 @@ function renderText(results: readonly CheckResult[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** Every document in order, each as hookguard would store it; documents it leaves alone keep their exact text. */
-function renderFixed(documents: readonly SourceDocument[], results: readonly CheckResult[]): string {
-  return documents
-    .map((source, index) => {
-      const patch = results[index]?.patch ?? [];
-      if (patch.length > 0) patchDocument(source.document, patch);
-      const text = patch.length > 0 ? source.document.toString() : source.text;
-      return `${text.startsWith('---') ? '' : '---\n'}${text}${text.endsWith('\n') ? '' : '\n'}`;
-    })
-    .join('');
+/**
+ * Every input's documents in order, each as hookguard would store it: only the nodes a patch touches change (a
+ * List's items together); a document hookguard leaves alone keeps its exact text.
+ */
+function renderFixed(inputs: readonly InputDocument[][], results: ReadonlyMap<SourceObject, CheckResult>): string {
+  return inputs
+    .map((documents) =>
+      documents
+        .map((document) => {
+          const operations = document.objects.flatMap((object) =>
+            (results.get(object)?.patch ?? []).map((operation) => ({
+              ...operation,
+              path: `${object.pointer}${operation.path}`,
+            })),
+          );
+          return operations.length > 0 ? fixDocumentText(document.text, operations, document.value) : document.text;
+        })
+        .join(''),
+    )
+    .filter((text) => text !== '')
+    .map((text) => (text.endsWith('\n') ? text : `${text}\n`))
+    .join('---\n');
 }
 
 export async function runCheck(argv: readonly string[], io: CommandIO): Promise<number> {
@@ -93,6 +109,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
       fix: { type: 'boolean', default: false },
       openshift: { type: 'boolean', default: false },
       config: { type: 'string' },
+      'max-input-bytes': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -112,6 +129,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
     { flag: 'openshift', key: 'rules.minRuntime.openshift', value: values.openshift ? 'true' : undefined },
+    { flag: 'max-input-bytes', key: 'check.maxInputBytes', value: values['max-input-bytes'] },
   ]);
   // Told an Argo CD version (the flag, or HOOKGUARD_ARGOCD_VERSION as the Helm post-renderer and the Argo CD plugin
   // pass it, or the config): the objects are Argo CD's to apply.
@@ -119,29 +137,29 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   const username = appliedByArgo ? (config.argocd.controllerUsernames[0] ?? HELM_USER) : HELM_USER;
   const context = decisionContext(config, undefined, 'render');
 
-  const documents: SourceDocument[] = [];
-  for (const source of positionals) {
-    let text: string;
+  const inputs = (await readInputs(positionals, { maxBytes: config.check.maxInputBytes, readStdin: io.readStdin })).map(
+    ({ file, text }) => readDocuments(text, file),
+  );
+  const objects = inputs.flat().flatMap((document) => document.objects);
+  const results = objects.map((object, index): CheckResult => {
     try {
-      text = source === '-' ? await io.readStdin() : await readFile(source, 'utf8');
+      return checkObject(object.object, object.source, index, context, { username });
     } catch (error) {
-      throw new InputError(`cannot read ${source}: ${(error as Error).message}`);
-    }
-    documents.push(...readDocuments(text, source));
-  }
-  const results = documents.map((document, index): CheckResult => {
-    try {
-      return checkObject(document.object, document.source, index, context, { username });
-    } catch (error) {
-      throw new InputError(`${document.label}: ${(error as Error).message}`);
+      throw new InputError(`${object.label}: ${(error as Error).message}`);
     }
   });
+  if (objects.length === 0) {
+    const named = positionals.map((path) => (path === '-' ? 'standard input' : path)).join(', ');
+    // Rendering nothing is no error where the manifests pass through (--fix); anywhere else it is a mistake.
+    if (!values.fix) throw new InputError(`no Kubernetes object found in ${named}`);
+    io.stderr(`hookguard check: no Kubernetes object found in ${named}\n`);
+  }
 
   if (values.fix) {
-    io.stdout(renderFixed(documents, results));
+    io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, results[index]!]))));
     // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr.
     results.forEach((result, index) => {
-      const where = describeSource(result.source, helmTemplate(documents[index]!.object));
+      const where = describeSource(result.source, helmTemplate(objects[index]!.object));
       for (const finding of result.findings)
         if (finding.action === 'deny')
           io.stderr(

@@ -7,7 +7,7 @@ import { readStream, type CommandIO } from './io.js';
 const io: CommandIO = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
-  readStdin: () => readStream(process.stdin),
+  readStdin: (maxBytes) => readStream(process.stdin, maxBytes),
   env: process.env,
 };
 

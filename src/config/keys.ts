@@ -578,6 +578,16 @@ export const KEYS = {
       doc: 'Longest delay between those tries.',
     }),
   },
+  check: {
+    // A rendered chart is a few MiB at most (CRDs included); past this, reading and parsing would only cost memory.
+    maxInputBytes: integer({
+      default: 32 * 1024 * 1024,
+      min: 1024,
+      max: 512 * 1024 * 1024,
+      env: 'HOOKGUARD_CHECK_MAX_INPUT_BYTES',
+      doc: '`hookguard check` refuses more input than this, files and standard input together (--max-input-bytes).',
+    }),
+  },
 };
 
 /** Every setting but `advisories`, which has a shape of its own (src/config/advisories.ts). */

@@ -1,10 +1,10 @@
 // The offline evaluation behind `hookguard check`: each document as a CREATE, through the mutating decision and
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from '../core/json-patch.js';
-import { isMap, isScalar, isSeq, type Document } from 'yaml';
 import type { DecisionContext } from '../core/context.js';
-import { computedPatch, decide } from '../core/decide.js';
-import { isRecord } from '../core/objects.js';
+import { computedPatch, decide, type Decision } from '../core/decide.js';
+import { ARGOCD_HOOK, HELM_HOOK } from '../core/annotations.js';
+import { annotation, isRecord } from '../core/objects.js';
 import type { Finding, KubeObject, Operation } from '../core/types.js';
 import type { Source } from './read.js';
 
@@ -17,6 +17,34 @@ export interface CheckResult {
   patch: Operation[];
   findings: Finding[];
   source: Source;
+}
+
+/** The id findings about objects hookguard did not judge carry: no rule ran on them. */
+export const NOT_JUDGED = 'not-judged';
+
+/**
+ * A finding for an object that says it is a hook but that hookguard passed through unjudged, saying why: never a
+ * silent "allowed, unchanged" for a hook.
+ */
+function notJudged(object: KubeObject, decision: Decision, name: string): Finding | undefined {
+  const helm = annotation(object, HELM_HOOK);
+  const argocd = annotation(object, ARGOCD_HOOK);
+  if (helm === undefined && argocd === undefined) return undefined;
+  const hook =
+    argocd !== undefined ? `an Argo CD hook (${ARGOCD_HOOK}: ${argocd})` : `a Helm hook (${HELM_HOOK}: ${helm})`;
+  const apiVersion = String(object.apiVersion);
+  const kind = String(object.kind);
+  const why =
+    decision.reason === 'namespace excluded'
+      ? `its namespace is in excludedNamespaces`
+      : kind === 'Job' || kind === 'Pod'
+        ? `hookguard judges hook Jobs of batch/v1 and Pods of v1, and this ${kind} is ${apiVersion}`
+        : `hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ${kind} (${apiVersion}) runs nothing`;
+  return {
+    rule: NOT_JUDGED,
+    action: 'warn',
+    message: `${kind} ${name} is ${hook} that no rule judged: ${why}`,
+  };
 }
 
 export interface CheckOptions {
@@ -43,51 +71,28 @@ export function checkObject(
   const patch = computedPatch(mutation);
   const stored = patch.length > 0 ? applyPatch(structuredClone(object), patch, false, false).newDocument : object;
   const validation = decide({ ...request, object: stored }, 'validate', context);
+  const name =
+    typeof metadata.name === 'string'
+      ? metadata.name
+      : typeof metadata.generateName === 'string'
+        ? metadata.generateName
+        : undefined;
+  const unjudged =
+    mutation.hook !== undefined
+      ? undefined
+      : notJudged(
+          object,
+          mutation,
+          `${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${name ?? '<unnamed>'}`,
+        );
   return {
     apiVersion: object.apiVersion as string,
     kind: object.kind as string,
     ...(typeof metadata.namespace === 'string' ? { namespace: metadata.namespace } : {}),
-    ...(typeof metadata.name === 'string'
-      ? { name: metadata.name }
-      : typeof metadata.generateName === 'string'
-        ? { name: metadata.generateName }
-        : {}),
+    ...(name === undefined ? {} : { name }),
     allowed: mutation.allowed && validation.allowed,
     patch,
-    findings: [...mutation.findings, ...validation.findings],
+    findings: [...mutation.findings, ...validation.findings, ...(unjudged ? [unjudged] : [])],
     source,
   };
-}
-
-function decodePointer(path: string): string[] {
-  return path
-    .split('/')
-    .slice(1)
-    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
-}
-
-/**
- * Applies a JSON Patch to the parsed YAML document itself, so the comments, key order and scalar styles of
- * everything the patch does not touch come out as the chart wrote them.
- */
-export function patchDocument(document: Document, patch: readonly Operation[]): void {
-  for (const operation of patch) {
-    const segments = decodePointer(operation.path);
-    const parent = segments.length > 1 ? document.getIn(segments.slice(0, -1), true) : document.contents;
-    const last = segments.at(-1) as string;
-    const key = isSeq(parent) ? Number(last) : last;
-    const path = [...segments.slice(0, -1), key];
-    if (operation.op === 'remove') {
-      document.deleteIn(path);
-    } else if (operation.op === 'add' || operation.op === 'replace') {
-      if (!isSeq(parent) && !isMap(parent) && segments.length > 1) throw new Error(`cannot patch ${operation.path}`);
-      const existing = operation.op === 'replace' ? document.getIn(path, true) : undefined;
-      // Keep the scalar node (and so a script's block style) when only its value changes.
-      if (isScalar(existing) && (operation.value === null || typeof operation.value !== 'object'))
-        existing.value = operation.value;
-      else document.setIn(path, document.createNode(operation.value));
-    } else {
-      throw new Error(`unexpected patch op ${operation.op}`);
-    }
-  }
 }

@@ -1,9 +1,10 @@
 // Reading manifests for `hookguard check`: a multi-document YAML or JSON text split into the Kubernetes objects it
 // holds, each with where it came from (file, document, line), so every result can be traced back to its source.
-import { parseAllDocuments, type Document } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 import { InputError } from '../errors.js';
+import { kubeValue, PARSE_OPTIONS, YamlReadError } from './yaml11.js';
 
 /** Where an object came from; the shape the output formats (text, JSON, SARIF, JUnit) consume. */
 export interface Source {
@@ -19,13 +20,22 @@ export interface Source {
   item?: number;
 }
 
-export interface SourceDocument {
-  source: Source;
-  /** "stdin document 3", "chart.yaml document 1": how errors name it. */
-  label: string;
-  document: Document;
-  /** The document's own text, separator and comments included. */
+/** One document of an input, with the objects it holds (none when empty, a List's items). */
+export interface InputDocument {
+  /** Its text: from the end of the previous document to its own end, so an input's documents' texts make it up. */
   text: string;
+  /** Its value as Kubernetes reads it; null when it is empty. */
+  value: unknown;
+  objects: SourceObject[];
+}
+
+/** One Kubernetes object to check, and where it is. */
+export interface SourceObject {
+  source: Source;
+  /** "stdin document 3", "chart.yaml document 1 item 2": how errors name it. */
+  label: string;
+  /** JSON Pointer of the object in its document: '' for the document itself, `/items/N` for a List's item. */
+  pointer: string;
   object: KubeObject;
 }
 
@@ -54,11 +64,33 @@ class LineIndex {
     return low + 1;
   }
 
+  /** "line 12" and the line's text, to point at a place in a message. */
+  where(offset: number): { line: number; text: string } {
+    const line = this.lineOf(offset);
+    return { line, text: this.textOf(line).trim() };
+  }
+
   textOf(line: number): string {
     const start = this.starts[line - 1] as number;
     const next = this.starts[line];
     return this.text.slice(start, next === undefined ? undefined : next - 1).trimEnd();
   }
+}
+
+/** A List (`kind: List`, or a `*List` kind as `kubectl get -o yaml` prints): its items are the objects. */
+function isList(value: Record<string, unknown>): boolean {
+  return typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
+}
+
+function kubeObject(value: unknown, where: string): KubeObject {
+  if (!isRecord(value))
+    throw new InputError(
+      `${where}: expected a Kubernetes object (a mapping), got ${Array.isArray(value) ? 'a list' : value === null ? 'null' : typeof value}`,
+    );
+  if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
+    throw new InputError(`${where}: not a Kubernetes object: apiVersion and kind must be strings`);
+  }
+  return value;
 }
 
 /**
@@ -75,36 +107,50 @@ function firstLineOf(lines: LineIndex, start: number, contentsStart: number): nu
   return last;
 }
 
-/** Splits a multi-document YAML or JSON text into Kubernetes objects; empty documents are dropped. */
-export function readDocuments(text: string, file: string): SourceDocument[] {
-  const documents = parseAllDocuments(text);
-  if (!Array.isArray(documents)) {
-    // yaml returns an EmptyStream for input with no documents at all.
-    return [];
-  }
+/**
+ * Splits a multi-document YAML or JSON text into its documents and the Kubernetes objects they hold, read as
+ * Kubernetes reads them (kubeValue(), src/offline/yaml11.ts); a List gives its items.
+ */
+export function readDocuments(text: string, file: string): InputDocument[] {
+  const parsed = parseAllDocuments(text, PARSE_OPTIONS);
+  // yaml returns an EmptyStream for input with no documents at all.
+  if (!Array.isArray(parsed) || parsed.length === 0) return [];
   const lines = new LineIndex(text);
-  const objects: SourceDocument[] = [];
-  documents.forEach((document, index) => {
+  let start = 0;
+  return parsed.map((document, index) => {
+    const end = index === parsed.length - 1 ? text.length : document.range[2];
+    const begin = start;
+    const own = text.slice(start, end);
+    start = end;
     const label = `${fileLabel(file)} document ${index + 1}`;
     const error = document.errors[0];
-    if (error) throw new InputError(`${label}: invalid YAML: ${error.message.split('\n')[0]}`);
-    const value: unknown = document.toJS({ maxAliasCount: 100 });
-    if (value === null || value === undefined || !document.contents) return;
-    if (!isRecord(value))
-      throw new InputError(
-        `${label}: expected a Kubernetes object (a mapping), got ${Array.isArray(value) ? 'a list' : typeof value}`,
-      );
-    if (typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
-      throw new InputError(`${label}: not a Kubernetes object: apiVersion and kind must be strings`);
+    if (error) {
+      const line = error.linePos?.[0].line;
+      throw new InputError(`${label}${line ? `, line ${line}` : ''}: invalid YAML: ${error.message.trimEnd()}`);
     }
-    const line = firstLineOf(lines, index === 0 ? 0 : documents[index - 1]!.range[2], document.contents.range[0]);
-    objects.push({
-      source: { file, document: index + 1, line, firstLine: lines.textOf(line) },
-      label,
-      document,
-      text: text.slice(document.range[0], document.range[2]),
-      object: value,
+    let value: unknown;
+    try {
+      value = kubeValue(document);
+    } catch (problem) {
+      if (!(problem instanceof YamlReadError)) throw problem;
+      if (problem.offset === undefined) throw new InputError(`${label}: ${problem.message}`);
+      const at = lines.where(problem.offset);
+      throw new InputError(`${label}, line ${at.line}: ${problem.message} (${at.text})`);
+    }
+    if (value === null || !document.contents) return { text: own, value: null, objects: [] };
+    const object = kubeObject(value, label);
+    const line = firstLineOf(lines, begin, document.contents.range[0]);
+    const source: Source = { file, document: index + 1, line, firstLine: lines.textOf(line) };
+    if (!isList(object)) return { text: own, value, objects: [{ source, label, pointer: '', object }] };
+    const objects = (object.items as unknown[]).map((item, itemIndex) => {
+      const where = `${label} item ${itemIndex + 1}`;
+      return {
+        source: { ...source, item: itemIndex + 1 },
+        label: where,
+        pointer: `/items/${itemIndex}`,
+        object: kubeObject(item, where),
+      };
     });
+    return { text: own, value, objects };
   });
-  return objects;
 }

@@ -204,7 +204,13 @@ describe('hookguard check exit status', () => {
   });
 
   it.each([
-    ['invalid YAML', ['check', '-'], `${CONFIGMAP}---\n: : not yaml [\n`, /stdin document 2: invalid YAML/],
+    [
+      'invalid YAML',
+      ['check', '-'],
+      `${CONFIGMAP}---\n: : not yaml [\n`,
+      // The whole message: file, document, line, and the parser's excerpt with its caret.
+      /^hookguard check: stdin document 2, line 10: invalid YAML: .* at line 10, column 3:\n\n: : not yaml \[\n {2}\^\n$/,
+    ],
     [
       'a document that is not an object',
       ['check', '-'],
