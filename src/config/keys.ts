@@ -221,7 +221,7 @@ export const KEYS = {
       default: 4 * 1024 * 1024,
       min: 64 * 1024,
       max: 256 * 1024 * 1024,
-      doc: 'Log lines (audit lines included) waiting for stdout take at most this much memory; lines beyond it are dropped and counted (hookguard_audit_lines_dropped_total).',
+      doc: 'Audit lines waiting for stdout take at most this much memory (other log lines a quarter more); lines beyond it are dropped and counted (hookguard_audit_lines_dropped_total).',
     }),
     // With server.shutdownTimeoutMs (20 s) it stays inside Kubernetes' default 30 s grace period.
     flushTimeoutMs: integer({

@@ -3,8 +3,10 @@
 // pino's default destination (sonic-boom on fd 1) queues without bound when stdout is read slowly or not at all: a
 // pipe whose reader (the container runtime, a log shipper) stalls makes every admission answer grow the heap until
 // the pod is killed, and at SIGTERM the backlog held the process for minutes. Here the queue holds at most
-// maxQueueBytes: a line that does not fit is dropped and counted (hookguard_audit_lines_dropped_total), and the next
-// line that does fit says how many were dropped before it (`"linesDroppedBefore": N`). A write never waits: on a
+// maxQueueBytes of audit lines (a quarter more for the server's other lines, so a flood of audit lines never hides
+// a certificate reload or a shutdown): a line that does not fit is dropped and counted
+// (hookguard_audit_lines_dropped_total), and the next line that does fit says how many were dropped before it
+// (`"linesDroppedBefore": N`). A write never waits: on a
 // pipe or socket, stdout is written through a non-blocking libuv stream (node:net), so a reader that stops makes
 // the queue fill, never the event loop stop; a file or terminal is written synchronously, as Node writes them.
 import { fstatSync, writeSync } from 'node:fs';
@@ -22,15 +24,28 @@ function withDropCount(line: string, dropped: number): string {
   return line.endsWith('}\n') ? `${line.slice(0, -2)},"linesDroppedBefore":${dropped}}\n` : line;
 }
 
+/** pino's metadata protocol (pino lib/proto.js write): it sets lastObj and the like on the stream before each write. */
+const PINO_METADATA = Symbol.for('pino.metadata');
+
 export class BoundedLogDestination {
   #dropped = 0;
   #droppedSinceWritten = 0;
   #failed = false;
+  readonly [PINO_METADATA] = true;
+  /** The object of the line pino is about to write (set by pino). */
+  lastObj: unknown;
+  /**
+   * Audit lines (those with an `audit` field) may fill the queue up to maxQueueBytes; every other line (a certificate
+   * reload, discovery, the self-test, shutdown) may use a quarter more, so that a flood of audit lines never hides
+   * what the server itself says. Memory stays bounded by both together.
+   */
+  private readonly otherLinesLimit: number;
 
   constructor(
     private readonly stream: LogStream,
     private readonly maxQueueBytes: number,
   ) {
+    this.otherLinesLimit = maxQueueBytes + Math.floor(maxQueueBytes / 4);
     // EPIPE (nobody will ever read) or any other write error: the lines from now on are dropped and counted.
     stream.on('error', () => {
       this.#failed = true;
@@ -51,7 +66,10 @@ export class BoundedLogDestination {
   write(line: string): void {
     const pending = this.#droppedSinceWritten;
     const text = pending > 0 ? withDropCount(line, pending) : line;
-    if (this.#failed || this.stream.writableLength + Buffer.byteLength(text) > this.maxQueueBytes) {
+    const lastObj = this.lastObj;
+    const isAudit = typeof lastObj === 'object' && lastObj !== null && 'audit' in lastObj;
+    const limit = isAudit ? this.maxQueueBytes : this.otherLinesLimit;
+    if (this.#failed || this.stream.writableLength + Buffer.byteLength(text) > limit) {
       this.#dropped += 1;
       this.#droppedSinceWritten += 1;
       return;

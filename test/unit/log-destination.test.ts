@@ -27,13 +27,20 @@ function stalledStdout() {
   };
 }
 
+/** A destination that takes every line written to it as an audit line, as pino marks one (lastObj.audit). */
+function auditLog(stream: Writable, maxQueueBytes: number): BoundedLogDestination {
+  const destination = new BoundedLogDestination(stream, maxQueueBytes);
+  destination.lastObj = { audit: {} };
+  return destination;
+}
+
 const line = (n: number) => `${JSON.stringify({ level: 30, msg: 'admission decision', n })}\n`;
 
 describe('BoundedLogDestination', () => {
   it('queues up to maxQueueBytes, drops and counts the rest, and the next line written says how many were dropped', async () => {
     const stdout = stalledStdout();
     const size = Buffer.byteLength(line(0));
-    const destination = new BoundedLogDestination(stdout.stream, size * 3);
+    const destination = auditLog(stdout.stream, size * 3);
     for (let n = 0; n < 10; n += 1) destination.write(line(n));
     // The first is taken by the stream's _write at once, the next two wait: three lines' worth in all.
     expect(destination.dropped).toBe(7);
@@ -60,7 +67,7 @@ describe('BoundedLogDestination', () => {
   it('keeps counting when the line that would carry the count is dropped too', () => {
     const stdout = stalledStdout();
     // Room for one line with its count, not for two lines.
-    const destination = new BoundedLogDestination(stdout.stream, Buffer.byteLength(line(0)) + 30);
+    const destination = auditLog(stdout.stream, Buffer.byteLength(line(0)) + 30);
     destination.write(line(0));
     destination.write(line(1));
     expect(destination.dropped).toBe(1);
@@ -79,7 +86,7 @@ describe('BoundedLogDestination', () => {
         callback(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
       },
     });
-    const destination = new BoundedLogDestination(stream, 1 << 20);
+    const destination = auditLog(stream, 1 << 20);
     destination.write(line(0));
     await new Promise((resolve) => setImmediate(resolve));
     destination.write(line(1));
@@ -107,18 +114,34 @@ describe('BoundedLogDestination', () => {
     expect(stuck.stream.destroyed).toBe(true);
   });
 
+  it('keeps room for what the server says besides its audit lines: a flood of audit lines never hides a reload', () => {
+    const stdout = stalledStdout();
+    const destination = new BoundedLogDestination(stdout.stream, 400);
+    const logger = pino({ base: undefined, timestamp: false }, destination);
+    for (let n = 0; n < 20; n += 1) logger.info({ audit: { uid: `u-${n}` } }, 'admission decision');
+    const droppedAudit = destination.dropped;
+    expect(droppedAudit).toBeGreaterThan(0);
+    logger.info({ certificate: 'new' }, 'serving certificate reloaded');
+    logger.info({ audit: { uid: 'u-20' } }, 'admission decision');
+    expect(destination.dropped).toBe(droppedAudit + 1);
+    expect(destination.queuedBytes).toBeLessThanOrEqual(500);
+    for (let n = 0; n < 25; n += 1) stdout.release();
+    const messages = stdout.written.map((text) => (JSON.parse(text) as { msg: string }).msg);
+    expect(messages.at(-1)).toBe('serving certificate reloaded');
+  });
+
   it('is what pino writes to: its lines, with the count where lines were dropped', () => {
     const stdout = stalledStdout();
     const destination = new BoundedLogDestination(stdout.stream, 200);
     const logger = pino({ base: undefined, timestamp: false }, destination);
-    for (let n = 0; n < 5; n += 1) logger.info({ n }, 'admission decision');
+    for (let n = 0; n < 5; n += 1) logger.info({ audit: { n } }, 'admission decision');
     stdout.release();
-    logger.info({ n: 5 }, 'admission decision');
+    logger.info({ audit: { n: 5 } }, 'admission decision');
     stdout.release();
     const lines = stdout.written.map((text) => JSON.parse(text) as Record<string, unknown>);
     expect(lines.at(-1)).toEqual({
       level: 30,
-      n: 5,
+      audit: { n: 5 },
       msg: 'admission decision',
       linesDroppedBefore: 5 - (lines.length - 1),
     });
