@@ -203,7 +203,12 @@ describe('hookguard check exit status', () => {
     ],
     ['a missing file', ['check', '/nonexistent/manifest.yaml'], undefined, /cannot read \/nonexistent\/manifest\.yaml/],
     ['no input named', ['check'], undefined, /name the manifests to check/],
-    ['a bad --output', ['check', '-', '--output', 'xml'], CONFIGMAP, /--output must be one of text, json, got "xml"/],
+    [
+      'a bad --output',
+      ['check', '-', '--output', 'xml'],
+      CONFIGMAP,
+      /^hookguard check: --output must be one of text, json, sarif, junit, got "xml"\n$/,
+    ],
     ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
     [
       'a bad --argocd-version, named as typed',
