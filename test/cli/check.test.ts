@@ -337,6 +337,20 @@ describe('hookguard advisories and rules', () => {
       'hook-pod-restart-policy',
     ]);
   });
+
+  it('prints the catalog in aligned columns, each side of a rule in its own words', async () => {
+    const lines = (await runCommand(['rules'])).stdout.trimEnd().split('\n');
+    const restart = lines.filter((line) => line.startsWith('hook-pod-restart-policy '));
+    expect(restart.map((line) => line.slice(0, 48))).toEqual([
+      'hook-pod-restart-policy mutating   CREATE Sets r',
+      'hook-pod-restart-policy validating CREATE Denies',
+    ]);
+    expect(
+      new Set(
+        lines.map((line) => (line.indexOf(' CREATE ') >= 0 ? line.indexOf(' CREATE ') : line.indexOf(' UPDATE '))),
+      ).size,
+    ).toBe(1);
+  });
 });
 
 describe('the built CLI in a real process', () => {
