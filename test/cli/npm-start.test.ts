@@ -17,17 +17,18 @@ afterAll(() => rmSync(copy, { recursive: true, force: true }));
 
 /** Every process below `pid`, from /proc (Linux). */
 function descendants(pid: number): number[] {
-  let children: number[] = [];
+  let children: string;
   try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
   } catch {
     return [];
   }
-  return children.flatMap((child) => [child, ...descendants(child)]);
+  return children
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number)
+    .flatMap((child) => [child, ...descendants(child)]);
 }
 
 function commandLine(pid: number): string {
