@@ -133,9 +133,14 @@ describe('hookguard check exit status', () => {
     expect(run.status).toBe(1);
     const [result] = JSON.parse(run.stdout).results;
     expect(result.allowed).toBe(false);
-    expect(result.findings).toContainEqual(
-      expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }),
-    );
+    // The whole message, never cut as an admission warning is (at 120 characters).
+    expect(result.findings).toContainEqual({
+      rule: 'version-race',
+      action: 'deny',
+      advisory: 'argocd-fast-hook-finalizer-race',
+      message:
+        'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+    });
   });
 
   // How the Helm post-renderer and the Argo CD plugin tell it the version (plugins/, manifests/argocd-cmp/).
