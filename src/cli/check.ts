@@ -23,8 +23,8 @@ Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm templ
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
   -o, --output F       text (default), json, sarif (SARIF 2.1.0 for code scanning) or junit (JUnit XML)
-  --fix                print the manifests as hookguard would store them (YAML, documents in order); what
-                       would be denied goes to stderr
+  --fix                print the manifests as hookguard would store them (YAML, documents in order); each
+                       denial goes to stderr: the object, the rule, why, and where it was read (not with -o)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 const HELM_USER = 'hookguard-check:helm-user';
@@ -32,7 +32,7 @@ const HELM_USER = 'hookguard-check:helm-user';
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
   if (!allowed.includes(value as T))
-    throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
+    throw new UsageError(`--${flag}: must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
 

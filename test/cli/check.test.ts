@@ -212,7 +212,7 @@ describe('hookguard check exit status', () => {
       'a bad --output',
       ['check', '-', '--output', 'xml'],
       CONFIGMAP,
-      /^hookguard check: --output must be one of text, json, sarif, junit, got "xml"\n$/,
+      /^hookguard check: --output: must be one of text, json, sarif, junit, got "xml"\n$/,
     ],
     ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
     [
