@@ -62,10 +62,13 @@ export async function runRules(argv: readonly string[], io: CommandIO): Promise<
   });
   const catalog = catalogOf(builtInRules);
   if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: catalog }, null, 2)}\n`);
-  else
+  else {
+    const idWidth = Math.max(...catalog.map((rule) => rule.id.length));
+    const webhookWidth = Math.max(...catalog.map((rule) => rule.webhook.length));
     for (const rule of catalog)
       io.stdout(
-        `${rule.id.padEnd(20)} ${rule.webhook} ${rule.operation.padEnd(6)} ${rule.doc} (takes effect at ${describeStages(rule.stages)})\n`,
+        `${rule.id.padEnd(idWidth)} ${rule.webhook.padEnd(webhookWidth)} ${rule.operation.padEnd(6)} ${rule.doc} (takes effect at ${describeStages(rule.stages)})\n`,
       );
+  }
   return EXIT.ok;
 }

@@ -6,17 +6,23 @@ import { decisionContext } from '../config/decision-context.js';
 import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
+import { renderJunit } from '../offline/junit.js';
+import { renderSarif, type SarifRuleSource } from '../offline/sarif.js';
+import { builtInRules, catalogOf, describeStages } from '../rules/index.js';
+import { packageVersion } from './version.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
 Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
 directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones skipped.
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
-  --fix                print the manifests as hookguard would store them (YAML, documents in order); what
-                       would be denied goes to stderr; only the nodes hookguard patches change
+  -o, --output F       text (default), json, sarif (SARIF 2.1.0 for code scanning) or junit (JUnit XML)
+  --fix                print the manifests as hookguard would store them (YAML, documents in order); only the
+                       nodes hookguard patches change; each denial goes to stderr: the object, the rule, why, and
+                       where it was read (not with -o)
   --openshift          the objects go to OpenShift namespaces, whose SCC assigns user ids: the min-runtime guard
                        sets no runAsUser/runAsGroup (rules.minRuntime.openshift)
   --max-input-bytes N  refuse more input than N bytes in all (check.maxInputBytes, default 32 MiB)
@@ -27,11 +33,22 @@ const HELM_USER = 'hookguard-check:helm-user';
 function choice<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
   if (!allowed.includes(value as T))
-    throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}, got "${value}"`);
+    throw new UsageError(`--${flag}: must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
 
-const OUTPUTS = ['text', 'json'] as const;
+const OUTPUTS = ['text', 'json', 'sarif', 'junit'] as const;
+
+/** The catalog as SARIF rules: one per id, with each side of it (a rule may mutate and deny) in its own words. */
+function sarifRules(): SarifRuleSource[] {
+  const rules = new Map<string, SarifRuleSource['sides'][number][]>();
+  for (const entry of catalogOf(builtInRules)) {
+    const sides = rules.get(entry.id) ?? [];
+    sides.push({ side: `${entry.webhook}, ${entry.operation}, at ${describeStages(entry.stages)}`, doc: entry.doc });
+    rules.set(entry.id, sides);
+  }
+  return [...rules].map(([id, sides]) => ({ id, sides }));
+}
 
 function describeResult(result: CheckResult): string {
   return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
@@ -167,6 +184,8 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
           );
     });
   } else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
+  else if (output === 'sarif') io.stdout(renderSarif(results, sarifRules(), packageVersion()));
+  else if (output === 'junit') io.stdout(renderJunit(results));
   else io.stdout(renderText(results));
   return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;
 }

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { EXIT, UserError } from '../errors.js';
 import type { CommandIO } from './io.js';
+import { packageVersion } from './version.js';
 
 /**
  * The full usage, with each command's own. Built on demand: it imports every command module, and a command loads
@@ -57,10 +57,7 @@ export async function runHookguard(argv: readonly string[], io: CommandIO): Prom
     return name === undefined ? EXIT.badInput : EXIT.ok;
   }
   if (name === '--version') {
-    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
-    io.stdout(`${version}\n`);
+    io.stdout(`${packageVersion()}\n`);
     return EXIT.ok;
   }
   const command = commands[name];

@@ -2,8 +2,18 @@ import { NO_INSTANCES } from '../core/argocd-instances.js';
 import { normalizeArgoVersion } from '../core/argocd-version.js';
 import type { DecisionContext } from '../core/context.js';
 import type { Stage } from '../core/rule.js';
-import { builtInRules } from '../rules/index.js';
+import { builtInRules, catalogOf, ruleConfigKey, withoutRules } from '../rules/index.js';
 import type { Config } from './keys.js';
+
+/** The ids of the rules the config switches off: `rules.<rule>.enabled: false`. */
+function switchedOff(config: Readonly<Config>): Set<string> {
+  const settings = config.rules as unknown as Readonly<Record<string, { enabled: boolean }>>;
+  return new Set(
+    catalogOf(builtInRules)
+      .map((rule) => rule.id)
+      .filter((id) => !settings[ruleConfigKey(id)]!.enabled),
+  );
+}
 
 /**
  * What the pure core needs from the config. `argocdVersion` pins the version (it defaults to `argocd.version`);
@@ -29,7 +39,7 @@ export function decisionContext(
       },
       rules: config.rules,
     },
-    ruleSet: builtInRules,
+    ruleSet: withoutRules(builtInRules, switchedOff(config)),
     advisories: config.advisories.filter((advisory) => advisory.tool !== 'helm'),
     helmAdvisories: config.advisories.filter((advisory) => advisory.tool === 'helm'),
     helmVersion: normalizeArgoVersion(config.helm.version ?? undefined),

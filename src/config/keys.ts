@@ -2,6 +2,7 @@
 // doc line. The checks, the defaults, the env map, the Config type and docs/configuration.md's table
 // (`npm run docs:config`) are derived from this declaration. Units are in the names.
 import { normalizeArgoVersion } from '../core/argocd-version.js';
+import { DELETE_POLICY_NAMES, type HookTool } from '../core/delete-policies.js';
 import { parseQuantity } from '../core/quantity.js';
 import type { ResourceList, RuleSettings } from '../core/rule.js';
 import type { Advisory } from '../core/types.js';
@@ -45,6 +46,27 @@ const QUANTITY: Format = {
       : `must be a Kubernetes quantity above 0 like 100m or 128Mi, got "${value}"`;
   },
 };
+
+/** What a tool accepts as a delete policy: known names only (a typo would be dropped by Helm and Argo CD), none empty. */
+function deletePolicies(tool: HookTool): Format {
+  const names = DELETE_POLICY_NAMES[tool];
+  return {
+    accepts: `comma-separated, of ${names.join(', ')}`,
+    problem: (value) => {
+      const items = value.split(',').map((item) => item.trim());
+      const unknown = items.find((item) => !names.includes(item));
+      if (unknown === undefined) return undefined;
+      return unknown === ''
+        ? `must list delete policies, comma-separated, none empty: got "${value}"`
+        : `"${unknown}" is not a delete policy ${tool === 'helm' ? 'Helm' : 'Argo CD'} knows (${names.join(', ')})`;
+    },
+  };
+}
+
+/** `rules.<rule>.enabled`: every rule can be switched off for the whole installation. */
+function ruleEnabled(id: string, doc = `false: ${id} is off for every object, at admission and render time.`) {
+  return flag({ default: true, doc });
+}
 
 const IMAGE_REFERENCE: Format = {
   accepts: 'an image reference',
@@ -275,20 +297,25 @@ export const KEYS = {
   }),
   rules: {
     deletePolicy: {
+      enabled: ruleEnabled('delete-policy'),
       helm: text({
         default: 'before-hook-creation,hook-succeeded',
+        format: deletePolicies('helm'),
         doc: 'helm.sh/hook-delete-policy given to Helm hooks without one, at render time (where Helm reads it).',
       }),
       helmTest: text({
         default: 'before-hook-creation',
+        format: deletePolicies('helm'),
         doc: 'The policy for Helm test hooks without one (no hook-succeeded: Helm 3 deletes such Pods before helm test --logs reads them).',
       }),
       argocd: text({
         default: 'BeforeHookCreation,HookSucceeded',
+        format: deletePolicies('argocd'),
         doc: 'argocd.argoproj.io/hook-delete-policy given to Argo CD hooks without one, at render time (where Argo CD reads it).',
       }),
     },
     idempotentCleanup: {
+      enabled: ruleEnabled('idempotent-cleanup'),
       // Images whose entrypoint is kubectl, so an args-only container runs `kubectl <args>`.
       kubectlImages: list({
         default: [
@@ -307,8 +334,12 @@ export const KEYS = {
         doc: 'Cleanup hook Jobs (pre/post-delete) get at least this backoffLimit.',
       }),
     },
+    foreignFinalizer: { enabled: ruleEnabled('foreign-finalizer') },
+    hookFinalizer: { enabled: ruleEnabled('hook-finalizer') },
+    nativeSidecar: { enabled: ruleEnabled('native-sidecar') },
     minRuntime: group(
       {
+        enabled: ruleEnabled('min-runtime'),
         minRuntimeSeconds: integer({
           default: 10,
           min: 1,
@@ -349,6 +380,7 @@ export const KEYS = {
       requestsWithinLimits,
     ),
     ttlFloor: {
+      enabled: ruleEnabled('ttl-floor'),
       minTtlSecondsAfterFinished: integer({
         default: 60,
         min: 0,
@@ -357,6 +389,7 @@ export const KEYS = {
       }),
     },
     hookTtl: {
+      enabled: ruleEnabled('hook-ttl'),
       // A day: the TTL deletes a failed Job as it deletes a complete one, so this is how long a failed hook stays readable.
       ttlSecondsAfterFinished: integer({
         default: 86400,
@@ -366,6 +399,7 @@ export const KEYS = {
       }),
     },
     hookDeadline: {
+      enabled: ruleEnabled('hook-deadline'),
       // Off by default: past it the Job controller fails the Job and deletes its running Pods, so a migration longer
       // than any value guessed here would be killed mid-run (kubernetes pkg/controller/job/job_controller.go syncJob,
       // pastActiveDeadline).
@@ -385,12 +419,13 @@ export const KEYS = {
       }),
     },
     hookPodRestartPolicy: {
-      enabled: flag({
-        default: true,
-        doc: 'Bare hook Pods with restartPolicy Always (or none, at render time) get Never; an explicit Always at render time is denied.',
-      }),
+      enabled: ruleEnabled(
+        'hook-pod-restart-policy',
+        'Bare hook Pods with restartPolicy Always (or none, at render time) get Never; an explicit Always at render time is denied. false: neither.',
+      ),
     },
     meshSidecar: {
+      enabled: ruleEnabled('mesh-sidecar'),
       action: oneOf(['off', 'warn', 'exclude'], {
         default: 'warn',
         doc: 'Hook Jobs that get a classic Istio or Linkerd sidecar: `warn`; `exclude` also takes them out of injection where only the namespace asks for it; `off` (no namespace watch).',
@@ -403,17 +438,19 @@ export const KEYS = {
       }),
     },
     hookSyncOptions: {
-      enabled: flag({
-        default: true,
-        doc: 'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true.',
-      }),
+      enabled: ruleEnabled(
+        'hook-sync-options',
+        'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true. false: off.',
+      ),
     },
     hookOutputLogPolicy: {
-      enabled: flag({
-        default: true,
-        doc: "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs).",
-      }),
+      enabled: ruleEnabled(
+        'hook-output-log-policy',
+        "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs). false: off.",
+      ),
     },
+    immutableUpdate: { enabled: ruleEnabled('immutable-update') },
+    versionRace: { enabled: ruleEnabled('version-race') },
   },
   discovery: {
     enabled: flag({

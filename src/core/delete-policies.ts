@@ -25,6 +25,12 @@ const ARGOCD_POLICIES: ReadonlyMap<string, DeletePolicy> = new Map([
   ['HookFailed', 'hook-failed'],
 ]);
 
+/** The delete policies each tool knows, spelt as it reads them in its annotation. */
+export const DELETE_POLICY_NAMES: Readonly<Record<HookTool, readonly string[]>> = {
+  helm: [...HELM_POLICIES],
+  argocd: [...ARGOCD_POLICIES.keys()],
+};
+
 function items(value: string | undefined): string[] {
   return value === undefined ? [] : value.split(',').map((item) => item.trim());
 }

@@ -3,6 +3,7 @@ import type { NamespaceFacts } from './namespaces.js';
 import type { Advisory, AdvisoryNote, Finding, KubeObject } from './types.js';
 
 export interface DeletePolicySettings {
+  enabled: boolean;
   /** Policy for Helm hooks without one. */
   helm: string;
   /** Policy for Helm `test` hooks without one: no hook-succeeded, so `helm test --logs` still finds the Pod. */
@@ -16,10 +17,18 @@ export interface ResourceList {
   memory: string;
 }
 
+/**
+ * Each rule's settings, `rules.<rule>` in the config. `enabled: false` switches the rule off installation-wide: the
+ * config leaves it out of the rule set (src/config/decision-context.ts), so no rule reads its own.
+ */
 export interface RuleSettings {
   deletePolicy: DeletePolicySettings;
-  idempotentCleanup: { kubectlImages: readonly string[]; minBackoffLimit: number };
+  idempotentCleanup: { enabled: boolean; kubectlImages: readonly string[]; minBackoffLimit: number };
+  foreignFinalizer: { enabled: boolean };
+  hookFinalizer: { enabled: boolean };
+  nativeSidecar: { enabled: boolean };
   minRuntime: {
+    enabled: boolean;
     minRuntimeSeconds: number;
     maxRuntimeSeconds: number;
     image: string;
@@ -33,9 +42,10 @@ export interface RuleSettings {
     requests: ResourceList;
     limits: ResourceList;
   };
-  ttlFloor: { minTtlSecondsAfterFinished: number };
-  hookTtl: { ttlSecondsAfterFinished: number };
+  ttlFloor: { enabled: boolean; minTtlSecondsAfterFinished: number };
+  hookTtl: { enabled: boolean; ttlSecondsAfterFinished: number };
   hookDeadline: {
+    enabled: boolean;
     /** 0 (the default): no deadline is set, only named as missing. */
     activeDeadlineSeconds: number;
     /** Whether a deadline is also set on Jobs with completions or parallelism above 1. */
@@ -45,12 +55,15 @@ export interface RuleSettings {
   };
   hookPodRestartPolicy: { enabled: boolean };
   meshSidecar: {
+    enabled: boolean;
     action: 'off' | 'warn' | 'exclude';
     /** Whether the cluster's meshes inject native sidecars when a pod does not say. */
     nativeSidecars: 'unknown' | 'yes' | 'no';
   };
   hookSyncOptions: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
+  immutableUpdate: { enabled: boolean };
+  versionRace: { enabled: boolean };
 }
 
 /**

@@ -26,9 +26,9 @@ export const hookPodRestartPolicy: MutationRule = {
   stages: ['admission', 'render'],
   kinds: ['Pod'],
   gate: 'always',
-  mutate(object, { stage, settings }) {
+  mutate(object, { stage }) {
     const spec = podSpecOf(object);
-    if (!spec || !settings.hookPodRestartPolicy.enabled) return report();
+    if (!spec) return report();
     const policy = spec.restartPolicy;
     if (stage === 'render' && (policy === undefined || policy === null)) {
       spec.restartPolicy = 'Never';
@@ -51,11 +51,10 @@ export const hookPodRestartPolicy: MutationRule = {
 /** At render time, an Always the author wrote is denied: hookguard does not override a choice it can see. */
 export const hookPodRestartPolicyAtRender: CreateValidator = {
   id: ID,
-  doc: hookPodRestartPolicy.doc,
+  doc: 'Denies a bare hook Pod whose manifest says restartPolicy: Always (it would never reach Succeeded), at render time only, where hookguard can see that its author wrote it; at admission the API server may have filled it in.',
   stages: ['render'],
-  validate(object, { hook, settings }) {
-    if (hook.kind !== 'Pod' || !settings.hookPodRestartPolicy.enabled || podSpecOf(object)?.restartPolicy !== 'Always')
-      return [];
+  validate(object, { hook }) {
+    if (hook.kind !== 'Pod' || podSpecOf(object)?.restartPolicy !== 'Always') return [];
     return [
       {
         rule: ID,

@@ -24,8 +24,8 @@ export const hookSyncOptions: MutationRule = {
   stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
-  mutate(object, { settings }) {
-    const options = settings.hookSyncOptions.enabled ? annotation(object, ARGOCD_SYNC_OPTIONS) : undefined;
+  mutate(object) {
+    const options = annotation(object, ARGOCD_SYNC_OPTIONS);
     if (options === undefined) return report();
     const found = options
       .split(',')

@@ -40,6 +40,26 @@ export const builtInRules: RuleSet = ruleSet({
   createValidators: [versionRace, hookPodRestartPolicyAtRender],
 });
 
+/** A rule's settings in the config: `rules.<this>` (`delete-policy` → `deletePolicy`), `enabled` among them. */
+export function ruleConfigKey(id: string): string {
+  return id.replace(/-([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+}
+
+/**
+ * The rule set without the rules switched off installation-wide. What objects may name in hookguard.io/skip, and
+ * what counts as a mitigation, stay those of the full set: a chart that skips a rule switched off is still right.
+ */
+export function withoutRules(rules: RuleSet, off: ReadonlySet<string>): RuleSet {
+  if (off.size === 0) return rules;
+  const on = <T extends { id: string }>(list: readonly T[]) => list.filter((rule) => !off.has(rule.id));
+  return {
+    ...rules,
+    mutations: on(rules.mutations),
+    updateJudges: on(rules.updateJudges),
+    createValidators: on(rules.createValidators),
+  };
+}
+
 export interface CatalogEntry {
   id: string;
   webhook: 'mutating' | 'validating';

@@ -134,9 +134,14 @@ describe('hookguard check exit status', () => {
     expect(run.status).toBe(1);
     const [result] = JSON.parse(run.stdout).results;
     expect(result.allowed).toBe(false);
-    expect(result.findings).toContainEqual(
-      expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }),
-    );
+    // The whole message, never cut as an admission warning is (at 120 characters).
+    expect(result.findings).toContainEqual({
+      rule: 'version-race',
+      action: 'deny',
+      advisory: 'argocd-fast-hook-finalizer-race',
+      message:
+        'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+    });
   });
 
   // How the Helm post-renderer and the Argo CD plugin tell it the version (plugins/, manifests/argocd-cmp/).
@@ -225,7 +230,12 @@ describe('hookguard check exit status', () => {
     ],
     ['a missing file', ['check', '/nonexistent/manifest.yaml'], undefined, /cannot read \/nonexistent\/manifest\.yaml/],
     ['no input named', ['check'], undefined, /name the manifests to check/],
-    ['a bad --output', ['check', '-', '--output', 'xml'], CONFIGMAP, /--output must be one of text, json, got "xml"/],
+    [
+      'a bad --output',
+      ['check', '-', '--output', 'xml'],
+      CONFIGMAP,
+      /^hookguard check: --output: must be one of text, json, sarif, junit, got "xml"\n$/,
+    ],
     ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
     [
       'a bad --argocd-version, named as typed',
@@ -359,6 +369,20 @@ describe('hookguard advisories and rules', () => {
       'version-race',
       'hook-pod-restart-policy',
     ]);
+  });
+
+  it('prints the catalog in aligned columns, each side of a rule in its own words', async () => {
+    const lines = (await runCommand(['rules'])).stdout.trimEnd().split('\n');
+    const restart = lines.filter((line) => line.startsWith('hook-pod-restart-policy '));
+    expect(restart.map((line) => line.slice(0, 48))).toEqual([
+      'hook-pod-restart-policy mutating   CREATE Sets r',
+      'hook-pod-restart-policy validating CREATE Denies',
+    ]);
+    expect(
+      new Set(
+        lines.map((line) => (line.indexOf(' CREATE ') >= 0 ? line.indexOf(' CREATE ') : line.indexOf(' UPDATE '))),
+      ).size,
+    ).toBe(1);
   });
 });
 

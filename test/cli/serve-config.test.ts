@@ -60,6 +60,16 @@ describe('hookguard serve with a bad flag value (the built CLI)', () => {
   });
 });
 
+describe('hookguard sweep with a bad flag value (the built CLI)', () => {
+  it.each([
+    [['--min-age-seconds', 'abc'], 'hookguard sweep: --min-age-seconds: must be a number, got string "abc"\n'],
+    [['--profile', 'nope'], 'hookguard sweep: --profile: must hold only argocd-hook, argo-workflows, got "nope"\n'],
+  ])('exits 2 naming the flag, before it looks for a cluster: %j', (args, stderr) => {
+    const run = runCli(['sweep', ...args]);
+    expect([run.status, run.stderr, run.stdout]).toEqual([2, stderr, '']);
+  });
+});
+
 describe('hookguard serve with unusable TLS files or port (the built CLI)', () => {
   it('exits 2 naming server.tls.certFile when the certificate file is missing', () => {
     const run = runCli(['serve'], undefined, {

@@ -37,8 +37,8 @@ import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 
 const CHART = join(repoRoot, 'test', 'e2e', 'chart');
-/** A chart whose post-install hook Pod says restartPolicy: Always, which hookguard denies at render time. */
-const DENIED_CHART = join(repoRoot, 'test', 'e2e', 'denied-chart');
+/** The README's chart whose post-install hook Pod says restartPolicy: Always, which hookguard denies at render time. */
+const DENIED_CHART = join(repoRoot, 'examples', 'chart');
 const RESTART_ALWAYS =
   'restartPolicy Always keeps this hook from ever finishing: its containers restart after they exit, so the Pod never reaches Succeeded (Helm waits until its timeout; Argo CD counts it done once it runs, before its command ends). Set restartPolicy: Never';
 /** What the person running helm must read: the object, the rule, why, the fix, and the template it came from. */

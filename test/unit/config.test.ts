@@ -54,6 +54,7 @@ describe('defaults', () => {
     [
       'rules.deletePolicy',
       {
+        enabled: true,
         helm: 'before-hook-creation,hook-succeeded',
         helmTest: 'before-hook-creation',
         argocd: 'BeforeHookCreation,HookSucceeded',

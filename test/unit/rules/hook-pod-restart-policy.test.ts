@@ -65,18 +65,6 @@ describe('hook-pod-restart-policy', () => {
     expect(hookPodRestartPolicyAtRender.validate(pod, contextFor(pod, { stage: 'render' }), [])).toEqual([]);
   });
 
-  it('is turned off by rules.hookPodRestartPolicy.enabled: false, at both stages', () => {
-    const config = { 'rules.hookPodRestartPolicy.enabled': 'false' };
-    const pod = podWith('Always');
-    const before = structuredClone(pod);
-    expect(hookPodRestartPolicy.mutate(pod, contextFor(pod, { stage: 'admission', config }))).toEqual({
-      mutations: [],
-      warnings: [],
-    });
-    expect(hookPodRestartPolicyAtRender.validate(pod, contextFor(pod, { stage: 'render', config }), [])).toEqual([]);
-    expect(pod).toEqual(before);
-  });
-
   it('reads bare Pods only (a Job template cannot hold Always); the denial exists at render time only', () => {
     expect([hookPodRestartPolicy.kinds, hookPodRestartPolicy.stages, hookPodRestartPolicyAtRender.stages]).toEqual([
       ['Pod'],

@@ -38,10 +38,4 @@ describe('hook-sync-options', () => {
       FORCE,
     ]);
   });
-
-  it('is turned off by rules.hookSyncOptions.enabled: false', () => {
-    const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync', [SYNC_OPTIONS]: 'Replace=true' });
-    const config = { 'rules.hookSyncOptions.enabled': 'false' };
-    expect(hookSyncOptions.mutate(job, contextFor(job, { config }))).toEqual({ mutations: [], warnings: [] });
-  });
 });

@@ -1,0 +1,98 @@
+// `hookguard check --output sarif`: SARIF 2.1.0 (OASIS), the format code scanning reads (GitHub, GitLab, Azure
+// DevOps). One run; the rules in tool.driver.rules with their help; one result per finding, at the file and line of
+// the document it was found in.
+import type { FindingAction } from '../core/types.js';
+import type { CheckResult } from './check.js';
+import type { Source } from './read.js';
+
+/** What a SARIF rule is made from: a rule of the catalog (one id may act in both webhooks, e.g. mutate and deny). */
+export interface SarifRuleSource {
+  id: string;
+  /** Each side of the rule (`side`: "mutating, CREATE, at render time"), in its own words. */
+  sides: readonly { side: string; doc: string }[];
+}
+
+/** Where the rule catalog is published; each rule's help links there. */
+export const RULES_DOC_URL = 'https://github.com/hookguard/hookguard/blob/main/docs/rules.md#the-rule-catalog';
+
+const SARIF_SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
+
+/** error: would be denied; warning: warned about; note: changed. */
+const LEVELS: Record<FindingAction, 'error' | 'warning' | 'note'> = { deny: 'error', warn: 'warning', mutate: 'note' };
+
+/** A SARIF artifact URI for a file as named on the command line: relative paths stay relative, absolute become file: URIs. */
+function artifactUri(file: string): string {
+  if (file === '-') return 'stdin';
+  const path = file.replaceAll('\\', '/');
+  return path.startsWith('/') ? `file://${encodeURI(path)}` : encodeURI(path);
+}
+
+function objectName(result: CheckResult): string {
+  return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
+}
+
+function location(source: Source, result: CheckResult) {
+  return {
+    physicalLocation: {
+      artifactLocation: { uri: artifactUri(source.file) },
+      region: { startLine: source.line, ...(source.firstLine ? { snippet: { text: source.firstLine } } : {}) },
+    },
+    logicalLocations: [{ fullyQualifiedName: objectName(result), kind: 'object' }],
+  };
+}
+
+/** The first sentence of a doc line: SARIF's short description. */
+function firstSentence(text: string): string {
+  const end = text.search(/\.(\s|$)/);
+  return end < 0 ? text : text.slice(0, end + 1);
+}
+
+/** The SARIF log of one `hookguard check` run. */
+export function renderSarif(
+  results: readonly CheckResult[],
+  rules: readonly SarifRuleSource[],
+  version: string,
+): string {
+  const ruleIndex = new Map(rules.map((rule, index) => [rule.id, index]));
+  const sarif = {
+    $schema: SARIF_SCHEMA,
+    version: '2.1.0',
+    runs: [
+      {
+        tool: {
+          driver: {
+            name: 'hookguard',
+            version,
+            informationUri: RULES_DOC_URL,
+            rules: rules.map((rule) => {
+              const full = rule.sides.map(({ side, doc }) => `${side}: ${doc}`).join('\n');
+              return {
+                id: rule.id,
+                shortDescription: { text: firstSentence(rule.sides[0]?.doc ?? rule.id) },
+                fullDescription: { text: full },
+                help: { text: `${full}\nSee ${RULES_DOC_URL}` },
+                helpUri: RULES_DOC_URL,
+              };
+            }),
+          },
+        },
+        results: results.flatMap((result) =>
+          result.findings.map((finding) => ({
+            ruleId: finding.rule,
+            ...(ruleIndex.has(finding.rule) ? { ruleIndex: ruleIndex.get(finding.rule) } : {}),
+            level: LEVELS[finding.action],
+            message: { text: finding.note ? `${finding.message}\n${finding.note}` : finding.message },
+            locations: [location(result.source, result)],
+            properties: {
+              object: objectName(result),
+              document: result.source.document,
+              ...(result.source.item === undefined ? {} : { item: result.source.item }),
+              ...(finding.advisory ? { advisory: finding.advisory } : {}),
+            },
+          })),
+        ),
+      },
+    ],
+  };
+  return `${JSON.stringify(sarif, null, 2)}\n`;
+}

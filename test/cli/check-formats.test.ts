@@ -1,0 +1,191 @@
+// `hookguard check --output sarif|junit`: the reports CI systems read. The SARIF log is validated against the
+// SARIF 2.1.0 JSON schema OASIS published (the copy @microsoft/jest-sarif ships), and both are asserted exactly: each
+// result at its file and line, with the level or failure its action means.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { Ajv } from 'ajv';
+import { afterAll, describe, expect, it } from 'vitest';
+import { builtInRules, catalogOf } from '../../src/rules/index.js';
+import { runCommand } from '../support/command.js';
+import { repoRoot } from '../support/k8s-tools.js';
+
+const require = createRequire(import.meta.url);
+
+const CONFIGMAP = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: ns
+`;
+
+const OPTED_OUT_JOB = `# Source: app/templates/job.yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: fast
+  namespace: apps
+  annotations:
+    argocd.argoproj.io/hook: PreSync
+    hookguard.io/skip: min-runtime
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: alpine:3.20
+          command: ["true"]
+`;
+
+const RACE =
+  'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.';
+
+const dir = mkdtempSync(join(tmpdir(), 'hookguard-check-formats-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const manifest = join(dir, 'manifests.yaml');
+writeFileSync(manifest, `${CONFIGMAP}---\n${OPTED_OUT_JOB}`);
+
+/**
+ * The SARIF 2.1.0 schema. It is draft-04, whose keywords Ajv 8 reads but for the root's schema id, spelt `id` there
+ * and `$id` since draft-06; its formats are checked as the schema means them.
+ */
+function sarifValidator() {
+  const schema = JSON.parse(
+    readFileSync(require.resolve('@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json'), 'utf8'),
+  ) as Record<string, unknown>;
+  delete schema.$schema;
+  schema.$id = schema.id;
+  delete schema.id;
+  // unicodeRegExp off: the schema's language pattern (`^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$`) is valid only without u.
+  const ajv = new Ajv({ strict: false, allErrors: true, unicodeRegExp: false });
+  ajv.addFormat('uri', (value: string) => URL.canParse(value));
+  ajv.addFormat('uri-reference', (value: string) => URL.canParse(value, 'file:///'));
+  ajv.addFormat('date-time', (value: string) => !Number.isNaN(Date.parse(value)));
+  return ajv.compile(schema);
+}
+
+describe('hookguard check --output sarif', () => {
+  const validate = sarifValidator();
+
+  it('the validator refuses what SARIF 2.1.0 does not allow', () => {
+    expect(
+      validate({ version: '2.1.0', runs: [{ tool: { driver: { name: 'x' } }, results: [{ level: 'fatal' }] }] }),
+    ).toBe(false);
+  });
+
+  it('is a SARIF 2.1.0 log: every rule with its help and docs link, one result per finding at file and line', async () => {
+    const run = await runCommand(['check', manifest, '-o', 'sarif', '--argocd-version', '3.1.0']);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe('');
+    const sarif = JSON.parse(run.stdout);
+    expect(validate(sarif), JSON.stringify(validate.errors, null, 2)).toBe(true);
+
+    const { driver } = sarif.runs[0].tool;
+    expect(driver.name).toBe('hookguard');
+    expect(driver.version).toBe(JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).version);
+    const ids = [...new Set(catalogOf(builtInRules).map((rule) => rule.id))];
+    expect(driver.rules.map((rule: { id: string }) => rule.id)).toEqual(ids);
+    for (const rule of driver.rules) {
+      expect(rule.helpUri).toMatch(/\/docs\/rules\.md#the-rule-catalog$/);
+      expect(rule.help.text).toContain(rule.fullDescription.text);
+    }
+    // The link's anchor is the catalog's heading in docs/rules.md.
+    expect(readFileSync(join(repoRoot, 'docs', 'rules.md'), 'utf8')).toContain('\n## The rule catalog\n');
+    // A rule that both mutates and denies says both, each in its own words.
+    const restart = driver.rules.find((rule: { id: string }) => rule.id === 'hook-pod-restart-policy');
+    expect(restart.fullDescription.text.split('\n').map((line: string) => line.split(':')[0])).toEqual([
+      'mutating, CREATE, at admission and render time',
+      'validating, CREATE, at render time',
+    ]);
+
+    const at = {
+      physicalLocation: {
+        artifactLocation: { uri: `file://${manifest}` },
+        region: { startLine: 7, snippet: { text: '# Source: app/templates/job.yaml' } },
+      },
+      logicalLocations: [{ fullyQualifiedName: 'Job apps/fast', kind: 'object' }],
+    };
+    const index = (id: string) => ids.indexOf(id);
+    expect(sarif.runs[0].results).toEqual([
+      {
+        ruleId: 'delete-policy',
+        ruleIndex: index('delete-policy'),
+        level: 'note',
+        message: { text: 'set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded' },
+        locations: [at],
+        properties: { object: 'Job apps/fast', document: 2 },
+      },
+      {
+        ruleId: 'hook-deadline',
+        ruleIndex: index('hook-deadline'),
+        level: 'warning',
+        message: { text: 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever' },
+        locations: [at],
+        properties: { object: 'Job apps/fast', document: 2 },
+      },
+      {
+        ruleId: 'version-race',
+        ruleIndex: index('version-race'),
+        level: 'error',
+        message: { text: RACE },
+        locations: [at],
+        properties: { object: 'Job apps/fast', document: 2, advisory: 'argocd-fast-hook-finalizer-race' },
+      },
+    ]);
+  });
+
+  it('a warning is a warning; standard input is located at "stdin"', async () => {
+    const job = OPTED_OUT_JOB.replace(
+      'hookguard.io/skip: min-runtime',
+      'argocd.argoproj.io/sync-options: Replace=true',
+    );
+    const run = await runCommand(['check', '-', '-o', 'sarif', '--argocd-version', '3.4.0'], job);
+    const sarif = JSON.parse(run.stdout);
+    expect(validate(sarif), JSON.stringify(validate.errors, null, 2)).toBe(true);
+    const warned = sarif.runs[0].results.filter((result: { level: string }) => result.level === 'warning');
+    expect(warned.map((result: { ruleId: string }) => result.ruleId)).toEqual(['hook-deadline', 'hook-sync-options']);
+    expect(warned[1].locations[0].physicalLocation.artifactLocation.uri).toBe('stdin');
+  });
+
+  it('locates a file named by a relative path relative to where check ran, as code scanning resolves it', async () => {
+    const relativePath = relative(process.cwd(), manifest);
+    const sarif = JSON.parse((await runCommand(['check', relativePath, '-o', 'sarif'])).stdout);
+    expect(sarif.runs[0].results[0].locations[0].physicalLocation.artifactLocation.uri).toBe(relativePath);
+  });
+});
+
+describe('hookguard check --output junit', () => {
+  it('one test case per object, a failure per denial, the other findings as its output', async () => {
+    const run = await runCommand(['check', manifest, '--output', 'junit', '--argocd-version', '3.1.0']);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe(
+      [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        '<testsuites name="hookguard check" tests="2" failures="1" errors="0">',
+        `  <testsuite name="${manifest}" tests="2" failures="1" errors="0" skipped="0">`,
+        `    <testcase name="ConfigMap ns/settings" classname="${manifest}" file="${manifest}" line="1"/>`,
+        `    <testcase name="Job apps/fast" classname="${manifest}" file="${manifest}" line="7">`,
+        `      <failure type="version-race" message="version-race: ${RACE}">Job apps/fast at ${manifest}:7 (document 2)`,
+        `${RACE}</failure>`,
+        '      <system-out>mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        'warn hook-deadline: no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever</system-out>',
+        '    </testcase>',
+        '  </testsuite>',
+        '</testsuites>',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('escapes what XML would otherwise read as markup', async () => {
+    const run = await runCommand(
+      ['check', '-', '-o', 'junit'],
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a<&>"b\'\n',
+    );
+    expect(run.stdout).toContain(
+      '<testcase name="ConfigMap a&lt;&amp;&gt;&quot;b&apos;" classname="stdin" file="stdin" line="1"/>',
+    );
+  });
+});
