@@ -111,9 +111,7 @@ export function readHook(
       system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
     appliedByArgo,
     argoNeverApplies:
-      appliedByArgo &&
-      system === 'helm' &&
-      !splitList(helmPhases).some((type) => HELM_TYPES_ARGOCD_APPLIES.has(type)),
+      appliedByArgo && system === 'helm' && !splitList(helmPhases).some((type) => HELM_TYPES_ARGOCD_APPLIES.has(type)),
     argoSyncPhase: appliedByArgo && runsInArgoSyncPhase(kube),
     skip: skipsOf(annotation(kube, HOOKGUARD_SKIP)),
     auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',
