@@ -97,10 +97,7 @@ describe('scripts/build.sh in a clean copy of the repository', () => {
       );
       const { response } = JSON.parse(reply.body);
       expect([reply.status, response.uid]).toEqual([200, 'uid-image']);
-      expect(decodePatch(response)).toEqual([
-        { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
-        { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
-      ]);
+      expect(decodePatch(response)).toEqual([{ op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 }]);
       connection.destroy();
       serve.child.kill('SIGTERM');
       expect(await serve.exitWithin(10_000), serve.stderr).toBe(0);

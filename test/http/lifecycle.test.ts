@@ -87,7 +87,6 @@ const cleanupReview = (uid: string) =>
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
   { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
-  { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
 ];
 
 describe('/readyz', () => {

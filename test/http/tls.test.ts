@@ -91,7 +91,6 @@ describe('the webhook over a real TLS socket', () => {
       { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
-      { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
     ]);
   });
 

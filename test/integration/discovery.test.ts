@@ -534,10 +534,9 @@ describe('Argo CD discovery: every install layout', () => {
     // Its Helm hooks are Argo CD's too: no tracking, no Argo CD annotation, only the identity.
     const helmHook = hookJob({ 'helm.sh/hook': 'pre-upgrade', 'helm.sh/hook-delete-policy': 'before-hook-creation' });
     expect(await mutatePatch(configured.app, argoHookJob(), ARGOCD_MANAGER)).toEqual([]);
-    // Nothing for 3.4.0's races: only what every such hook Job gets (no delete-on-success policy: a TTL; a deadline).
+    // Nothing for 3.4.0's races: only what every such hook Job gets (no delete-on-success policy: a TTL).
     expect(await mutatePatch(configured.app, helmHook, ARGOCD_MANAGER)).toEqual([
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
-      { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
     ]);
     expect(await mutatePatch(configured.app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
     expect(auditLines(configured.lines).map((audit) => [audit.argocdVersion, audit.argocdVersionFrom])).toEqual([
