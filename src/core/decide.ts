@@ -180,6 +180,9 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   const object = request.object;
   const hook = readHook(object, request.userInfo?.username, config.hookDetection);
   if (!hook || !isRecord(object)) return passThrough('not a hook object', config.mode);
+  // Argo CD never applies a Helm test or rollback hook: at render time under Argo CD it is left as written.
+  if (hook.argoNeverApplies && context.stage === 'render')
+    return passThrough('a Helm hook type Argo CD never applies', config.mode);
   const namespace = request.namespace ?? metadataOf(object)?.namespace;
   if (namespace !== undefined && config.excludedNamespaces.includes(namespace)) {
     return passThrough('namespace excluded', config.mode);

@@ -25,6 +25,12 @@ export interface HookInfo {
   testOnly: boolean;
   appliedByArgo: boolean;
   /**
+   * Applied by Argo CD, yet a Helm hook of no type Argo CD applies (only test or rollback hooks, or a type spelled
+   * otherwise than Argo CD matches it): Argo CD never creates it (gitops-engine pkg/sync/hook/helm/type.go), so at
+   * render time it is left as it is.
+   */
+  argoNeverApplies: boolean;
+  /**
    * Applied by Argo CD in a sync phase (PreSync, Sync, PostSync, SyncFail, or the Helm hooks that map there): the
    * only hooks Argo CD's hook finalizer and the races about it concern (see runsInArgoSyncPhase). False for its
    * PreDelete/PostDelete hooks, and for any hook Argo CD does not apply.
@@ -41,6 +47,15 @@ export interface HookDetection {
 }
 
 const CLEANUP_PHASES = new Set(['pre-delete', 'post-delete', 'PreDelete', 'PostDelete']);
+
+/**
+ * Helm's hook types as Helm reads them: each item trimmed and lowercased (helm v4.1.4
+ * pkg/release/v1/util/manifest_sorter.go sort: `strings.ToLower(strings.TrimSpace(hookType))`), so `Post-Delete` is
+ * post-delete and `Test` is test. Argo CD's own types, and Argo CD's reading of Helm's, stay exact.
+ */
+function helmTypes(value: string | undefined): string[] {
+  return splitList(value).map((type) => type.toLowerCase());
+}
 
 function hookKindOf(object: KubeObject): HookKind | undefined {
   if (object.apiVersion === 'batch/v1' && object.kind === 'Job') return 'Job';
@@ -75,7 +90,7 @@ export function readHook(
   if (argocdPhases === undefined && helmPhases === undefined) return undefined;
 
   const system: HookSystem = argocdPhases !== undefined ? 'argocd' : 'helm';
-  const phases = splitList(system === 'argocd' ? argocdPhases : helmPhases);
+  const phases = system === 'argocd' ? splitList(argocdPhases) : helmTypes(helmPhases);
   const labels = metadataOf(kube)?.labels;
   const trackedByLabel =
     detection.argocdTrackingLabel !== undefined &&
@@ -95,6 +110,8 @@ export function readHook(
     testOnly:
       system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
     appliedByArgo,
+    argoNeverApplies:
+      appliedByArgo && system === 'helm' && !splitList(helmPhases).some((type) => HELM_TYPES_ARGOCD_APPLIES.has(type)),
     argoSyncPhase: appliedByArgo && runsInArgoSyncPhase(kube),
     skip: skipsOf(annotation(kube, HOOKGUARD_SKIP)),
     auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',
@@ -121,6 +138,12 @@ export function hookNaming(object: KubeObject): HookNaming {
 // (argo-cd v3.4.0 gitops-engine/, unchanged since 093aef0dad58, pinned by v3.1.0).
 const ARGOCD_SYNC_PHASES = new Set(['PreSync', 'Sync', 'PostSync', 'SyncFail']);
 const HELM_PHASES_ARGOCD_SYNCS = new Set(['pre-install', 'pre-upgrade', 'post-install', 'post-upgrade']);
+/**
+ * Every Helm hook type Argo CD applies, matched exactly: the sync ones above, and pre-/post-delete, which the
+ * application controller maps to PreDelete/PostDelete (argo-cd controller/hook.go hookTypeAnnotations, v3.3.0,
+ * v3.5.1; post-delete alone at v3.0.0). Rollback and test hooks it never applies.
+ */
+const HELM_TYPES_ARGOCD_APPLIES = new Set([...HELM_PHASES_ARGOCD_SYNCS, 'pre-delete', 'post-delete']);
 
 /**
  * Whether Argo CD runs this hook in a sync phase: gitops-engine reads the Argo CD hook types, and the Helm ones only

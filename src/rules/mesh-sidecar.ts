@@ -11,6 +11,11 @@ import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
 // injects unless the pod label, or without one the annotation, says "false" (pkg/kube/inject/inject.go
 // injectRequired, with the default policy `enabled` and empty never/always selectors).
 const ISTIO_INJECT = 'sidecar.istio.io/inject';
+// What the pod's own value (the label, else the annotation) says to injectRequired. Istio up to 1.26 lowercases it:
+// y, yes, true, on inject, "" is the default, anything else does not inject. From 1.27 (istio#56737, commit
+// 331d32e30a3) only "true" and "false" count and any other value is the default (1.30.3). Where they agree: "false"
+// never injects, "" is the default, and a y/yes/true/on value is the author's opt-in, on every version.
+const ISTIO_YES: readonly string[] = ['y', 'yes', 'true', 'on'];
 const ISTIO_REVISION = 'istio.io/rev';
 const ISTIO_NAMESPACE_INJECTION = 'istio-injection';
 // Per pod since Istio 1.24 (inject.go: "takes precedence over the global feature flag"); ENABLE_NATIVE_SIDECARS
@@ -64,6 +69,11 @@ interface Sidecar {
   container: string;
   /** The chart's pod template asks for the sidecar (its author chose the mesh), or only the namespace does. */
   askedByPod: boolean;
+  /**
+   * The pod's own switch holds a value the mesh's versions read differently (Istio: not y/yes/true/on, "false" or "");
+   * it is the author's, so it is never overwritten, and the sidecar only "may" come.
+   */
+  unclearValue?: string;
   /** A per-pod (for Linkerd also per-namespace) choice of native or classic sidecar; undefined: the mesh's default. */
   native: boolean | undefined;
   /** How to keep the Job out of injection, and how to ask for a native sidecar instead. */
@@ -91,12 +101,16 @@ function istioSidecar(pod: PodTemplate, namespace: NamespaceFacts | undefined): 
         ? podLabel !== 'false'
         : podLabel === 'true';
   if (!webhook || pod.hostNetwork || (namespace && ISTIO_IGNORED_NAMESPACES.includes(namespace.name))) return undefined;
-  if ((podLabel ?? podAnnotation) === 'false') return undefined;
+  // injectRequired reads the label, and the annotation only where there is no label.
+  const selector = podLabel ?? podAnnotation ?? '';
+  if (selector === 'false') return undefined;
+  const optedIn = ISTIO_YES.includes(selector.toLowerCase());
   const native = read(pod.annotations, ISTIO_NATIVE);
   return {
     mesh: 'Istio',
     container: 'istio-proxy',
-    askedByPod: podLabel === 'true' || podAnnotation === 'true' || podRevision !== undefined,
+    askedByPod: optedIn || podRevision !== undefined,
+    ...(selector !== '' && !optedIn ? { unclearValue: selector } : {}),
     native: native === 'true' ? true : native === 'false' ? false : undefined,
     exclude: { where: 'labels', key: ISTIO_INJECT, value: 'false' },
     nativeFix: `${ISTIO_NATIVE}=true`,
@@ -170,14 +184,19 @@ export const meshSidecar: MutationRule = {
     const warnings: string[] = [];
     for (const sidecar of [istioSidecar(pod, namespace), linkerdSidecar(pod, namespace)]) {
       if (!sidecar) continue;
-      const isClassic = classic(sidecar, meshSettings);
+      // An unclear value: Istio up to 1.26 does not inject, from 1.27 the namespace decides.
+      const isClassic = sidecar.unclearValue !== undefined ? undefined : classic(sidecar, meshSettings);
       if (isClassic === false) continue;
       // Admission warnings are cut at 120 characters: what and the fix first, then why and the other fix.
       const keeps = `${sidecar.container} ${isClassic ? 'keeps' : 'may keep'} this Job running`;
       const { where, key, value } = sidecar.exclude;
       const fix = `pod ${where === 'labels' ? 'label' : 'annotation'} ${key}=${value}`;
       const native = `a native sidecar would not: annotation ${sidecar.nativeFix}`;
-      if (sidecar.askedByPod || !namespace) {
+      if (sidecar.unclearValue !== undefined) {
+        warnings.push(
+          `${keeps}; ${fix} fixes it (Istio 1.27+ reads ${key}="${sidecar.unclearValue}" as unset; ${native})`,
+        );
+      } else if (sidecar.askedByPod || !namespace) {
         warnings.push(`${keeps}; ${fix} fixes it (the pod template asks for it; ${native})`);
       } else if (meshSettings.action === 'exclude') {
         if (!isRecord(template.metadata)) template.metadata = {};

@@ -224,6 +224,60 @@ describe('mesh-sidecar: Linkerd', () => {
   });
 });
 
+// injectRequired's reading of the pod's own value: Istio up to 1.26 lowercases it (y/yes/true/on inject, "" is the
+// default, anything else does not); from 1.27 (istio#56737) only "true"/"false" count, anything else is the default.
+describe('mesh-sidecar: Istio, the pod’s own sidecar.istio.io/inject value', () => {
+  const exclude = { 'rules.meshSidecar.action': 'exclude' };
+
+  it.each<[string, Case]>([
+    ['label Yes', { labels: { 'sidecar.istio.io/inject': 'Yes' } }],
+    ['label ON', { labels: { 'sidecar.istio.io/inject': 'ON' } }],
+    ['label y', { labels: { 'sidecar.istio.io/inject': 'y' } }],
+    ['annotation TRUE', { annotations: { 'sidecar.istio.io/inject': 'TRUE' } }],
+    ['annotation yes', { annotations: { 'sidecar.istio.io/inject': 'yes' } }],
+  ])('%s is the author’s opt-in: named as theirs, never overwritten, even with action exclude', (_name, pod) => {
+    const { job, report } = run({ namespace: ISTIO_NS, ...pod }, { config: exclude });
+    expect(report.mutations).toEqual([]);
+    expect(said(report)).toEqual([`${ISTIO_MAY} (the pod template asks for it)`]);
+    expect((job.spec as JobSpec).template?.metadata).toEqual({ ...pod });
+  });
+
+  it.each([['no'], ['False'], ['off'], ['disabled']])(
+    'label %j: Istio 1.26 does not inject, 1.27+ lets the namespace decide: "may", and the value is left as written',
+    (value) => {
+      const labels = { 'sidecar.istio.io/inject': value };
+      const { job, report } = run({ namespace: ISTIO_NS, labels }, { config: exclude });
+      expect(report).toEqual({
+        mutations: [],
+        warnings: [
+          `${ISTIO_MAY}; pod label sidecar.istio.io/inject=false fixes it (Istio 1.27+ reads sidecar.istio.io/inject="${value}" as unset; a native sidecar would not: annotation sidecar.istio.io/nativeSidecar=true)`,
+        ],
+      });
+      expect((job.spec as JobSpec).template?.metadata).toEqual({ labels });
+    },
+  );
+
+  it('an empty label is the default, and wins over the annotation as in injectRequired', () => {
+    const { job, report } = run(
+      {
+        namespace: ISTIO_NS,
+        labels: { 'sidecar.istio.io/inject': '' },
+        annotations: { 'sidecar.istio.io/inject': 'false' },
+      },
+      { config: exclude },
+    );
+    expect((job.spec as JobSpec).template?.metadata?.labels).toEqual({ 'sidecar.istio.io/inject': 'false' });
+    expect(report.mutations).toHaveLength(1);
+  });
+
+  it('a yes-like label without a namespace that injects calls no webhook: only "true" is selected', () => {
+    expect(run({ labels: { 'sidecar.istio.io/inject': 'yes' } }).report).toEqual({ mutations: [], warnings: [] });
+    expect(said(run({ labels: { 'sidecar.istio.io/inject': 'true' } }).report)).toEqual([
+      `${ISTIO_MAY} (the pod template asks for it)`,
+    ]);
+  });
+});
+
 describe('mesh-sidecar: settings and stages', () => {
   it.each([
     ['unknown', [`${ISTIO_MAY} (namespace apps injects it)`]],
