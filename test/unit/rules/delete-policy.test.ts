@@ -78,29 +78,88 @@ describe('delete-policy', () => {
     expect(job.metadata?.annotations?.['helm.sh/hook-delete-policy']).toBe('hook-failed');
   });
 
+  const HELM = 'helm.sh/hook-delete-policy';
+  const ARGO = 'argocd.argoproj.io/hook-delete-policy';
   it.each([
-    ['a Helm policy the chart set', { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': 'hook-failed' }],
     [
-      'an empty Helm policy (Helm then deletes the hook never; hook-ttl gives its Job a TTL)',
-      { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': '' },
+      'a Helm policy with before-hook-creation',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'hook-failed,before-hook-creation' },
+      undefined,
     ],
+    ["Helm's items in any case", { 'helm.sh/hook': 'pre-install', [HELM]: ' Before-Hook-Creation ' }, undefined],
     [
-      'an Argo CD policy',
-      { 'argocd.argoproj.io/hook': 'PostSync', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+      'an Argo CD policy with BeforeHookCreation',
+      { 'argocd.argoproj.io/hook': 'PostSync', [ARGO]: 'HookFailed,BeforeHookCreation' },
+      ARGOCD_CONTROLLER,
     ],
     [
       "a Helm policy on an Argo CD hook (Argo CD merges both tools' annotations)",
-      { 'argocd.argoproj.io/hook': 'PreSync', 'helm.sh/hook-delete-policy': 'hook-failed' },
+      { 'argocd.argoproj.io/hook': 'PreSync', [HELM]: 'before-hook-creation,hook-succeeded' },
+      ARGOCD_CONTROLLER,
     ],
     [
-      'an Argo CD policy on a Helm hook (the chart chose for the tool it was written for)',
-      { 'helm.sh/hook': 'pre-install', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+      'an Argo CD policy on a hook Helm runs (Helm reads only its own annotation: its default before-hook-creation holds)',
+      { 'helm.sh/hook': 'pre-install', [ARGO]: 'HookFailed' },
+      undefined,
     ],
-  ])('never overrides %s', (_name, annotations) => {
+  ])('never overrides %s', (_name, annotations, username) => {
     const job = hookJob(annotations);
-    const report = deletePolicy.mutate(job, contextFor(job, { username: ARGOCD_CONTROLLER }));
+    const report = deletePolicy.mutate(job, contextFor(job, { username, stage: 'render' }));
     expect(job.metadata?.annotations).toEqual(annotations);
     expect(report.mutations).toEqual([]);
+  });
+
+  // lightdash/helm-charts#141, openebs#4085, argo-cd#21637: a hook left in place fails the next run's create.
+  const kept = (key: string, value: string, item: string) =>
+    `set ${key}: ${value}: without ${item} the next run fails with "already exists" while this hook is still there`;
+  it.each([
+    [
+      'hook-failed alone (Helm)',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'hook-failed' },
+      undefined,
+      HELM,
+      'before-hook-creation,hook-failed',
+    ],
+    ['an empty Helm policy', { 'helm.sh/hook': 'pre-install', [HELM]: '' }, undefined, HELM, 'before-hook-creation'],
+    [
+      'hook-succeeded, hook-failed (Helm)',
+      { 'helm.sh/hook': 'post-install', [HELM]: 'hook-succeeded, hook-failed' },
+      undefined,
+      HELM,
+      'before-hook-creation,hook-succeeded,hook-failed',
+    ],
+    [
+      'HookFailed alone (Argo CD)',
+      { 'argocd.argoproj.io/hook': 'PostSync', [ARGO]: 'HookFailed' },
+      ARGOCD_CONTROLLER,
+      ARGO,
+      'BeforeHookCreation,HookFailed',
+    ],
+    [
+      "Helm's hook-failed on an Argo CD hook",
+      { 'argocd.argoproj.io/hook': 'PreSync', [HELM]: 'hook-failed' },
+      ARGOCD_CONTROLLER,
+      HELM,
+      'before-hook-creation,hook-failed',
+    ],
+    [
+      "Argo CD's HookSucceeded on a Helm hook Argo CD applies",
+      { 'helm.sh/hook': 'pre-install', [ARGO]: 'HookSucceeded' },
+      ARGOCD_CONTROLLER,
+      ARGO,
+      'BeforeHookCreation,HookSucceeded',
+    ],
+  ])("keeps the chart's policy and adds before-hook-creation to %s", (_name, annotations, username, key, value) => {
+    const job = hookJob(annotations);
+    const report = deletePolicy.mutate(
+      job,
+      contextFor(job, { username, stage: 'render', config: { 'helm.version': '4.2.1' } }),
+    );
+    expect(job.metadata?.annotations).toEqual({ ...annotations, [key]: value });
+    const item = key === ARGO ? 'BeforeHookCreation' : 'before-hook-creation';
+    expect(report).toEqual({ mutations: [kept(key, value, item)], warnings: [] });
+    // Idempotent: a second pass finds it.
+    expect(deletePolicy.mutate(job, contextFor(job, { username, stage: 'render' })).mutations).toEqual([]);
   });
 
   it('works on bare Pods too', () => {
