@@ -160,6 +160,9 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   const object = request.object;
   const hook = readHook(object, request.userInfo?.username, config.hookDetection);
   if (!hook || !isRecord(object)) return passThrough('not a hook object', config.mode);
+  // A hook of another kind matters only for what the tools read from the rendered manifest (its delete policy): at
+  // admission, Jobs and Pods are the hooks.
+  if (hook.kind === 'Other' && context.stage !== 'render') return passThrough('not a hook object', config.mode);
   const namespace = request.namespace ?? metadataOf(object)?.namespace;
   if (namespace !== undefined && config.excludedNamespaces.includes(namespace)) {
     return passThrough('namespace excluded', config.mode);

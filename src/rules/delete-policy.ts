@@ -32,13 +32,15 @@ import type { KubeObject } from '../core/types.js';
  */
 export const deletePolicy: MutationRule = {
   id: 'delete-policy',
-  doc: 'Gives a hook without a delete policy an explicit one where the tools read it, in the rendered manifest (Helm: before-hook-creation,hook-succeeded, test hooks before-hook-creation; Argo CD: BeforeHookCreation,HookSucceeded).',
+  doc: 'Gives a hook Job or Pod without a delete policy an explicit one where the tools read it, in the rendered manifest (Helm: before-hook-creation,hook-succeeded, test hooks before-hook-creation; Argo CD: BeforeHookCreation,HookSucceeded), and keeps before-hook-creation in the policy a chart set on a hook of any kind.',
   stages: ['render'],
-  kinds: ['Job', 'Pod'],
+  kinds: ['Job', 'Pod', 'Other'],
   gate: 'always',
   mutate(object, { hook, settings, helmVersion, helmAdvisoriesFor }) {
     if (annotation(object, HELM_DELETE_POLICY) !== undefined || annotation(object, ARGOCD_DELETE_POLICY) !== undefined)
       return keepBeforeHookCreation(object, hook);
+    // Another kind without a policy already gets the tools' default, before-hook-creation, and needs nothing else.
+    if (hook.kind === 'Other') return report();
     const key = hook.system === 'argocd' ? ARGOCD_DELETE_POLICY : HELM_DELETE_POLICY;
     const policies = settings.deletePolicy;
     const value = hook.system === 'argocd' ? policies.argocd : hook.testOnly ? policies.helmTest : policies.helm;

@@ -162,6 +162,75 @@ describe('delete-policy', () => {
     expect(deletePolicy.mutate(job, contextFor(job, { username, stage: 'render' })).mutations).toEqual([]);
   });
 
+  // Hooks of every kind are run and deleted by policy by both tools; a ServiceAccount, Role or ConfigMap hook left
+  // by the last run fails the next with "already exists" (lightdash/helm-charts#141, openebs#4085, argo-cd#21637).
+  const hookOf = (kind: string, apiVersion: string, annotations: Record<string, string>) => ({
+    apiVersion,
+    kind,
+    metadata: { name: 'x', namespace: 'apps', annotations },
+  });
+  const renderRequest = (object: unknown, username = 'kubernetes-admin') => ({
+    uid: 'u',
+    operation: 'CREATE' as const,
+    namespace: 'apps',
+    userInfo: { username },
+    object,
+  });
+  it.each([
+    [
+      'ServiceAccount',
+      'v1',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'hook-succeeded' },
+      HELM,
+      'before-hook-creation,hook-succeeded',
+    ],
+    [
+      'Role',
+      'rbac.authorization.k8s.io/v1',
+      { 'helm.sh/hook': 'pre-upgrade', [HELM]: 'hook-failed' },
+      HELM,
+      'before-hook-creation,hook-failed',
+    ],
+    [
+      'RoleBinding',
+      'rbac.authorization.k8s.io/v1',
+      { 'argocd.argoproj.io/hook': 'PreSync', [ARGO]: 'HookSucceeded' },
+      ARGO,
+      'BeforeHookCreation,HookSucceeded',
+    ],
+    ['Secret', 'v1', { 'helm.sh/hook': 'post-install', [HELM]: '' }, HELM, 'before-hook-creation'],
+  ])(
+    'at render time keeps before-hook-creation in the policy of a %s hook',
+    (kind, apiVersion, annotations, key, value) => {
+      const render = decisionContext(loadConfig(), undefined, 'render');
+      const decision = decide(renderRequest(hookOf(kind, apiVersion, annotations)), 'mutate', render);
+      expect(decision.patch).toEqual([
+        { op: 'replace', path: `/metadata/annotations/${key.replace('/', '~1')}`, value },
+      ]);
+      expect(decision.rules).toEqual(['delete-policy']);
+      // At admission a hook of another kind passes as before.
+      const admitted = decide(
+        renderRequest(hookOf(kind, apiVersion, annotations)),
+        'mutate',
+        decisionContext(loadConfig()),
+      );
+      expect(admitted).toMatchObject({ patch: [], rules: [], reason: 'not a hook object' });
+    },
+  );
+
+  it.each([
+    ['no policy (the tools default to before-hook-creation)', { 'helm.sh/hook': 'pre-install' }],
+    [
+      'a policy with before-hook-creation',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'before-hook-creation,hook-succeeded' },
+    ],
+  ])('leaves a ConfigMap hook with %s alone at render time', (_name, annotations) => {
+    const render = decisionContext(loadConfig(), undefined, 'render');
+    const decision = decide(renderRequest(hookOf('ConfigMap', 'v1', annotations)), 'mutate', render);
+    expect(decision.patch).toEqual([]);
+    expect(decision.findings).toEqual([]);
+  });
+
   it('works on bare Pods too', () => {
     const pod = hookPod({ 'argocd.argoproj.io/hook': 'Sync' });
     deletePolicy.mutate(pod, contextFor(pod));
