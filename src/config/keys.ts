@@ -79,6 +79,12 @@ const HELM_VERSION: Format = {
     normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 4.2.1` : undefined,
 };
 
+const GITOPS_VERSION: Format = {
+  accepts: 'OpenShift GitOps versions like 1.9.0',
+  problem: (value) =>
+    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 1.9.0` : undefined,
+};
+
 const ARGO_CD_VERSION: Format = {
   accepts: 'a version like 2.14.3',
   problem: (value) =>
@@ -271,6 +277,24 @@ export const KEYS = {
       names: NAMESPACE,
       values: ARGO_CD_VERSION,
       doc: 'The version of the Argo CD whose controller runs in each namespace, over what its image says (operator and OpenShift GitOps images do not say).',
+    }),
+    // OpenShift GitOps tags its argocd-rhel8 image with the GitOps version, not Argo CD's. Red Hat publishes which
+    // Argo CD each GitOps release ships in its release notes' "Compatibility and support matrix" (openshift/openshift-docs
+    // modules/go-compatibility-and-support-matrix.adoc: 1.3.0-1.6.0 at 027c8da2, 1.7.0-1.9.0 in openshift-docs#65528).
+    // Only the rows read there: later releases are given here, or per namespace in instanceVersions.
+    openshiftGitopsVersions: mapping({
+      default: {
+        '1.3.0': '2.1.2',
+        '1.4.0': '2.2.2',
+        '1.5.0': '2.3.3',
+        '1.6.0': '2.4.5',
+        '1.7.0': '2.5.4',
+        '1.8.0': '2.6.3',
+        '1.9.0': '2.7.2',
+      },
+      names: GITOPS_VERSION,
+      values: ARGO_CD_VERSION,
+      doc: "OpenShift GitOps version -> the Argo CD version it ships (its release notes' compatibility matrix): discovery reads the GitOps version from the argocd-rhel8 image tag.",
     }),
     remote: mapping<string | null>({
       default: { [ARGOCD_MANAGER]: null },

@@ -180,6 +180,9 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   const object = request.object;
   const hook = readHook(object, request.userInfo?.username, config.hookDetection);
   if (!hook || !isRecord(object)) return passThrough('not a hook object', config.mode);
+  // A hook of another kind matters only for what the tools read from the rendered manifest (its delete policy): at
+  // admission, Jobs and Pods are the hooks.
+  if (hook.kind === 'Other' && context.stage !== 'render') return passThrough('not a hook object', config.mode);
   // Argo CD never applies a Helm test or rollback hook: at render time under Argo CD it is left as written.
   if (hook.argoNeverApplies && context.stage === 'render')
     return passThrough('a Helm hook type Argo CD never applies', config.mode);

@@ -10,7 +10,11 @@ import { annotation, finalizersOf, isRecord, metadataOf } from './objects.js';
 import type { Stage } from './rule.js';
 import type { HookNaming, KubeObject } from './types.js';
 
-export type HookKind = 'Job' | 'Pod';
+/**
+ * `Other`: a hook of any other kind (ServiceAccount, Role, ConfigMap, Secret, …). Helm and Argo CD run those as hooks
+ * too, and read their delete policies; only rules that name `Other` see them, at render time (decide()).
+ */
+export type HookKind = 'Job' | 'Pod' | 'Other';
 
 /** Whose hook semantics apply: Argo CD ignores Helm hook annotations when any Argo CD hook annotation is set. */
 export type HookSystem = 'helm' | 'argocd';
@@ -60,6 +64,7 @@ function helmTypes(value: string | undefined): string[] {
 function hookKindOf(object: KubeObject): HookKind | undefined {
   if (object.apiVersion === 'batch/v1' && object.kind === 'Job') return 'Job';
   if (object.apiVersion === 'v1' && object.kind === 'Pod') return 'Pod';
+  if (typeof object.apiVersion === 'string' && typeof object.kind === 'string' && object.kind !== '') return 'Other';
   return undefined;
 }
 

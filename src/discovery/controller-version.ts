@@ -35,6 +35,39 @@ export function isArgoCdImage(image: string): boolean {
   return imageName(image) === 'argocd';
 }
 
+/** OpenShift GitOps version → the Argo CD version it ships (`argocd.openshiftGitopsVersions`). */
+export type GitopsVersions = Readonly<Record<string, string>>;
+
+const GITOPS_VERSIONS_KEY = 'argocd.openshiftGitopsVersions';
+
+/**
+ * OpenShift GitOps' Argo CD: its image `argocd-rhel8` is tagged with the GitOps version, `v1.9.2` or with a build
+ * suffix `v1.9.2-2` (gitops-operator v1.20.0 hack/non-olm-install/install-gitops-operator.sh), and Red Hat publishes
+ * which Argo CD each GitOps release ships. undefined when the image is not argocd-rhel8.
+ */
+function gitopsVersion(image: string, gitopsVersions: GitopsVersions): ControllerVersion | undefined {
+  if (imageName(image) !== 'argocd-rhel8') return undefined;
+  const tag = imageTag(image);
+  const parsed = normalizeArgoVersion(tag);
+  if (tag === undefined || parsed === undefined)
+    return {
+      version: undefined,
+      source: `unknown: OpenShift GitOps image ${image} has no version tag (a digest only, or another tag); give its Argo CD version in argocd.instanceVersions`,
+    };
+  const release = parsed.split('-', 1)[0]!;
+  const entry = Object.entries(gitopsVersions).find(([gitops]) => normalizeArgoVersion(gitops) === release);
+  const argocd = normalizeArgoVersion(entry?.[1]);
+  if (argocd === undefined)
+    return {
+      version: undefined,
+      source: `unknown: OpenShift GitOps ${release} (image ${image}) is not in ${GITOPS_VERSIONS_KEY}; add the Argo CD version its release notes give`,
+    };
+  return {
+    version: argocd,
+    source: `image ${image}: OpenShift GitOps ${release} ships Argo CD ${argocd} (${GITOPS_VERSIONS_KEY})`,
+  };
+}
+
 /**
  * The controller container: upstream manifests and argocd-operator name it `argocd-application-controller`, the
  * argo-helm chart `application-controller`; failing both, the one running an `argocd` image, else the only one.
@@ -69,9 +102,18 @@ export function controllerUsername(workload: KubeObject): string | undefined {
  * why (`latest`, a digest only, no tag). Another image says nothing about the Argo CD version, and neither does a
  * label beside it (argo-helm would copy the same foreign tag into it): unknown. argocd-operator's default image is
  * `quay.io/argoproj/argocd@sha256:…`, a digest only (v0.18.0 common/defaults.go ArgoCDDefaultArgoVersion).
+ * OpenShift GitOps' argocd-rhel8 is the exception: its tag is a GitOps version, which `gitopsVersions` (Red Hat's
+ * published table) turns into the Argo CD version it ships.
+ *
+ * The argocd-operator `ArgoCD` resource (argoproj.io/v1beta1) says nothing more: the controller's image is built from
+ * its spec.image (or the operator's ARGOCD_IMAGE) and spec.version (argocd-operator v0.18.0
+ * controllers/argocd/util.go getArgoContainerImage, GetImageAndTag), so spec.version is the tag read here, and
+ * ArgoCDStatus has no version field (api/v1beta1/argocd_types.go). Reading it would only add a permission.
  */
-export function controllerVersion(workload: KubeObject): ControllerVersion {
+export function controllerVersion(workload: KubeObject, gitopsVersions: GitopsVersions = {}): ControllerVersion {
   const image = controllerContainer(workload)?.image;
+  const gitops = image === undefined ? undefined : gitopsVersion(image, gitopsVersions);
+  if (gitops) return gitops;
   if (image !== undefined && !isArgoCdImage(image))
     return {
       version: undefined,

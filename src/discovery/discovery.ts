@@ -7,7 +7,7 @@ import { normalizeArgoVersion } from '../core/argocd-version.js';
 import type { KubeObject } from '../core/types.js';
 import { plainObject } from '../kube/plain.js';
 import { Reflector, type ListResult, type ReflectorTarget } from '../kube/reflector.js';
-import { controllerUsername, controllerVersion, isRunning } from './controller-version.js';
+import { controllerUsername, controllerVersion, isRunning, type GitopsVersions } from './controller-version.js';
 
 export interface DiscoverySettings {
   labelSelector: string;
@@ -22,6 +22,8 @@ export interface DiscoverySettings {
   stallGraceMs?: number;
   /** `argocd.instanceVersions`: the version of the Argo CD in a namespace, over what its controller says. */
   instanceVersions?: InstanceVersions;
+  /** `argocd.openshiftGitopsVersions`: the Argo CD version each OpenShift GitOps release ships. */
+  gitopsVersions?: GitopsVersions;
 }
 
 /** Namespace → the version the config gives the Argo CD there. */
@@ -71,11 +73,14 @@ function instanceStatuses(instances: ArgoInstances): InstanceStatus[] {
  * What the controllers of one namespace say. Controllers that disagree (mid-migration, say) make the version
  * unknown: no denial on a guess. Only running ones count (a StatefulSet at zero replicas beside the Deployment).
  */
-function discoveredVersion(workloads: readonly KubeObject[]): { version: string | undefined; source: string } {
+function discoveredVersion(
+  workloads: readonly KubeObject[],
+  gitopsVersions: GitopsVersions,
+): { version: string | undefined; source: string } {
   const running = workloads.filter(isRunning);
   const found = (running.length > 0 ? running : workloads).map((workload) => ({
     workload,
-    ...controllerVersion(workload),
+    ...controllerVersion(workload, gitopsVersions),
   }));
   const versions = new Set(found.map((entry) => entry.version));
   if (versions.size === 1) {
@@ -95,11 +100,16 @@ function discoveredVersion(workloads: readonly KubeObject[]): { version: string 
  * controllers; every controller's service account is its identity. A configured namespace is an instance even
  * before (or without) discovery seeing a controller there.
  */
-function instanceOf(namespace: string, workloads: readonly KubeObject[], configured: string | undefined): ArgoInstance {
+function instanceOf(
+  namespace: string,
+  workloads: readonly KubeObject[],
+  configured: string | undefined,
+  gitopsVersions: GitopsVersions,
+): ArgoInstance {
   const controllerUsernames = [
     ...new Set(workloads.map(controllerUsername).filter((username): username is string => username !== undefined)),
   ];
-  const discovered = workloads.length > 0 ? discoveredVersion(workloads) : undefined;
+  const discovered = workloads.length > 0 ? discoveredVersion(workloads, gitopsVersions) : undefined;
   if (configured === undefined) return { namespace, ...discovered!, controllerUsernames };
   const version = normalizeArgoVersion(configured);
   const source = `${INSTANCE_VERSIONS_KEY}: ${configured}${discovered ? ` (discovered: ${discovered.source})` : '; no controller discovered'}`;
@@ -109,6 +119,7 @@ function instanceOf(namespace: string, workloads: readonly KubeObject[], configu
 export function instancesFrom(
   workloads: readonly KubeObject[],
   instanceVersions: InstanceVersions = {},
+  gitopsVersions: GitopsVersions = {},
 ): ArgoInstances {
   const byNamespace = new Map<string, KubeObject[]>(Object.keys(instanceVersions).map((namespace) => [namespace, []]));
   for (const workload of workloads) {
@@ -118,7 +129,10 @@ export function instancesFrom(
   return new Map(
     [...byNamespace]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([namespace, list]) => [namespace, instanceOf(namespace, list, instanceVersions[namespace])]),
+      .map(([namespace, list]) => [
+        namespace,
+        instanceOf(namespace, list, instanceVersions[namespace], gitopsVersions),
+      ]),
   );
 }
 
@@ -165,6 +179,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
   private readonly reflectors: Reflector[];
   private readonly workloads = new Map<Reflector, readonly KubeObject[]>();
   private readonly instanceVersions: InstanceVersions;
+  private readonly gitopsVersions: GitopsVersions;
   private snapshot: ArgoInstances;
 
   constructor(
@@ -173,6 +188,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
     private readonly logger: Logger,
   ) {
     this.instanceVersions = settings.instanceVersions ?? {};
+    this.gitopsVersions = settings.gitopsVersions ?? {};
     // The configured versions hold from the start; what discovery finds joins them once every list is in.
     this.snapshot = instancesFrom([], this.instanceVersions);
     const reflectorSettings = {
@@ -216,7 +232,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
     this.workloads.set(reflector, objects);
     // Until every list is in, an instance could be judged by half its controllers: publish nothing yet.
     if (!this.reflectors.every((each) => each.synced)) return;
-    const next = instancesFrom([...this.workloads.values()].flat(), this.instanceVersions);
+    const next = instancesFrom([...this.workloads.values()].flat(), this.instanceVersions, this.gitopsVersions);
     this.logChanges(this.snapshot, next);
     this.snapshot = next;
   }

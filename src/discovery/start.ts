@@ -30,7 +30,11 @@ export function startDiscovery(
   if (!connection) return off('no kubeconfig and no in-cluster service account: not running in a cluster');
   const discovery = new ArgoDiscovery(
     connection.kubeConfig,
-    { ...config.discovery, instanceVersions: config.argocd.instanceVersions },
+    {
+      ...config.discovery,
+      instanceVersions: config.argocd.instanceVersions,
+      gitopsVersions: config.argocd.openshiftGitopsVersions,
+    },
     logger.child({ component: 'discovery' }),
   );
   logger.info(

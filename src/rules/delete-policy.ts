@@ -1,6 +1,9 @@
 import { ARGOCD_DELETE_POLICY, HELM_DELETE_POLICY } from '../core/annotations.js';
+import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
+import type { HookInfo } from '../core/hook.js';
 import { annotation, setAnnotation } from '../core/objects.js';
-import { report, type MutationRule } from '../core/rule.js';
+import { report, type MutationRule, type RuleReport } from '../core/rule.js';
+import type { KubeObject } from '../core/types.js';
 
 /**
  * A hook without a delete policy gets one explicitly, in the annotation its own tool reads; a chart's choice is kept.
@@ -29,13 +32,15 @@ import { report, type MutationRule } from '../core/rule.js';
  */
 export const deletePolicy: MutationRule = {
   id: 'delete-policy',
-  doc: 'Gives a hook without a delete policy an explicit one where the tools read it, in the rendered manifest (Helm: before-hook-creation,hook-succeeded, test hooks before-hook-creation; Argo CD: BeforeHookCreation,HookSucceeded).',
+  doc: 'Gives a hook Job or Pod without a delete policy an explicit one where the tools read it, in the rendered manifest (Helm: before-hook-creation,hook-succeeded, test hooks before-hook-creation; Argo CD: BeforeHookCreation,HookSucceeded), and keeps before-hook-creation in the policy a chart set on a hook of any kind.',
   stages: ['render'],
-  kinds: ['Job', 'Pod'],
+  kinds: ['Job', 'Pod', 'Other'],
   gate: 'always',
   mutate(object, { hook, settings, helmVersion, helmAdvisoriesFor }) {
     if (annotation(object, HELM_DELETE_POLICY) !== undefined || annotation(object, ARGOCD_DELETE_POLICY) !== undefined)
-      return report();
+      return keepBeforeHookCreation(object, hook);
+    // Another kind without a policy already gets the tools' default, before-hook-creation, and needs nothing else.
+    if (hook.kind === 'Other') return report();
     const key = hook.system === 'argocd' ? ARGOCD_DELETE_POLICY : HELM_DELETE_POLICY;
     const policies = settings.deletePolicy;
     const value = hook.system === 'argocd' ? policies.argocd : hook.testOnly ? policies.helmTest : policies.helm;
@@ -55,6 +60,32 @@ export const deletePolicy: MutationRule = {
     return report({ mutations: [`set ${key}: ${value}`] });
   },
 };
+
+/**
+ * A chart's policy without before-hook-creation leaves the hook in place after a run that did not delete it (a
+ * failure under hook-succeeded, or any run under hook-failed alone), and the next run's create fails with "already
+ * exists" (lightdash/helm-charts#141, openebs#4085, argo-cd#21637). So before-hook-creation joins the policy the tool
+ * reads (`deletePoliciesFor`), in the annotation the chart wrote: Argo CD's own when it is there, else Helm's (which
+ * Argo CD reads too). It costs what the tools' default costs: Helm and Argo CD use before-hook-creation when a hook
+ * sets no policy.
+ */
+function keepBeforeHookCreation(object: KubeObject, hook: HookInfo): RuleReport {
+  const tool = toolOf(hook);
+  if (deletePoliciesFor(object, tool).has('before-hook-creation')) return report();
+  const argocd = annotation(object, ARGOCD_DELETE_POLICY);
+  const [key, item] =
+    tool === 'argocd' && argocd !== undefined
+      ? [ARGOCD_DELETE_POLICY, 'BeforeHookCreation']
+      : [HELM_DELETE_POLICY, 'before-hook-creation'];
+  const kept = policyItems(annotation(object, key) ?? '');
+  const value = [item, ...kept].join(',');
+  setAnnotation(object, key, value);
+  return report({
+    mutations: [
+      `set ${key}: ${value}: without ${item} the next run fails with "already exists" while this hook is still there`,
+    ],
+  });
+}
 
 function policyItems(value: string): string[] {
   return value

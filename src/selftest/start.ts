@@ -65,7 +65,8 @@ export function startSelfTest(
       requestTimeoutMs: selfTest.requestTimeoutMs,
       certificateWarningDays: selfTest.certificateWarningDays,
       pinnedArgocdVersion: config.argocd.version,
-      advisories: config.advisories,
+      // The Argo CD advisories: the status lists those affecting a discovered Argo CD (Helm's are for render time).
+      advisories: config.advisories.filter((advisory) => advisory.tool !== 'helm'),
     },
     sources,
     observe,

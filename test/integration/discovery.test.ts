@@ -399,6 +399,29 @@ describe('Argo CD discovery', () => {
   });
 });
 
+describe('Argo CD discovery of OpenShift GitOps, through its published version table', () => {
+  // argocd-rhel8 is tagged with the GitOps version; argocd.openshiftGitopsVersions (by default the rows of Red Hat's
+  // compatibility matrix read in openshift/openshift-docs) says which Argo CD that release ships.
+  it('reads the Argo CD version of OpenShift GitOps 1.9.0 from the table, and judges its hooks with it', async () => {
+    const server = await fakeServer();
+    const image = 'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.0';
+    server.put(operatorController('openshift-gitops', 'openshift-gitops', image));
+    const gitopsVersions = loadConfig().argocd.openshiftGitopsVersions;
+    const { discovery, app } = discover(server.kubeConfig(), { ...SETTINGS, gitopsVersions });
+    await eventually(() => versionOf(discovery, 'openshift-gitops') === '2.7.2', 'OpenShift GitOps 1.9.0 at 2.7.2');
+    expect(discovery.instances().get('openshift-gitops')?.source).toBe(
+      `StatefulSet openshift-gitops-application-controller: image ${image}: OpenShift GitOps 1.9.0 ships Argo CD 2.7.2 (argocd.openshiftGitopsVersions)`,
+    );
+    // 2.7.2 has no hook finalizer: no guard, and a TTL of 0 is raised to the floor (argocd-hook-ttl-race).
+    const job = argoHookJob();
+    delete job.metadata!.finalizers;
+    (job.spec as { ttlSecondsAfterFinished: number }).ttlSecondsAfterFinished = 0;
+    expect(await mutatePatch(app, job, OPENSHIFT_CONTROLLER)).toEqual([
+      { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 },
+    ]);
+  });
+});
+
 describe('Argo CD discovery where Argo CD is installed (the default: discovery.namespaces, not cluster-wide)', () => {
   // A tenant who may create Deployments in their own namespace copies Argo CD's labels onto one running an old
   // Argo CD image. An Argo CD hook applied by an identity nothing attributes (here a CI deployer) is judged with
@@ -495,7 +518,7 @@ describe('Argo CD discovery: every install layout', () => {
     expect(ready.discovery.instances).toContainEqual({
       namespace: 'openshift-gitops',
       version: null,
-      source: `StatefulSet openshift-gitops-application-controller: unknown: image ${OPENSHIFT_IMAGE} is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions`,
+      source: `StatefulSet openshift-gitops-application-controller: unknown: OpenShift GitOps 1.16.0 (image ${OPENSHIFT_IMAGE}) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give`,
     });
     expect(lines).toContainEqual(
       expect.objectContaining({

@@ -248,15 +248,20 @@ describe('delete policies and TTLs over generated hook objects', () => {
         const admitted = decide(request, 'mutate', decisionContext(loadConfig(), argocdVersion, 'admission'));
         expect(admitted.patch.filter((op) => op.path.includes('hook-delete-policy'))).toEqual([]);
 
-        const rendered = decide(request, 'mutate', decisionContext(loadConfig(), argocdVersion, 'render'));
+        const context = decisionContext(loadConfig(), argocdVersion, 'render');
+        const rendered = decide(request, 'mutate', context);
         const stored = applyPatch(structuredClone(object), rendered.patch, true, false).newDocument;
         const annotations = stored.metadata?.annotations ?? {};
         const chosen = ['helm.sh/hook-delete-policy', 'argocd.argoproj.io/hook-delete-policy'].filter(
           (key) => object.metadata?.annotations?.[key] !== undefined,
         );
         if (chosen.length > 0) {
-          // A chart's choice in either tool's annotation is kept as it is (Argo CD merges both).
-          expect(rendered.patch.filter((op) => op.path.includes('hook-delete-policy'))).toEqual([]);
+          // A chart's choice in either tool's annotation is kept (Argo CD merges both): no annotation is added beside
+          // it, and the policy its tool reads ends up with before-hook-creation (added to the chart's items).
+          const ops = rendered.patch.filter((op) => op.path.includes('hook-delete-policy'));
+          expect(ops.every((op) => op.op === 'replace')).toBe(true);
+          const hook = readHook(stored, username, context.config.hookDetection)!;
+          expect(deletePoliciesFor(stored, toolOf(hook)).has('before-hook-creation')).toBe(true);
           return;
         }
         const key =

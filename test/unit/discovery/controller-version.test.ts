@@ -117,25 +117,25 @@ describe('controllerVersion', () => {
       },
     ],
     [
-      'OpenShift GitOps: the tag is the GitOps operator version',
+      'OpenShift GitOps: the tag is the GitOps operator version, and 1.16.0 is not in the (empty) table',
       statefulSet([
         { name: 'argocd-application-controller', image: 'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0' },
       ]),
       {
         version: undefined,
         source:
-          "unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
+          'unknown: OpenShift GitOps 1.16.0 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give',
       },
     ],
     [
-      'OpenShift GitOps non-OLM default tag, a valid semver that is no Argo CD version',
+      'OpenShift GitOps non-OLM default tag: GitOps 1.9.2, build 2, not in the (empty) table',
       statefulSet([
         { name: 'argocd-application-controller', image: 'registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.2-2' },
       ]),
       {
         version: undefined,
         source:
-          "unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.2-2 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
+          'unknown: OpenShift GitOps 1.9.2 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.2-2) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give',
       },
     ],
     [
@@ -156,5 +156,48 @@ describe('controllerVersion', () => {
     ],
   ])('%s', (_name, workload, expected) => {
     expect(controllerVersion(workload)).toEqual(expected);
+  });
+});
+
+// Red Hat's published table (argocd.openshiftGitopsVersions; the default holds the rows read in openshift/openshift-docs
+// modules/go-compatibility-and-support-matrix.adoc): the GitOps release of the argocd-rhel8 tag, build suffix dropped.
+describe('controllerVersion of OpenShift GitOps, with the GitOps -> Argo CD table', () => {
+  const TABLE = { '1.9.0': '2.7.2', '1.18.0': 'v3.1.0' };
+  const rhel8 = (tag: string) =>
+    statefulSet([
+      { name: 'argocd-application-controller', image: `registry.redhat.io/openshift-gitops-1/argocd-rhel8${tag}` },
+    ]);
+  it.each([
+    [':v1.9.0', '2.7.2', 'OpenShift GitOps 1.9.0 ships Argo CD 2.7.2'],
+    [':v1.18.0-3', '3.1.0', 'OpenShift GitOps 1.18.0 ships Argo CD 3.1.0'],
+    [`:1.9.0@${DIGEST}`, '2.7.2', 'OpenShift GitOps 1.9.0 ships Argo CD 2.7.2'],
+  ])('argocd-rhel8%s is Argo CD %s', (tag, version, says) => {
+    const image = `registry.redhat.io/openshift-gitops-1/argocd-rhel8${tag}`;
+    expect(controllerVersion(rhel8(tag), TABLE)).toEqual({
+      version,
+      source: `image ${image}: ${says} (argocd.openshiftGitopsVersions)`,
+    });
+  });
+
+  it.each([
+    [
+      ':v1.9.1',
+      'unknown: OpenShift GitOps 1.9.1 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.1) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give',
+    ],
+    [
+      `@${DIGEST}`,
+      `unknown: OpenShift GitOps image registry.redhat.io/openshift-gitops-1/argocd-rhel8@${DIGEST} has no version tag (a digest only, or another tag); give its Argo CD version in argocd.instanceVersions`,
+    ],
+    [
+      ':latest',
+      'unknown: OpenShift GitOps image registry.redhat.io/openshift-gitops-1/argocd-rhel8:latest has no version tag (a digest only, or another tag); give its Argo CD version in argocd.instanceVersions',
+    ],
+  ])('argocd-rhel8%s stays unknown, saying why', (tag, source) => {
+    expect(controllerVersion(rhel8(tag), TABLE)).toEqual({ version: undefined, source });
+  });
+
+  it('never reads the table for another image', () => {
+    const other = statefulSet([{ name: 'application-controller', image: 'example.com/team/argocd-custom:v1.9.0' }]);
+    expect(controllerVersion(other, TABLE).version).toBeUndefined();
   });
 });

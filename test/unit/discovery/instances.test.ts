@@ -170,7 +170,7 @@ describe('instancesFrom', () => {
       {
         version: undefined,
         source:
-          "StatefulSet openshift-gitops-application-controller: unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions",
+          'StatefulSet openshift-gitops-application-controller: unknown: OpenShift GitOps 1.16.0 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give',
         controllerUsernames: ['system:serviceaccount:openshift-gitops:openshift-gitops-argocd-application-controller'],
       },
     ],
@@ -207,7 +207,7 @@ describe('instancesFrom', () => {
         namespace: 'openshift-gitops',
         version: '3.1.0',
         source:
-          "argocd.instanceVersions: v3.1.0 (discovered: StatefulSet openshift-gitops-application-controller: unknown: image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0 is not Argo CD's own (quay.io/argoproj/argocd or a mirror of it): its tags are not Argo CD versions)",
+          'argocd.instanceVersions: v3.1.0 (discovered: StatefulSet openshift-gitops-application-controller: unknown: OpenShift GitOps 1.16.0 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.16.0) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give)',
         controllerUsernames: ['system:serviceaccount:openshift-gitops:openshift-gitops-argocd-application-controller'],
       },
     ]);

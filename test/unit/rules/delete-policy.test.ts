@@ -78,29 +78,157 @@ describe('delete-policy', () => {
     expect(job.metadata?.annotations?.['helm.sh/hook-delete-policy']).toBe('hook-failed');
   });
 
+  const HELM = 'helm.sh/hook-delete-policy';
+  const ARGO = 'argocd.argoproj.io/hook-delete-policy';
   it.each([
-    ['a Helm policy the chart set', { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': 'hook-failed' }],
     [
-      'an empty Helm policy (Helm then deletes the hook never; hook-ttl gives its Job a TTL)',
-      { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': '' },
+      'a Helm policy with before-hook-creation',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'hook-failed,before-hook-creation' },
+      undefined,
     ],
+    ["Helm's items in any case", { 'helm.sh/hook': 'pre-install', [HELM]: ' Before-Hook-Creation ' }, undefined],
     [
-      'an Argo CD policy',
-      { 'argocd.argoproj.io/hook': 'PostSync', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+      'an Argo CD policy with BeforeHookCreation',
+      { 'argocd.argoproj.io/hook': 'PostSync', [ARGO]: 'HookFailed,BeforeHookCreation' },
+      ARGOCD_CONTROLLER,
     ],
     [
       "a Helm policy on an Argo CD hook (Argo CD merges both tools' annotations)",
-      { 'argocd.argoproj.io/hook': 'PreSync', 'helm.sh/hook-delete-policy': 'hook-failed' },
+      { 'argocd.argoproj.io/hook': 'PreSync', [HELM]: 'before-hook-creation,hook-succeeded' },
+      ARGOCD_CONTROLLER,
     ],
     [
-      'an Argo CD policy on a Helm hook (the chart chose for the tool it was written for)',
-      { 'helm.sh/hook': 'pre-install', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+      'an Argo CD policy on a hook Helm runs (Helm reads only its own annotation: its default before-hook-creation holds)',
+      { 'helm.sh/hook': 'pre-install', [ARGO]: 'HookFailed' },
+      undefined,
     ],
-  ])('never overrides %s', (_name, annotations) => {
+  ])('never overrides %s', (_name, annotations, username) => {
     const job = hookJob(annotations);
-    const report = deletePolicy.mutate(job, contextFor(job, { username: ARGOCD_CONTROLLER }));
+    const report = deletePolicy.mutate(job, contextFor(job, { username, stage: 'render' }));
     expect(job.metadata?.annotations).toEqual(annotations);
     expect(report.mutations).toEqual([]);
+  });
+
+  // lightdash/helm-charts#141, openebs#4085, argo-cd#21637: a hook left in place fails the next run's create.
+  const kept = (key: string, value: string, item: string) =>
+    `set ${key}: ${value}: without ${item} the next run fails with "already exists" while this hook is still there`;
+  it.each([
+    [
+      'hook-failed alone (Helm)',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'hook-failed' },
+      undefined,
+      HELM,
+      'before-hook-creation,hook-failed',
+    ],
+    ['an empty Helm policy', { 'helm.sh/hook': 'pre-install', [HELM]: '' }, undefined, HELM, 'before-hook-creation'],
+    [
+      'hook-succeeded, hook-failed (Helm)',
+      { 'helm.sh/hook': 'post-install', [HELM]: 'hook-succeeded, hook-failed' },
+      undefined,
+      HELM,
+      'before-hook-creation,hook-succeeded,hook-failed',
+    ],
+    [
+      'HookFailed alone (Argo CD)',
+      { 'argocd.argoproj.io/hook': 'PostSync', [ARGO]: 'HookFailed' },
+      ARGOCD_CONTROLLER,
+      ARGO,
+      'BeforeHookCreation,HookFailed',
+    ],
+    [
+      "Helm's hook-failed on an Argo CD hook",
+      { 'argocd.argoproj.io/hook': 'PreSync', [HELM]: 'hook-failed' },
+      ARGOCD_CONTROLLER,
+      HELM,
+      'before-hook-creation,hook-failed',
+    ],
+    [
+      "Argo CD's HookSucceeded on a Helm hook Argo CD applies",
+      { 'helm.sh/hook': 'pre-install', [ARGO]: 'HookSucceeded' },
+      ARGOCD_CONTROLLER,
+      ARGO,
+      'BeforeHookCreation,HookSucceeded',
+    ],
+  ])("keeps the chart's policy and adds before-hook-creation to %s", (_name, annotations, username, key, value) => {
+    const job = hookJob(annotations);
+    const report = deletePolicy.mutate(
+      job,
+      contextFor(job, { username, stage: 'render', config: { 'helm.version': '4.2.1' } }),
+    );
+    expect(job.metadata?.annotations).toEqual({ ...annotations, [key]: value });
+    const item = key === ARGO ? 'BeforeHookCreation' : 'before-hook-creation';
+    expect(report).toEqual({ mutations: [kept(key, value, item)], warnings: [] });
+    // Idempotent: a second pass finds it.
+    expect(deletePolicy.mutate(job, contextFor(job, { username, stage: 'render' })).mutations).toEqual([]);
+  });
+
+  // Hooks of every kind are run and deleted by policy by both tools; a ServiceAccount, Role or ConfigMap hook left
+  // by the last run fails the next with "already exists" (lightdash/helm-charts#141, openebs#4085, argo-cd#21637).
+  const hookOf = (kind: string, apiVersion: string, annotations: Record<string, string>) => ({
+    apiVersion,
+    kind,
+    metadata: { name: 'x', namespace: 'apps', annotations },
+  });
+  const renderRequest = (object: unknown, username = 'kubernetes-admin') => ({
+    uid: 'u',
+    operation: 'CREATE' as const,
+    namespace: 'apps',
+    userInfo: { username },
+    object,
+  });
+  it.each([
+    [
+      'ServiceAccount',
+      'v1',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'hook-succeeded' },
+      HELM,
+      'before-hook-creation,hook-succeeded',
+    ],
+    [
+      'Role',
+      'rbac.authorization.k8s.io/v1',
+      { 'helm.sh/hook': 'pre-upgrade', [HELM]: 'hook-failed' },
+      HELM,
+      'before-hook-creation,hook-failed',
+    ],
+    [
+      'RoleBinding',
+      'rbac.authorization.k8s.io/v1',
+      { 'argocd.argoproj.io/hook': 'PreSync', [ARGO]: 'HookSucceeded' },
+      ARGO,
+      'BeforeHookCreation,HookSucceeded',
+    ],
+    ['Secret', 'v1', { 'helm.sh/hook': 'post-install', [HELM]: '' }, HELM, 'before-hook-creation'],
+  ])(
+    'at render time keeps before-hook-creation in the policy of a %s hook',
+    (kind, apiVersion, annotations, key, value) => {
+      const render = decisionContext(loadConfig(), undefined, 'render');
+      const decision = decide(renderRequest(hookOf(kind, apiVersion, annotations)), 'mutate', render);
+      expect(decision.patch).toEqual([
+        { op: 'replace', path: `/metadata/annotations/${key.replace('/', '~1')}`, value },
+      ]);
+      expect(decision.rules).toEqual(['delete-policy']);
+      // At admission a hook of another kind passes as before.
+      const admitted = decide(
+        renderRequest(hookOf(kind, apiVersion, annotations)),
+        'mutate',
+        decisionContext(loadConfig()),
+      );
+      expect(admitted).toMatchObject({ patch: [], rules: [], reason: 'not a hook object' });
+    },
+  );
+
+  it.each([
+    ['no policy (the tools default to before-hook-creation)', { 'helm.sh/hook': 'pre-install' }],
+    [
+      'a policy with before-hook-creation',
+      { 'helm.sh/hook': 'pre-install', [HELM]: 'before-hook-creation,hook-succeeded' },
+    ],
+  ])('leaves a ConfigMap hook with %s alone at render time', (_name, annotations) => {
+    const render = decisionContext(loadConfig(), undefined, 'render');
+    const decision = decide(renderRequest(hookOf('ConfigMap', 'v1', annotations)), 'mutate', render);
+    expect(decision.patch).toEqual([]);
+    expect(decision.findings).toEqual([]);
   });
 
   it('works on bare Pods too', () => {
