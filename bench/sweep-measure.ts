@@ -10,7 +10,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { ScaleApiServer, type ScaleCounts, type ScaleKind, type Shape } from '../test/support/scale-apiserver.js';
 
@@ -38,17 +37,13 @@ process.on('exit', () => writeFileSync(process.env.${RUSAGE_FILE}, JSON.stringif
 const CLI = join(repoRoot, 'dist', 'cli', 'main.js');
 const PROFILES = ['--profile', 'argocd-hook', '--profile', 'argo-workflows'];
 
-/** NODE_OPTIONS as the shipped CronJob sets it (its V8 young-generation size bounds the sweep's memory). */
+/**
+ * NODE_OPTIONS as the chart's CronJob sets it (its V8 young-generation size bounds the sweep's memory), read from the
+ * template, whose env entry is literal text (test/manifests/chart.test.ts checks the rendered CronJob carries it).
+ */
 export function cronJobNodeOptions(): string {
-  const cronJob = parse(readFileSync(join(repoRoot, 'manifests', 'base', 'sweep-cronjob.yaml'), 'utf8')) as {
-    spec: {
-      jobTemplate: {
-        spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } } };
-      };
-    };
-  };
-  const env = cronJob.spec.jobTemplate.spec.template.spec.containers[0]?.env ?? [];
-  return env.find((variable) => variable.name === 'NODE_OPTIONS')?.value ?? '';
+  const template = readFileSync(join(repoRoot, 'charts', 'hookguard', 'templates', 'sweep-cronjob.yaml'), 'utf8');
+  return /- name: NODE_OPTIONS\n\s+value: (\S+)\n/.exec(template)?.[1] ?? '';
 }
 
 interface ReportResult {

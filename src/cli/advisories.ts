@@ -26,7 +26,7 @@ function describeAdvisory(advisory: Advisory): string {
   const lines = [
     advisory.id,
     advisory.summary,
-    `affected: Argo CD ${advisory.affected}   fixed: ${advisory.fixed ?? 'not yet'}${advisory.checked ? `   checked: ${advisory.checked}` : ''}`,
+    `affected: ${advisory.tool === 'helm' ? 'Helm' : 'Argo CD'} ${advisory.affected}   fixed: ${advisory.fixed ?? 'not yet'}${advisory.checked ? `   checked: ${advisory.checked}` : ''}`,
     ...remedies(advisory),
     ...advisory.notes.map(
       (note) =>
@@ -40,7 +40,7 @@ function describeAdvisory(advisory: Advisory): string {
     .join('')}`;
 }
 
-/** `hookguard advisories`: the known Argo CD races, built in and from the config. */
+/** `hookguard advisories`: the known Argo CD (and Helm) races, built in and from the config. */
 export async function runAdvisories(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArguments(argv, {
     options: { output: { type: 'string' }, config: { type: 'string' } },

@@ -9,7 +9,7 @@ import { EXIT, InputError, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--max-input-bytes N] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
 Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
 directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones skipped.
@@ -17,6 +17,8 @@ directory stands for its *.yaml, *.yml and *.json files, recursively, hidden one
                        argocd.version in the config; without any: applied by plain Helm)
   --fix                print the manifests as hookguard would store them (YAML, documents in order); what
                        would be denied goes to stderr; only the nodes hookguard patches change
+  --openshift          the objects go to OpenShift namespaces, whose SCC assigns user ids: the min-runtime guard
+                       sets no runAsUser/runAsGroup (rules.minRuntime.openshift)
   --max-input-bytes N  refuse more input than N bytes in all (check.maxInputBytes, default 32 MiB)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
@@ -105,6 +107,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
       mode: { type: 'string' },
       output: { type: 'string', short: 'o' },
       fix: { type: 'boolean', default: false },
+      openshift: { type: 'boolean', default: false },
       config: { type: 'string' },
       'max-input-bytes': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -126,6 +129,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
     { flag: 'max-input-bytes', key: 'check.maxInputBytes', value: values['max-input-bytes'] },
+    { flag: 'openshift', key: 'rules.minRuntime.openshift', value: values.openshift ? 'true' : undefined },
   ]);
   // Told an Argo CD version (the flag, or HOOKGUARD_ARGOCD_VERSION as the Helm post-renderer and the Argo CD plugin
   // pass it, or the config): the objects are Argo CD's to apply.

@@ -4,6 +4,7 @@ import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
+import { BoundedLogDestination, stdoutStream } from '../http/log-destination.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls } from '../tls/certificates.js';
@@ -55,11 +56,15 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'mode', key: 'mode', value: values.mode },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
   ]);
-  const logger = pino({
-    level: config.log.level,
-    base: { service: 'hookguard' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  const logDestination = new BoundedLogDestination(stdoutStream(), config.log.maxQueueBytes);
+  const logger = pino(
+    {
+      level: config.log.level,
+      base: { service: 'hookguard' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    logDestination,
+  );
   const tls = await loadTls(config.server.tls);
   if (tls.generated) {
     logger.warn(
@@ -84,6 +89,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     processMetrics: true,
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
     selfTest: selfTest.status().enabled,
+    logLinesDropped: () => logDestination.dropped,
   });
   metrics.certificate(tls.cert, false);
   const app = buildApp(config, {
@@ -150,5 +156,10 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
   await Promise.all([stopWatches(), selfTestStopped]);
+  const flushed = await logDestination.end(config.log.flushTimeoutMs);
+  if (!flushed.flushed)
+    io.stderr(
+      `hookguard: stdout took no more log lines within log.flushTimeoutMs (${config.log.flushTimeoutMs} ms): ${flushed.unwrittenBytes} bytes of them were not written (${logDestination.dropped} lines dropped before)\n`,
+    );
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

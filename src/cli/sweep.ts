@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
+import { ARGOCD_HOOK_FINALIZER, ARGOCD_INSTANCE_LABEL, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
 import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
@@ -12,8 +12,10 @@ import type { CommandIO } from './io.js';
 export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--profile P]... [--output text|json] [--min-age-seconds N] [--config FILE]
 Removes finalizers nothing else will remove from Jobs and Pods being deleted, by profile (--profile, repeatable;
 sweep.profiles, default argocd-hook):
-  argocd-hook     ${ARGOCD_HOOK_FINALIZER} on hook Jobs and Pods that finished, or that were deleted
-                  longer than --min-age-seconds ago (sweep.minAgeSeconds, default 600)
+  argocd-hook     ${ARGOCD_HOOK_FINALIZER} on hook Jobs and Pods deleted longer than
+                  sweep.finishedGraceSeconds ago (default 300) when finished, --min-age-seconds ago
+                  (sweep.minAgeSeconds, default 600) when not, and never while their Argo CD Application's
+                  operation lists them as running
   argo-workflows  ${ARGO_WORKFLOWS_STATUS_FINALIZER} on finished workflow Pods deleted longer than
                   sweep.argoWorkflowsGraceSeconds ago (default 600) whose Workflow is gone, being deleted,
                   replaced or completed, or holds the Pod's node in a final phase
@@ -100,6 +102,14 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
         apply: values.apply,
         profiles: config.sweep.profiles,
         minAgeSeconds: config.sweep.minAgeSeconds,
+        finishedGraceSeconds: config.sweep.finishedGraceSeconds,
+        applicationLookup: {
+          instanceLabels: [
+            ARGOCD_INSTANCE_LABEL,
+            ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : []),
+          ],
+          controlPlaneNamespaces: config.sweep.applicationNamespaces,
+        },
         argoWorkflowsGraceSeconds: config.sweep.argoWorkflowsGraceSeconds,
         retry: {
           maxAttempts: config.sweep.maxAttempts,

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { isValidRange, normalizeArgoVersion } from '../core/argocd-version.js';
 import { isRecord } from '../core/objects.js';
-import type { Advisory, AdvisoryNote, HookNaming } from '../core/types.js';
+import type { Advisory, AdvisoryNote, AdvisoryTool, HookNaming } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import { builtInRules } from '../rules/index.js';
 import { scalarText } from './schema.js';
@@ -12,6 +12,7 @@ import { scalarText } from './schema.js';
 const ADVISORY_KEYS = [
   'id',
   'summary',
+  'tool',
   'affected',
   'fixed',
   'checked',
@@ -24,6 +25,7 @@ const ADVISORY_KEYS = [
 ];
 const NOTE_KEYS = ['affected', 'hookName', 'text'];
 const HOOK_NAMINGS: readonly HookNaming[] = ['fixed', 'generated'];
+const TOOLS: readonly AdvisoryTool[] = ['argocd', 'helm'];
 
 /** The `advisories` row of the docs' configuration table: a list with a shape of its own, not a key of KEYS. */
 export const ADVISORIES_DOC = {
@@ -109,6 +111,9 @@ function knownRules(ids: string[], known: (id: string) => boolean, at: string): 
 function validateAdvisory(candidate: Record<string, unknown>, at: string): Advisory {
   const id = nonEmptyText(candidate.id, `${at}.id`);
   const summary = nonEmptyText(candidate.summary, `${at}.summary`);
+  const tool = candidate.tool;
+  if (tool !== undefined && !TOOLS.includes(tool as AdvisoryTool))
+    throw new ConfigError(`${at}.tool`, `must be one of ${TOOLS.join(', ')}`);
   const affected = semverRange(candidate.affected, `${at}.affected`);
   if (candidate.fixed !== undefined && normalizeArgoVersion(scalarText(candidate.fixed)) === undefined) {
     throw new ConfigError(`${at}.fixed`, 'must be a version');
@@ -130,6 +135,7 @@ function validateAdvisory(candidate: Record<string, unknown>, at: string): Advis
   return {
     id,
     summary,
+    ...(tool === 'helm' ? { tool: 'helm' as const } : {}),
     affected,
     ...(candidate.fixed !== undefined ? { fixed: scalarText(candidate.fixed) } : {}),
     ...(candidate.checked !== undefined ? { checked: calendarDay(candidate.checked, `${at}.checked`) } : {}),

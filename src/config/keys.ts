@@ -51,6 +51,12 @@ const IMAGE_REFERENCE: Format = {
   problem: imageReferenceProblem,
 };
 
+const HELM_VERSION: Format = {
+  accepts: 'a version like 4.2.1',
+  problem: (value) =>
+    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 4.2.1` : undefined,
+};
+
 const ARGO_CD_VERSION: Format = {
   accepts: 'a version like 2.14.3',
   problem: (value) =>
@@ -209,6 +215,21 @@ export const KEYS = {
       env: 'HOOKGUARD_LOG_LEVEL',
       doc: 'Level of the JSON log lines on stdout.',
     }),
+    // pino's own destination queued without bound: with stdout read slowly, 64 connections for 15 s took the heap
+    // from 40 to 341 MiB (issue 22). A few MiB ride out a log shipper's hiccup; beyond them lines are dropped.
+    maxQueueBytes: integer({
+      default: 4 * 1024 * 1024,
+      min: 64 * 1024,
+      max: 256 * 1024 * 1024,
+      doc: 'Log lines (audit lines included) waiting for stdout take at most this much memory; lines beyond it are dropped and counted (hookguard_audit_lines_dropped_total).',
+    }),
+    // With server.shutdownTimeoutMs (20 s) it stays inside Kubernetes' default 30 s grace period.
+    flushTimeoutMs: integer({
+      default: 5_000,
+      min: 0,
+      max: 60_000,
+      doc: "At shutdown, wait this long at most for queued log lines to be written; keep shutdownTimeoutMs plus this under the pod's terminationGracePeriodSeconds.",
+    }),
   },
   argocd: {
     version: optionalText({
@@ -235,6 +256,16 @@ export const KEYS = {
       values: ARGO_CD_VERSION,
       nullValues: true,
       doc: 'Identities an Argo CD running elsewhere applies as here, each with its version (null: unknown): they count as Argo CD, judged with that version.',
+    }),
+  },
+  helm: {
+    // Helm tells a post-renderer nothing of its version (helm v4.2.1 internal/plugin/runtime_subprocess.go
+    // runPostrenderer: Helm's own environment, HELM_PLUGIN_NAME and HELM_PLUGIN_DIR only): the plugin asks the helm
+    // that runs it and sets this.
+    version: optionalText({
+      format: HELM_VERSION,
+      env: 'HOOKGUARD_HELM_VERSION',
+      doc: 'At render time, the Helm version that will run the hooks (the post-renderer plugin sets it); null: unknown, and every Helm advisory may apply.',
     }),
   },
   excludedNamespaces: list({
@@ -306,6 +337,12 @@ export const KEYS = {
           max: 2 ** 31 - 1,
           doc: "User (and group) the guard runs as where the Pod sets none; null: the image's or the platform's (OpenShift).",
         }),
+        // At admission a namespace with openshift.io/sa.scc.uid-range is recognised by the namespace watch; at render
+        // time (`hookguard check --openshift`) nothing says where the manifest will go.
+        openshift: flag({
+          default: false,
+          doc: 'The hooks run in OpenShift namespaces, whose SCC assigns user ids: the guard sets no runAsUser/runAsGroup of its own (at admission a namespace with openshift.io/sa.scc.uid-range needs no key).',
+        }),
         requests: resources('request', '250m', '512Mi'),
         limits: resources('limit', '250m', '512Mi'),
       },
@@ -320,20 +357,31 @@ export const KEYS = {
       }),
     },
     hookTtl: {
+      // A day: the TTL deletes a failed Job as it deletes a complete one, so this is how long a failed hook stays readable.
       ttlSecondsAfterFinished: integer({
-        default: 3600,
+        default: 86400,
         min: 1,
         max: 86400 * 30,
-        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor).',
+        doc: 'Hook Jobs with neither a ttlSecondsAfterFinished nor a delete policy that deletes them on success get this TTL (at least the TTL floor). It applies to failed Jobs as to complete ones: a failed hook stays readable this long.',
       }),
     },
     hookDeadline: {
-      // Long enough for most migrations, short enough that a hook whose Pod never starts does not hang a sync all day.
+      // Off by default: past it the Job controller fails the Job and deletes its running Pods, so a migration longer
+      // than any value guessed here would be killed mid-run (kubernetes pkg/controller/job/job_controller.go syncJob,
+      // pastActiveDeadline).
       activeDeadlineSeconds: integer({
-        default: 3600,
+        default: 0,
         min: 0,
         max: 86400 * 7,
-        doc: "Hook Jobs without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0: none.",
+        doc: "Opt-in: hook Jobs and bare hook Pods without spec.activeDeadlineSeconds get this, plus the min-runtime guard's wait; 0 (default): none is set, a warning names the missing one.",
+      }),
+      parallelJobs: flag({
+        default: false,
+        doc: 'With activeDeadlineSeconds set: also give one to Jobs with completions or parallelism above 1 (each Pod runs within the one deadline).',
+      }),
+      warn: flag({
+        default: true,
+        doc: 'Warn (an admission warning, a finding, a metric) about hook Jobs and bare hook Pods without spec.activeDeadlineSeconds.',
       }),
     },
     hookPodRestartPolicy: {
@@ -360,6 +408,12 @@ export const KEYS = {
         doc: 'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true.',
       }),
     },
+    hookOutputLogPolicy: {
+      enabled: flag({
+        default: true,
+        doc: "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs).",
+      }),
+    },
   },
   discovery: {
     enabled: flag({
@@ -372,10 +426,17 @@ export const KEYS = {
       format: NOT_EMPTY,
       doc: "Selects Argo CD's application controllers (upstream manifests, argo-helm, argocd-operator, OpenShift GitOps).",
     }),
+    // Where Argo CD is installed: upstream's manifests and argo-helm's docs use argocd, OpenShift GitOps its
+    // openshift-gitops. A controller found here is trusted as an Argo CD identity (docs/discovery.md, trust model).
     namespaces: list({
-      default: [],
+      default: ['argocd', 'openshift-gitops'],
       env: 'HOOKGUARD_DISCOVERY_NAMESPACES',
-      doc: 'Namespaces to look in; empty: the whole cluster.',
+      doc: 'Namespaces Argo CD is installed in, where discovery looks (unless discovery.clusterWide); only admins should be able to create Deployments there.',
+    }),
+    clusterWide: flag({
+      default: false,
+      env: 'HOOKGUARD_DISCOVERY_CLUSTER_WIDE',
+      doc: 'Look in every namespace instead: any namespace whose Deployments match the selector then names an Argo CD identity (opt-in; see docs/discovery.md).',
     }),
     backoffInitialMs: integer({
       default: 500,
@@ -476,6 +537,19 @@ export const KEYS = {
       min: 0,
       max: 86400 * 30,
       doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
+    }),
+    // A finished hook whose deletion just began (its TTL, hookguard's floor) may not be recorded yet by a busy or
+    // restarting application controller; without its finalizer it vanishes and the sync waits forever
+    // (gitops-engine sync_context.go, argo-cd#21055).
+    finishedGraceSeconds: integer({
+      default: 300,
+      min: 0,
+      max: 86400 * 30,
+      doc: "A finished hook qualifies only once its deletion began this long ago, and never while its Application's operation lists it as running.",
+    }),
+    applicationNamespaces: list({
+      default: ['argocd', 'openshift-gitops'],
+      doc: "Where Argo CD keeps the Applications whose tracking names no namespace (its own namespace): the sweep reads a hook's Application there.",
     }),
     // Argo Workflows' own controller removes its finalizer from a deleting pod 2 minutes after the pod's last
     // change (v3.6.5+); the sweep comes in only well after that, for controllers that are down or stuck.

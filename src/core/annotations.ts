@@ -4,6 +4,8 @@ export const HELM_DELETE_POLICY = 'helm.sh/hook-delete-policy';
 export const ARGOCD_HOOK = 'argocd.argoproj.io/hook';
 export const ARGOCD_DELETE_POLICY = 'argocd.argoproj.io/hook-delete-policy';
 export const ARGOCD_TRACKING_ID = 'argocd.argoproj.io/tracking-id';
+/** The label Argo CD tracks with by default (argocd-cm application.instanceLabelKey; argo-cd common/common.go). */
+export const ARGOCD_INSTANCE_LABEL = 'app.kubernetes.io/instance';
 export const ARGOCD_HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 /** Comma-separated sync options of one resource (gitops-engine pkg/sync/common/types.go AnnotationSyncOptions). */
 export const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';

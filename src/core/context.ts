@@ -29,6 +29,10 @@ export interface DecisionContext {
   namespaces: NamespaceSnapshot | undefined;
   /** Argo CDs elsewhere that apply in this cluster as a known identity (`argocd.remote`). */
   remoteArgo: readonly RemoteArgo[];
+  /** The advisories about Helm (`tool: helm`), apart from the Argo CD ones above. */
+  helmAdvisories: readonly Advisory[];
+  /** The Helm version that runs the hooks (`helm.version`, normalised); undefined when unknown. */
+  helmVersion: string | undefined;
 }
 
 /**
@@ -156,7 +160,7 @@ const NO_VERSIONS: readonly string[] = Object.freeze([]);
  */
 export function ruleContextFor(
   hook: HookInfo,
-  context: Pick<DecisionContext, 'stage' | 'config' | 'advisories' | 'namespaces'>,
+  context: Pick<DecisionContext, 'stage' | 'config' | 'advisories' | 'namespaces' | 'helmAdvisories' | 'helmVersion'>,
   versions: string | readonly string[] | undefined,
   namespace: string | undefined,
 ): RuleContext {
@@ -164,6 +168,9 @@ export function ruleContextFor(
     hook.appliedByArgo && versions !== undefined
       ? judgedFor(context.advisories, typeof versions === 'string' ? [versions] : versions)
       : undefined;
+  // Every advisory is about the hooks Argo CD runs in a sync phase (gitops-engine getSyncTasks, where the hook
+  // finalizer is added); a PreDelete/PostDelete hook still says its version, and no advisory concerns it.
+  const advised = hook.argoSyncPhase ? judged : undefined;
   return {
     stage: context.stage,
     hook,
@@ -171,11 +178,32 @@ export function ruleContextFor(
     settings: context.config.rules,
     argocdVersion: judged?.versions.length === 1 ? judged.versions[0] : undefined,
     argocdVersions: judged?.versions ?? NO_VERSIONS,
-    advisoriesFor: (ruleId) => judged?.byRule.get(ruleId) ?? NO_ADVISORIES,
-    affectsEveryVersion: (ruleId) => judged?.forEveryVersion.has(ruleId) ?? false,
+    advisoriesFor: (ruleId) => advised?.byRule.get(ruleId) ?? NO_ADVISORIES,
+    affectsEveryVersion: (ruleId) => advised?.forEveryVersion.has(ruleId) ?? false,
     warningAdvisoriesFor: (ruleId) =>
-      (judged !== undefined ? judged.byWarningRule : warningAdvisoriesOf(context.advisories)).get(ruleId) ??
-      NO_ADVISORIES,
-    notesFor: (advisoryId) => judged?.notes.get(advisoryId) ?? NO_NOTES,
+      hook.argoSyncPhase
+        ? ((advised !== undefined ? advised.byWarningRule : warningAdvisoriesOf(context.advisories)).get(ruleId) ??
+          NO_ADVISORIES)
+        : NO_ADVISORIES,
+    notesFor: (advisoryId) => advised?.notes.get(advisoryId) ?? NO_NOTES,
+    helmVersion: context.helmVersion,
+    helmAdvisoriesFor: (ruleId) =>
+      hook.appliedByArgo ? NO_ADVISORIES : helmAdvisoriesOf(context.helmAdvisories, context.helmVersion, ruleId),
   };
+}
+
+/**
+ * The Helm advisories naming `ruleId` as a mitigation that affect `version`; with the version unknown, every one that
+ * does (any Helm may run the hooks). Few and rarely asked (render time only): matched on each call.
+ */
+function helmAdvisoriesOf(
+  advisories: readonly Advisory[],
+  version: string | undefined,
+  ruleId: string,
+): readonly Advisory[] {
+  if (advisories.length === 0) return NO_ADVISORIES;
+  return advisories.filter(
+    (advisory) =>
+      advisory.mitigatedBy.includes(ruleId) && (version === undefined || advisoryAffects(advisory, version)),
+  );
 }

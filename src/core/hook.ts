@@ -24,6 +24,12 @@ export interface HookInfo {
   /** Only a Helm `test` hook: its Pod is kept after success so `helm test --logs` can read it. */
   testOnly: boolean;
   appliedByArgo: boolean;
+  /**
+   * Applied by Argo CD in a sync phase (PreSync, Sync, PostSync, SyncFail, or the Helm hooks that map there): the
+   * only hooks Argo CD's hook finalizer and the races about it concern (see runsInArgoSyncPhase). False for its
+   * PreDelete/PostDelete hooks, and for any hook Argo CD does not apply.
+   */
+  argoSyncPhase: boolean;
   skip: ReadonlySet<string>;
   auditOnly: boolean;
 }
@@ -89,6 +95,7 @@ export function readHook(
     testOnly:
       system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
     appliedByArgo,
+    argoSyncPhase: appliedByArgo && runsInArgoSyncPhase(kube),
     skip: skipsOf(annotation(kube, HOOKGUARD_SKIP)),
     auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',
   };

@@ -27,14 +27,22 @@ export interface RuleSettings {
     command: readonly string[];
     /** The guard's user and group where the Pod sets none; null leaves them to the image or the platform. */
     runAsUser: number | null;
+    /** Every namespace assigns user ids (OpenShift's SCCs): the guard sets none, as in a namespace with a UID range. */
+    openshift: boolean;
     /** Upper bounds of the guard's requests and limits (it follows the Pod's containers below them). */
     requests: ResourceList;
     limits: ResourceList;
   };
   ttlFloor: { minTtlSecondsAfterFinished: number };
   hookTtl: { ttlSecondsAfterFinished: number };
-  /** 0: hook Jobs get no deadline. */
-  hookDeadline: { activeDeadlineSeconds: number };
+  hookDeadline: {
+    /** 0 (the default): no deadline is set, only named as missing. */
+    activeDeadlineSeconds: number;
+    /** Whether a deadline is also set on Jobs with completions or parallelism above 1. */
+    parallelJobs: boolean;
+    /** Whether a hook without a deadline gets a warning. */
+    warn: boolean;
+  };
   hookPodRestartPolicy: { enabled: boolean };
   meshSidecar: {
     action: 'off' | 'warn' | 'exclude';
@@ -42,6 +50,7 @@ export interface RuleSettings {
     nativeSidecars: 'unknown' | 'yes' | 'no';
   };
   hookSyncOptions: { enabled: boolean };
+  hookOutputLogPolicy: { enabled: boolean };
 }
 
 /**
@@ -79,6 +88,13 @@ export interface RuleContext {
   warningAdvisoriesFor(ruleId: string): readonly Advisory[];
   /** The notes of an advisory affecting argocdVersion that hold for that version (none on a union). */
   notesFor(advisoryId: string): readonly AdvisoryNote[];
+  /** The Helm version that runs the hooks (render time: what the post-renderer plugin says); undefined when unknown. */
+  helmVersion: string | undefined;
+  /**
+   * For a hook Helm runs (not one Argo CD applies): the Helm advisories naming this rule as a mitigation that affect
+   * helmVersion, or with it unknown every one that does.
+   */
+  helmAdvisoriesFor(this: void, ruleId: string): readonly Advisory[];
 }
 
 /**
@@ -90,6 +106,8 @@ export interface RuleContext {
  * - `argocd-known`: only when a known Argo CD version is affected (changes that would hurt a fixed version); under a
  *   union, only when every one of its versions is.
  * - `helm-and-argocd`: every hook Helm applies, and hooks applied by Argo CD as under `argocd`.
+ * The Argo CD gates concern only the hooks Argo CD runs in a sync phase (HookInfo.argoSyncPhase); its delete-phase
+ * hooks pass the gates as Helm's hooks do.
  */
 export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd';
 
@@ -168,7 +186,9 @@ export function report(partial: Partial<RuleReport> = {}): RuleReport {
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {
   if (rule.gate === 'always') return true;
-  if (!context.hook.appliedByArgo) return rule.gate === 'helm-and-argocd';
+  // Argo CD's PreDelete/PostDelete hooks get no hook finalizer, so no Argo CD advisory concerns them: they are
+  // judged as Helm's own hooks are (argo-cd controller/hook.go executeHooks, v3.0.0-v3.5.1: a plain create).
+  if (!context.hook.argoSyncPhase) return rule.gate === 'helm-and-argocd';
   if (context.argocdVersions.length === 0) return rule.gate !== 'argocd-known';
   if (rule.gate === 'argocd-known') return context.affectsEveryVersion(rule.id);
   return context.advisoriesFor(rule.id).length > 0 || context.warningAdvisoriesFor(rule.id).length > 0;

@@ -103,10 +103,15 @@ export interface AdvisoryNote {
   text: string;
 }
 
+/** Whose versions an advisory's ranges speak of: Argo CD's (the default) or Helm's. */
+export type AdvisoryTool = 'argocd' | 'helm';
+
 export interface Advisory {
   id: string;
   summary: string;
-  /** semver range of affected Argo CD versions */
+  /** The tool whose versions `affected`, `fixed` and the notes speak of; Argo CD when unset. */
+  tool?: AdvisoryTool;
+  /** semver range of affected versions of the tool (Argo CD's unless `tool` says otherwise) */
   affected: string;
   fixed?: string;
   references: string[];

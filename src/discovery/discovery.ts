@@ -11,8 +11,10 @@ import { controllerUsername, controllerVersion, isRunning } from './controller-v
 
 export interface DiscoverySettings {
   labelSelector: string;
-  /** Namespaces to watch; empty means the whole cluster. */
+  /** Namespaces to watch, unless clusterWide. */
   namespaces: readonly string[];
+  /** Watch every namespace (discovery.clusterWide): any namespace's matching workload then names an Argo CD. */
+  clusterWide: boolean;
   backoffInitialMs: number;
   backoffMaxMs: number;
   watchTimeoutSeconds: number;
@@ -127,7 +129,7 @@ function plainList(list: { items: unknown[]; metadata?: { resourceVersion?: stri
 function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): ReflectorTarget[] {
   const apps = kubeConfig.makeApiClient(AppsV1Api);
   const labelSelector = settings.labelSelector;
-  const scopes: Array<string | undefined> = settings.namespaces.length > 0 ? [...settings.namespaces] : [undefined];
+  const scopes: Array<string | undefined> = settings.clusterWide ? [undefined] : [...settings.namespaces];
   return scopes.flatMap((namespace) => {
     const where = namespace === undefined ? 'all namespaces' : `namespace ${namespace}`;
     const prefix =

@@ -24,6 +24,8 @@ export function startDiscovery(
   };
   if (config.argocd.version !== null) return off(`argocd.version is set to ${config.argocd.version}`);
   if (!config.discovery.enabled) return off('discovery.enabled is false');
+  if (!config.discovery.clusterWide && config.discovery.namespaces.length === 0)
+    return off('discovery.namespaces is empty and discovery.clusterWide is false: nowhere to look');
   const connection = kubeConnection(env);
   if (!connection) return off('no kubeconfig and no in-cluster service account: not running in a cluster');
   const discovery = new ArgoDiscovery(
@@ -35,7 +37,7 @@ export function startDiscovery(
     {
       from: connection.source,
       labelSelector: config.discovery.labelSelector,
-      namespaces: config.discovery.namespaces,
+      namespaces: config.discovery.clusterWide ? 'all (discovery.clusterWide)' : config.discovery.namespaces,
       instanceVersions: config.argocd.instanceVersions,
     },
     'Argo CD discovery on',

@@ -28,6 +28,8 @@ export interface MetricsOptions {
   argocdInstances?: () => readonly ArgoCdInstance[];
   /** Register the self-test's metrics (only where the self-test runs, so that its alerts stay quiet elsewhere). */
   selfTest?: boolean;
+  /** Log lines dropped because stdout could not keep up, read at scrape time (where serve writes the log). */
+  logLinesDropped?: () => number;
 }
 
 /** The self-test's outcomes as the counter labels them. */
@@ -124,6 +126,17 @@ export class Metrics {
           for (const [advisory, count] of advisories) this.labels(rule, advisory).inc(count);
       },
     });
+    const logLinesDropped = options.logLinesDropped;
+    if (logLinesDropped)
+      new Counter({
+        name: 'hookguard_audit_lines_dropped_total',
+        help: 'Log lines, audit lines included, dropped because stdout did not take them fast enough (log.maxQueueBytes); the next line written says how many (linesDroppedBefore).',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(logLinesDropped());
+        },
+      });
     this.errors = new Counter({
       name: 'hookguard_errors_total',
       help: 'Errors by source: a rule that threw (request allowed unchanged), an HTTP 5xx, a failed certificate reload.',

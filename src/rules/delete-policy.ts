@@ -4,6 +4,10 @@ import { report, type MutationRule } from '../core/rule.js';
 
 /**
  * A hook without a delete policy gets one explicitly, in the annotation its own tool reads; a chart's choice is kept.
+ * A choice in either tool's annotation counts: Argo CD merges `argocd.argoproj.io/hook-delete-policy` and
+ * `helm.sh/hook-delete-policy` (gitops-engine `pkg/sync/hook/delete_policy.go` DeletePolicies, argo-cd v3.4.0
+ * `gitops-engine/`), so adding Argo CD's default beside a chart's Helm policy would add to the chart's choice, and a
+ * chart that wrote only Argo CD's annotation chose for the tool it was written for.
  *
  * Render time only, because that is where the tools read it. Helm parses the policy from the rendered manifest
  * (after its post-renderer, in Helm 4) into the release and acts on that copy, never on the live object (helm v4.1.4
@@ -15,6 +19,13 @@ import { report, type MutationRule } from '../core/rule.js';
  * that will not be deleted. Argo CD's PreDelete and PostDelete hooks are the exception: the controller reads their
  * policy from the live object (argo-cd v3.4.0 `controller/hook.go` cleanupHooks); admission still writes none, and
  * their Jobs get a TTL from `hook-ttl` instead.
+ *
+ * Where the Helm that runs the hooks may be one a Helm advisory naming this rule affects (helm.version, which the
+ * post-renderer plugin sets from the helm running it; every Helm when unknown), hook-succeeded is left out of the
+ * policy written: Helm 4.2.1 waits its whole --timeout after each deletion by policy (helm v4.2.1
+ * `pkg/action/hooks.go` deleteHookByPolicy → WaitForDelete; `pkg/kube/statuswait.go` statusObserver never ends the
+ * wait while the deleted hook is Unknown; reverted in v4.2.2). `hook-ttl`, which runs next, then gives the Job a TTL.
+ * A hook Argo CD applies is never run by Helm: it keeps the configured policy.
  */
 export const deletePolicy: MutationRule = {
   id: 'delete-policy',
@@ -22,12 +33,42 @@ export const deletePolicy: MutationRule = {
   stages: ['render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
-  mutate(object, { hook, settings }) {
+  mutate(object, { hook, settings, helmVersion, helmAdvisoriesFor }) {
+    if (annotation(object, HELM_DELETE_POLICY) !== undefined || annotation(object, ARGOCD_DELETE_POLICY) !== undefined)
+      return report();
     const key = hook.system === 'argocd' ? ARGOCD_DELETE_POLICY : HELM_DELETE_POLICY;
-    if (annotation(object, key) !== undefined) return report();
     const policies = settings.deletePolicy;
     const value = hook.system === 'argocd' ? policies.argocd : hook.testOnly ? policies.helmTest : policies.helm;
+    const [hanging] = helmAdvisoriesFor(deletePolicy.id);
+    if (hanging && key === HELM_DELETE_POLICY && hasHookSucceeded(value)) {
+      const kept = withoutHookSucceeded(value);
+      setAnnotation(object, key, kept);
+      const helm = helmVersion === undefined ? 'the Helm version is unknown and' : `Helm ${helmVersion}`;
+      return report({
+        mutations: [
+          `set ${key}: ${kept}, without hook-succeeded: ${helm} may wait its whole --timeout after that deletion ` +
+            `(${hanging.id}); a TTL removes the finished hook instead`,
+        ],
+      });
+    }
     setAnnotation(object, key, value);
     return report({ mutations: [`set ${key}: ${value}`] });
   },
 };
+
+function policyItems(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+function hasHookSucceeded(value: string): boolean {
+  return policyItems(value).some((item) => item.toLowerCase() === 'hook-succeeded');
+}
+
+/** The policy without hook-succeeded; Helm's own default, before-hook-creation, when nothing else is left. */
+function withoutHookSucceeded(value: string): string {
+  const kept = policyItems(value).filter((item) => item.toLowerCase() !== 'hook-succeeded');
+  return kept.length > 0 ? kept.join(',') : 'before-hook-creation';
+}

@@ -3,6 +3,7 @@ import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
 import type { HookInfo } from '../core/hook.js';
 import { annotation, jobSpecOf } from '../core/objects.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
+import { deletePolicy } from './delete-policy.js';
 import type { KubeObject } from '../core/types.js';
 
 // Helm 4 marks every document it hands its post-renderer with the template it came from (helm v4.1.4
@@ -37,31 +38,45 @@ function ttlOf(settings: RuleSettings): number {
  * Delete), and Argo CD deletes a hook only while its live object exists (gitops-engine `pkg/sync/sync_task.go`
  * deleteBeforeCreation, deleteOnPhaseSuccessful: `t.liveObj != nil`, at 093aef0dad58).
  *
+ * The TTL cannot tell the outcomes apart: Kubernetes' TTL-after-finished controller deletes a Job once it is finished,
+ * Complete or Failed alike (kubernetes `pkg/controller/ttlafterfinished/ttlafterfinished_controller.go` needsCleanup
+ * and jobFinishTime: the TTL counts from the JobComplete or JobFailed condition, read at 003e86297d18). So the
+ * default is a day: a hook that failed overnight is still there, with its Pods and their logs, the next morning.
+ *
  * Helm `test` hooks are left alone: their results are what `helm test` is run for and stay until the next run
  * deletes them (before-hook-creation). `helm test --logs` reads only Pods named like the hook (helm v4.1.4
  * `pkg/action/release_testing.go` GetPodLogs: `GetLogs(h.Name)`), which this rule (Jobs only) never touches.
  */
 export const hookTtl: MutationRule = {
   id: 'hook-ttl',
-  doc: 'Gives a hook Job that nothing deletes once it succeeds (no ttlSecondsAfterFinished, no hook-succeeded delete policy) a ttlSecondsAfterFinished (default 3600, never below the TTL floor), and names the delete policy its chart should carry. Not Helm test hooks.',
+  doc: 'Gives a hook Job that nothing deletes once it succeeds (no ttlSecondsAfterFinished, no hook-succeeded delete policy) a ttlSecondsAfterFinished (default 86400, never below the TTL floor; it deletes a failed Job as it deletes a complete one), and names the delete policy its chart should carry. Not Helm test hooks.',
   stages: ['admission', 'render'],
   kinds: ['Job'],
   gate: 'always',
-  mutate(object, { hook, settings }) {
+  mutate(object, { stage, hook, settings, helmAdvisoriesFor }) {
     const spec = jobSpecOf(object);
     if (hook.kind !== 'Job' || hook.testOnly || !spec) return report();
     if (spec.ttlSecondsAfterFinished !== undefined && spec.ttlSecondsAfterFinished !== null) return report();
     if (deletePoliciesFor(object, toolOf(hook)).has('hook-succeeded')) return report();
     const ttl = ttlOf(settings);
     spec.ttlSecondsAfterFinished = ttl;
-    const advised = advisedPolicy(object, hook);
     const file = annotation(object, HELM_TEMPLATE_FILE);
+    const where = file ? ` (${file})` : '';
+    // At render time for a Helm that may hang on hook-succeeded (delete-policy left it out), the TTL is the fix.
+    const [hanging] = stage === 'render' ? helmAdvisoriesFor(deletePolicy.id) : [];
+    const fix = hanging
+      ? `set spec.ttlSecondsAfterFinished in the template${where}, not hook-succeeded (${hanging.id})`
+      : adviseDeletePolicy(object, hook, where);
     return report({
       mutations: [
         `set spec.ttlSecondsAfterFinished to ${ttl}: no delete policy removes this Job once it succeeds. ` +
-          `Fix in its chart: add ${advised.key}: ${advised.value} to the template's metadata.annotations` +
-          `${file ? ` (${file})` : ''}`,
+          `Fix in its chart: ${fix}`,
       ],
     });
   },
 };
+
+function adviseDeletePolicy(object: KubeObject, hook: HookInfo, where: string): string {
+  const advised = advisedPolicy(object, hook);
+  return `add ${advised.key}: ${advised.value} to the template's metadata.annotations${where}`;
+}

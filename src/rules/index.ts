@@ -6,6 +6,7 @@ import { hookFinalizer } from './hook-finalizer.js';
 import { hookTtl } from './hook-ttl.js';
 import { hookDeadline } from './hook-deadline.js';
 import { hookPodRestartPolicy, hookPodRestartPolicyAtRender } from './hook-pod-restart-policy.js';
+import { hookOutputLogPolicy } from './hook-output-log-policy.js';
 import { hookSyncOptions } from './hook-sync-options.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
 import { immutableUpdate } from './immutable-update.js';
@@ -33,6 +34,7 @@ export const builtInRules: RuleSet = ruleSet({
     hookPodRestartPolicy,
     meshSidecar,
     hookSyncOptions,
+    hookOutputLogPolicy,
   ],
   updateJudges: [immutableUpdate],
   createValidators: [versionRace, hookPodRestartPolicyAtRender],

@@ -7,6 +7,17 @@ import type { Container, PodSpec } from '../core/types.js';
 
 export const GUARD_CONTAINER_NAME = 'hookguard-min-runtime';
 
+/**
+ * The annotation OpenShift's namespace controller gives every namespace: the UID range its `restricted-v2` SCC
+ * (MustRunAsRange) holds Pods to. A runAsUser outside it is refused, and one left unset is assigned the range's first
+ * id (openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go, Generate and Validate,
+ * read at a8019f39f): so in such a namespace the guard sets no user or group of its own.
+ */
+export const OPENSHIFT_UID_RANGE = 'openshift.io/sa.scc.uid-range';
+
+/** What min-runtime reads of a namespace, kept by the server's namespace watch. */
+export const MIN_RUNTIME_NAMESPACE_KEYS = { labels: [], annotations: [OPENSHIFT_UID_RANGE] } as const;
+
 type GuardSettings = RuleSettings['minRuntime'];
 
 /** A quantity with its text as written, so the guard repeats the chart's own spelling. */
@@ -152,15 +163,21 @@ function podRunsAsNonRoot(podSpec: PodSpec): boolean {
 /**
  * Passes Pod Security "restricted" (kubernetes/pod-security-admission v0.36.2 policy/check_*.go) wherever the Pod
  * does. It runs as the Pod's user and group when the Pod sets non-root ones, else as `runAsUser` (both). With
- * `runAsUser: null` (platforms that assign ids, such as OpenShift's restricted-v2 SCC) and no id from the Pod, the
+ * `runAsUser: null`, or where the platform assigns ids (`platformAssignsIds`: an OpenShift namespace, see
+ * OPENSHIFT_UID_RANGE, or `rules.minRuntime.openshift`), and no id from the Pod, the
  * image's user runs it: then it says runAsNonRoot only where the Pod itself must, because the kubelet refuses to
  * start a container that says runAsNonRoot but would run as root (busybox's user is root) unless the platform
  * assigns it a non-root id (kubernetes/kubernetes pkg/kubelet/kuberuntime/security_context_others.go
  * verifyRunAsNonRoot: "container has runAsNonRoot and image will run as root").
  */
-function guardSecurityContext(podSpec: PodSpec, template: GuardTemplate): Record<string, unknown> {
-  const runAsUser = podId(podSpec, 'runAsUser') ?? template.runAsUser ?? undefined;
-  const runAsGroup = podId(podSpec, 'runAsGroup') ?? template.runAsUser ?? undefined;
+function guardSecurityContext(
+  podSpec: PodSpec,
+  template: GuardTemplate,
+  platformAssignsIds: boolean,
+): Record<string, unknown> {
+  const fallback = platformAssignsIds ? undefined : (template.runAsUser ?? undefined);
+  const runAsUser = podId(podSpec, 'runAsUser') ?? fallback;
+  const runAsGroup = podId(podSpec, 'runAsGroup') ?? fallback;
   const runAsNonRoot = runAsUser !== undefined || podRunsAsNonRoot(podSpec);
   return {
     allowPrivilegeEscalation: false,
@@ -178,7 +195,12 @@ function guardSecurityContext(podSpec: PodSpec, template: GuardTemplate): Record
  * The wait runs in an init container of our own image, so the user's image needs no shell or sleep binary. Its
  * resources and ids are read off the Pod it joins (see guardResources and guardSecurityContext).
  */
-export function guardContainer(seconds: number, settings: GuardSettings, podSpec: PodSpec): Container {
+export function guardContainer(
+  seconds: number,
+  settings: GuardSettings,
+  podSpec: PodSpec,
+  platformAssignsIds = false,
+): Container {
   const template = templateOf(settings);
   const resources = guardResources(podSpec, template);
   return {
@@ -187,7 +209,7 @@ export function guardContainer(seconds: number, settings: GuardSettings, podSpec
     imagePullPolicy: 'IfNotPresent',
     command: [...template.command, String(seconds)],
     ...(resources ? { resources } : {}),
-    securityContext: guardSecurityContext(podSpec, template),
+    securityContext: guardSecurityContext(podSpec, template, platformAssignsIds),
   };
 }
 
@@ -226,14 +248,19 @@ function requestedSeconds(raw: string | undefined, settings: GuardSettings): Run
 export const WINDOWS_NOT_GUARDED =
   'no guard for a Windows Pod (the API server refuses its Linux securityContext there): the hook may still race';
 
-/** A Job that finishes before Argo CD observes it keeps the hook finalizer forever (kyverno#13149, argo-cd#23226). */
+/**
+ * A Job that finishes before Argo CD observes it keeps the hook finalizer forever (kyverno#13149, argo-cd#23226).
+ * Only sync-phase hooks carry that finalizer (gitops-engine pkg/sync/sync_context.go getSyncTasks, argo-cd v3.3.0
+ * gitops-engine/); Argo CD creates PreDelete/PostDelete hooks with a plain create (argo-cd controller/hook.go
+ * executeHooks, v3.0.0, v3.3.0, v3.5.1), so the rule's gate leaves them alone (gateOpen, HookInfo.argoSyncPhase).
+ */
 export const minRuntime: MutationRule = {
   id: 'min-runtime',
-  doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied hooks, so they cannot finish before Argo CD sees them run; sized and run like the Pod, never on Windows Pods.',
+  doc: 'Adds an init container that waits minRuntimeSeconds (default 10) to Argo CD-applied sync-phase hooks, so they cannot finish before Argo CD sees them run; sized and run like the Pod, never on Windows Pods.',
   stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'argocd',
-  mutate(object, { settings }) {
+  mutate(object, { settings, namespace }) {
     const podSpec = podSpecOf(object);
     if (!podSpec) return report({ unmet: 'the object has no pod spec to add the guard to' });
     const requested = requestedSeconds(annotation(object, HOOKGUARD_MIN_RUNTIME_SECONDS), settings.minRuntime);
@@ -256,7 +283,9 @@ export const minRuntime: MutationRule = {
         unmet: `activeDeadlineSeconds ${tooShort} leaves no time after a ${requested.seconds}s guard; raise it or lower ${HOOKGUARD_MIN_RUNTIME_SECONDS}`,
       });
     }
-    const guard = guardContainer(requested.seconds, settings.minRuntime, podSpec);
+    const platformAssignsIds =
+      settings.minRuntime.openshift || namespace?.annotations[OPENSHIFT_UID_RANGE] !== undefined;
+    const guard = guardContainer(requested.seconds, settings.minRuntime, podSpec, platformAssignsIds);
     if (Array.isArray(initContainers)) initContainers.push(guard);
     else podSpec.initContainers = [guard];
     return report({

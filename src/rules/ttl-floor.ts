@@ -4,8 +4,13 @@ import { report, type MutationRule } from '../core/rule.js';
 /**
  * A hook Job deleted by its TTL before the tool waiting on it has seen it finish leaves that tool waiting.
  *
- * - Argo CD: on versions without the hook finalizer the sync waits forever (argo-cd#21055, gitops-engine#646); gated
- *   on the advisories, like every Argo CD mitigation.
+ * - Argo CD sync-phase hooks: on versions without the hook finalizer the sync waits forever (argo-cd#21055,
+ *   gitops-engine#646), and on versions with it a fast Job races (argo-cd#23226); gated on the advisories, like every
+ *   Argo CD mitigation.
+ * - Argo CD PreDelete/PostDelete hooks, at every version, as Helm's hooks: the application controller creates each
+ *   expected hook missing from its live objects again (argo-cd controller/hook.go executeHooks, v3.0.0, v3.3.0,
+ *   v3.5.1), so one deleted by its TTL before the controller saw it healthy runs once more. No advisory concerns
+ *   them (they get no hook finalizer), so version-race never denies one.
  * - Helm 4: hooks are awaited with a kstatus watcher that wants the Job `Current`; a Job that is gone is `NotFound`,
  *   which never counts as done, so `helm install|upgrade` waits until `--timeout` and fails (helm v4.1.4
  *   `pkg/kube/statuswait.go` statusObserver; unchanged in v4.2.4; issue helm#31786, open fix PRs helm#31851 and
@@ -16,7 +21,7 @@ import { report, type MutationRule } from '../core/rule.js';
  */
 export const ttlFloor: MutationRule = {
   id: 'ttl-floor',
-  doc: 'Raises ttlSecondsAfterFinished below the floor (default 60) on hook Jobs (Helm: always; Argo CD: on an affected or unknown version), so the Job outlives the tool observing it.',
+  doc: 'Raises ttlSecondsAfterFinished below the floor (default 60) on hook Jobs (Helm and Argo CD delete-phase hooks: always; Argo CD sync hooks: on an affected or unknown version), so the Job outlives the tool observing it.',
   stages: ['admission', 'render'],
   kinds: ['Job'],
   gate: 'helm-and-argocd',

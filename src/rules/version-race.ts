@@ -72,11 +72,14 @@ function finding(
  */
 export const versionRace: CreateValidator = {
   id: VERSION_RACE_ID,
-  doc: 'Denies a hook CREATE that still races with the known Argo CD version because of its own settings (an opted-out mitigation, or one its settings make impossible), naming the advisory; a mitigation merely missing only warns.',
+  doc: 'Denies a sync-phase hook CREATE that still races with the known Argo CD version because of its own settings (an opted-out mitigation, or one its settings make impossible), naming the advisory; a mitigation merely missing only warns.',
   stages: ['admission', 'render'],
   validate(object, context, mutationRules) {
     const argocdVersion = context.argocdVersion;
-    if (!context.hook.appliedByArgo || argocdVersion === undefined) return [];
+    // Only a sync-phase hook can race: Argo CD creates PreDelete/PostDelete hooks without its hook finalizer
+    // (argo-cd controller/hook.go executeHooks at v3.0.0, v3.3.0 and v3.5.1; the finalizer is added in gitops-engine
+    // pkg/sync/sync_context.go getSyncTasks, to sync hooks only), so none of them is denied.
+    if (!context.hook.argoSyncPhase || argocdVersion === undefined) return [];
     const mitigating = mutationRules.filter(
       (rule) => rule.kinds.includes(context.hook.kind) && context.advisoriesFor(rule.id).length > 0,
     );

@@ -120,7 +120,7 @@ export function ready(others: readonly Observation[]): Observation {
       type: 'Ready',
       status: 'True',
       reason: 'Ready',
-      message: 'the webhook is called, its certificate is valid and the Argo CD versions are known',
+      message: 'both webhooks are called, the certificate is valid and the Argo CD versions are known',
     };
   return {
     type: 'Ready',

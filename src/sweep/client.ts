@@ -39,6 +39,8 @@ export interface SweepClient {
   patch(kind: SweptKind, namespace: string, name: string, operations: Operation[]): Promise<KubeObject>;
   /** An Argo Workflows Workflow (argoproj.io/v1alpha1). */
   getWorkflow(namespace: string, name: string): Promise<KubeObject>;
+  /** An Argo CD Application (argoproj.io/v1alpha1). */
+  getApplication(namespace: string, name: string): Promise<KubeObject>;
   /** Creates an events.k8s.io/v1 Event. */
   createEvent(namespace: string, event: EventsV1Event): Promise<void>;
 }
@@ -64,6 +66,18 @@ export function kubeSweepClient(kubeConfig: KubeConfig): SweepClient {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const events = kubeConfig.makeApiClient(EventsV1Api);
+  // Custom objects come back as the parsed JSON itself: no model objects to convert.
+  const getArgoObject = async (plural: string, kind: string, namespace: string, name: string) => {
+    const object: unknown = await custom.getNamespacedCustomObject({
+      group: 'argoproj.io',
+      version: 'v1alpha1',
+      plural,
+      namespace,
+      name,
+    });
+    if (!isRecord(object)) throw new Error(`${kind} ${namespace}/${name}: the answer is not an object`);
+    return object;
+  };
   // Pages are read one at a time, each scanned before the next is asked for.
   const pages = new ReceiveBuffer();
   return {
@@ -105,18 +119,8 @@ export function kubeSweepClient(kubeConfig: KubeConfig): SweepClient {
           : await core.patchNamespacedPod(request, JSON_PATCH),
       );
     },
-    async getWorkflow(namespace, name) {
-      // Custom objects come back as the parsed JSON itself: no model objects to convert.
-      const workflow: unknown = await custom.getNamespacedCustomObject({
-        group: 'argoproj.io',
-        version: 'v1alpha1',
-        plural: 'workflows',
-        namespace,
-        name,
-      });
-      if (!isRecord(workflow)) throw new Error(`Workflow ${namespace}/${name}: the answer is not an object`);
-      return workflow;
-    },
+    getWorkflow: (namespace, name) => getArgoObject('workflows', 'Workflow', namespace, name),
+    getApplication: (namespace, name) => getArgoObject('applications', 'Application', namespace, name),
     async createEvent(namespace, event) {
       await events.createNamespacedEvent({ namespace, body: event });
     },

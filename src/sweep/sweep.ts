@@ -14,7 +14,7 @@ import { apiFailure, isTransient } from '../kube/api-failure.js';
 import type { SweepClient } from './client.js';
 import { finalizerEvent } from './events.js';
 import { PROFILES, type JudgeContext, type Profile } from './profiles.js';
-import { withoutFinalizer, type Qualification, type SweptKind } from './qualify.js';
+import { withoutFinalizer, type ApplicationLookup, type Qualification, type SweptKind } from './qualify.js';
 
 export interface SweepOptions {
   /** Only this namespace; undefined sweeps the cluster. */
@@ -23,6 +23,10 @@ export interface SweepOptions {
   profiles: readonly SweepProfileId[];
   /** argocd-hook: an unfinished hook qualifies once deleting this long. */
   minAgeSeconds: number;
+  /** argocd-hook: a finished hook qualifies only once deleting this long. */
+  finishedGraceSeconds: number;
+  /** argocd-hook: where a hook's Application is looked for. */
+  applicationLookup: ApplicationLookup;
   /** argo-workflows: a workflow pod qualifies only once deleting this long. */
   argoWorkflowsGraceSeconds: number;
   retry: { maxAttempts: number; backoff: BackoffSettings };
@@ -212,8 +216,25 @@ function now(options: SweepOptions): Date {
 function judgeContext(run: Run): JudgeContext {
   return {
     now: now(run.options),
-    minAgeSeconds: run.options.minAgeSeconds,
+    hookTiming: { minAgeSeconds: run.options.minAgeSeconds, finishedGraceSeconds: run.options.finishedGraceSeconds },
+    applicationLookup: run.options.applicationLookup,
     argoWorkflowsGraceSeconds: run.options.argoWorkflowsGraceSeconds,
+    readApplication: async (namespace, name) => {
+      try {
+        return await withRetries(
+          `get Application ${namespace}/${name}`,
+          () => run.client.getApplication(namespace, name),
+          run.options,
+          run.logger,
+        );
+      } catch (error) {
+        const status = failureOf(error).status;
+        // None there, or RBAC without Applications: the grace period alone guards the hook, and the reasons say so.
+        if (status === 404) return null;
+        if (status === 403) return 'forbidden';
+        throw error;
+      }
+    },
     readWorkflow: async (namespace, name) => {
       try {
         return await withRetries(

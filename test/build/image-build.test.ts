@@ -41,7 +41,8 @@ beforeAll(() => {
   build = { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }, 300_000);
 
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+// The clean copy's node_modules is tens of thousands of files: on a busy machine removing it outlasts the 60 s default.
+afterAll(() => rmSync(root, { recursive: true, force: true }), 180_000);
 
 describe('scripts/build.sh in a clean copy of the repository', () => {
   it('builds a folder with the compiled code, the data and the production dependencies only', () => {
@@ -128,26 +129,63 @@ describe('Dockerfile', () => {
     expect(control.stdout).toContain('Invalid containerPort: https');
   });
 
-  it('runs the build script, ships its output on a shell-less nonroot Node 20 image, and starts the CLI it built', () => {
+  it('runs the build script, ships its output on a shell-less nonroot Node 24 image pinned by digest, and starts the CLI it built', () => {
     const text = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
     const instructions = text.split('\n').filter((line) => line !== '' && !line.startsWith('#'));
     expect(instructions).toEqual([
-      'FROM node:20.19-bookworm-slim AS build',
+      `FROM ${NODE_BUILD_IMAGE} AS build`,
       'WORKDIR /src',
       'COPY . .',
       'RUN scripts/build.sh /out',
-      'FROM gcr.io/distroless/nodejs20-debian12:nonroot',
+      `FROM ${DISTROLESS_IMAGE}`,
       'WORKDIR /app',
       'COPY --from=build /out/ /app/',
       'USER 65532:65532',
-      'EXPOSE 8443',
+      'EXPOSE 8443 8080',
       'ENTRYPOINT ["/nodejs/bin/node", "/app/dist/cli/main.js"]',
       'CMD ["serve"]',
     ]);
     // /out/ is copied to /app/, so the entrypoint's /app/dist/cli/main.js is the build's dist/cli/main.js.
     expect(existsSync(join(out, 'dist', 'cli', 'main.js'))).toBe(true);
-    // The user the manifests run as is the image's.
-    const deployment = readFileSync(join(repoRoot, 'manifests', 'base', 'deployment.yaml'), 'utf8');
+    // The user the chart runs it as is the image's.
+    const deployment = readFileSync(join(repoRoot, 'charts', 'hookguard', 'templates', 'deployment.yaml'), 'utf8');
     expect(deployment).toContain('runAsUser: 65532');
+  });
+});
+
+// The Node.js 24 images, by digest (Dockerfile: where the digests come from).
+const NODE_BUILD_IMAGE =
+  'node:24.19.0-trixie-slim@sha256:0711b541c1c33a8a530ac4f0d391baa9a15b3d804695b1b24a47daa5fb60e74d';
+const DISTROLESS_IMAGE =
+  'gcr.io/distroless/nodejs24-debian13:nonroot@sha256:4ac45c93b6c4b2304876569196e5962e55e8ba4ba095e7dde7bf6d7e00efc3b8';
+
+describe('the Node.js versions: the images, the Argo CD plugin image, engines, @types/node and CI agree', () => {
+  const ciRun = readFileSync(join(repoRoot, '.ci', 'run'), 'utf8');
+  const ciVersion = (name: string) => new RegExp(`^${name}=(\\S+)$`, 'm').exec(ciRun)?.[1];
+  const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+    engines: { node: string };
+    devDependencies: Record<string, string>;
+  };
+
+  it('builds both images on the Node.js that CI runs the full suite on', () => {
+    const imageNode = /^node:(\d+\.\d+\.\d+)-/.exec(NODE_BUILD_IMAGE)?.[1];
+    expect(ciVersion('IMAGE_NODE')).toBe(imageNode);
+    const plugin = readFileSync(join(repoRoot, 'manifests', 'argocd-cmp', 'Dockerfile'), 'utf8');
+    expect(plugin.split('\n').filter((line) => line.startsWith('FROM node:'))).toEqual([
+      `FROM ${NODE_BUILD_IMAGE} AS build`,
+      `FROM ${NODE_BUILD_IMAGE}`,
+    ]);
+    expect(packageJson.devDependencies['@types/node']).toMatch(/^\^24\./);
+    expect(DISTROLESS_IMAGE).toContain('nodejs24-');
+  });
+
+  it("runs the fast tests on exactly the lowest Node.js engines allows, and the README's test command", () => {
+    expect(packageJson.engines.node).toBe('>=22.13');
+    expect(ciVersion('LOWEST_NODE')).toBe('22.13.0');
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const testCommand = /Install and test:\n\n```sh\n(.+)\n/.exec(readme)?.[1];
+    expect(testCommand).toBe('npm ci && npm test');
+    expect(ciRun).toContain(`bash -c '${testCommand}'`);
+    expect(ciRun).toContain('npm run test:fast');
   });
 });

@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
-import { find, render, runHealthCheck, type Manifest } from '../support/manifests.js';
+import { find, render, renderChart, runHealthCheck, type Manifest } from '../support/manifests.js';
 
 const execFileAsync = promisify(execFile);
 const script = join(repoRoot, 'certs', 'hookguard-certs.sh');
@@ -133,7 +133,8 @@ describe('certs/hookguard-certs.sh', () => {
     const out = freshDir('patch');
     expect(runScript(['--out', out]).status).toBe(0);
     const { kubectl } = await helmAndKubectl();
-    const objects = await render('overlays/audit');
+    // The chart's webhooks where the certificate comes from a Secret the script made (certificates.mode secret).
+    const objects = await renderChart({ values: { certificates: { mode: 'secret' } } });
     const patchedOnes: Manifest[] = [];
     for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
       const file = join(out, `${kind}.yaml`);

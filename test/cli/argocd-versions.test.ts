@@ -27,8 +27,7 @@ spec:
 
 const GUARD = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
 const TTL_FLOOR = { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 };
-// hook-deadline at every version: 3600 s, plus the guard's 10 s where there is one.
-const deadline = (seconds: number) => ({ op: 'add', path: '/spec/activeDeadlineSeconds', value: seconds });
+// hook-deadline at every version: no deadline set by default, the missing one named.
 const DEADLINE_FINDING = ['hook-deadline', undefined];
 
 function check(version: string) {
@@ -42,13 +41,13 @@ function check(version: string) {
 describe('hookguard check --argocd-version, per Argo CD version', () => {
   it.each([
     // No hook finalizer: the TTL race only, so the TTL floor and no guard.
-    ['2.13.3', [TTL_FLOOR, deadline(3600)], [['ttl-floor', 'argocd-hook-ttl-race'], DEADLINE_FINDING]],
-    ['2.14.2', [TTL_FLOOR, deadline(3600)], [['ttl-floor', 'argocd-hook-ttl-race'], DEADLINE_FINDING]],
-    ['2.14.8', [TTL_FLOOR, deadline(3600)], [['ttl-floor', 'argocd-hook-ttl-race'], DEADLINE_FINDING]],
+    ['2.13.3', [TTL_FLOOR], [['ttl-floor', 'argocd-hook-ttl-race'], DEADLINE_FINDING]],
+    ['2.14.2', [TTL_FLOOR], [['ttl-floor', 'argocd-hook-ttl-race'], DEADLINE_FINDING]],
+    ['2.14.8', [TTL_FLOOR], [['ttl-floor', 'argocd-hook-ttl-race'], DEADLINE_FINDING]],
     // The finalizer, and the fast-Job race with it: the guard, and the TTL floor.
     [
       '2.14.3',
-      [GUARD, TTL_FLOOR, deadline(3610)],
+      [GUARD, TTL_FLOOR],
       [
         ['ttl-floor', 'argocd-fast-hook-finalizer-race'],
         ['min-runtime', 'argocd-fast-hook-finalizer-race'],
@@ -57,7 +56,7 @@ describe('hookguard check --argocd-version, per Argo CD version', () => {
     ],
     [
       '3.1.0',
-      [GUARD, TTL_FLOOR, deadline(3610)],
+      [GUARD, TTL_FLOOR],
       [
         ['ttl-floor', 'argocd-fast-hook-finalizer-race'],
         ['min-runtime', 'argocd-fast-hook-finalizer-race'],
@@ -65,7 +64,7 @@ describe('hookguard check --argocd-version, per Argo CD version', () => {
       ],
     ],
     // argo-cd#25916 removes the finalizer whatever the hook's speed, and the finalizer outlasts any TTL.
-    ['3.4.0', [deadline(3600)], [DEADLINE_FINDING]],
+    ['3.4.0', [], [DEADLINE_FINDING]],
   ])('at %s: patch and findings', (version, patch, findings) => {
     const result = check(version);
     expect(result.patch).toEqual(patch);

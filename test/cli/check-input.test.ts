@@ -183,15 +183,16 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
         (object, index) => applyPatch(structuredClone(object), results[index]?.patch ?? [], true, false).newDocument,
       ),
     );
-    // The hook is seen through its merge key; what the user reads differs from helm's output by three lines.
+    // The hook is seen through its merge key; what the user reads differs from helm's output by four lines.
     expect(results.map((result) => [result.name, result.patch.map((operation) => operation.path)])).toEqual([
       ['rel-scripts', []],
       [
         'rel-migrate',
         [
           '/spec/template/spec/containers/0/command/2',
-          '/spec/activeDeadlineSeconds',
+          '/spec/ttlSecondsAfterFinished',
           '/metadata/annotations/helm.sh~1hook-delete-policy',
+          '/metadata/annotations/helm.sh~1hook-output-log-policy',
         ],
       ],
     ]);
@@ -199,22 +200,23 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
       rendered.stdout
         .replace(
           '    <<: {"helm.sh/hook": "pre-install,pre-upgrade"}\n',
-          '    <<: {"helm.sh/hook": "pre-install,pre-upgrade"}\n    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded\n',
+          '    <<: {"helm.sh/hook": "pre-install,pre-upgrade"}\n    helm.sh/hook-delete-policy: before-hook-creation\n    helm.sh/hook-output-log-policy: hook-failed\n',
         )
         .replace('kubectl delete configmap rel-lock', 'kubectl delete --ignore-not-found configmap rel-lock')
         .replace(
           '              - {key: migrate.sh, path: migrate.sh, mode: 0400}\n',
-          '              - {key: migrate.sh, path: migrate.sh, mode: 0400}\n  activeDeadlineSeconds: 3600\n',
+          '              - {key: migrate.sh, path: migrate.sh, mode: 0400}\n  ttlSecondsAfterFinished: 86400\n',
         ),
     );
   });
 
   it.skipIf(!haveSharedFixtures)(
-    'rancher: only the deadline is added; defaultMode 0777 stays, read as 511',
+    'rancher: only the output log policy is added; defaultMode 0777 stays, read as 511',
     async () => {
       const rancher = readFileSync(join(sharedFixturesDir, 'rancher-pre-upgrade.yaml'), 'utf8');
       const fixed = await runCommand(['check', '-', '--fix'], rancher);
-      expect(fixed.stdout).toBe(`${rancher}  activeDeadlineSeconds: 3600\n`);
+      const policy = '    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded\n';
+      expect(fixed.stdout).toBe(rancher.replace(policy, `${policy}    helm.sh/hook-output-log-policy: hook-failed\n`));
       const [job] = await kubectlReads(kubectl, fixed.stdout, 'rancher.yaml');
       expect(job?.spec).toMatchObject({ template: { spec: { volumes: [{ configMap: { defaultMode: 511 } }] } } });
     },

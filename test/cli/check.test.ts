@@ -170,6 +170,21 @@ describe('hookguard check exit status', () => {
     );
   });
 
+  it('--openshift: the guard sets no user or group, which restricted-v2 assigns from the namespace range', async () => {
+    const job = OPTED_OUT_JOB.replace('    hookguard.io/skip: min-runtime\n', '');
+    const guardOf = async (flags: string[]) => {
+      const run = await runCommand(['check', '-', '--argocd-version', '3.1.0', '--output', 'json', ...flags], job);
+      const [result] = JSON.parse(run.stdout).results;
+      const added = result.patch.find((op: { path: string }) => op.path === '/spec/template/spec/initContainers');
+      return added.value[0].securityContext;
+    };
+    expect(await guardOf([])).toMatchObject({ runAsUser: 65534, runAsGroup: 65534, runAsNonRoot: true });
+    const openshift = await guardOf(['--openshift']);
+    expect(openshift).not.toHaveProperty('runAsUser');
+    expect(openshift).not.toHaveProperty('runAsGroup');
+    expect(openshift).not.toHaveProperty('runAsNonRoot');
+  });
+
   it('prints a readable text report by default, each object with where it was read', async () => {
     const run = await runCommand(
       ['check', '-', '--argocd-version', '3.1.0'],
@@ -177,10 +192,10 @@ describe('hookguard check exit status', () => {
     );
     expect(run.stdout).toBe(
       [
-        'Job apps/fast: DENIED, 2 patch op(s)',
+        'Job apps/fast: DENIED, 1 patch op(s)',
         '  at stdin:2 (document 1): # Source: x/job.yaml',
         '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
-        '  mutate hook-deadline: set spec.activeDeadlineSeconds: 3600',
+        '  warn   hook-deadline: no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever',
         '  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
         '1 object(s): 1 would be changed, 1 would be denied',
         '',
@@ -262,6 +277,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'helm-hook-delete-wait',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -279,10 +295,14 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'helm-hook-delete-wait',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
       'argocd-fast-hook-finalizer-race\n  a hook Job that finishes before Argo CD observes it',
+    );
+    expect((await runCommand(['advisories'])).stdout).toContain(
+      '\n  affected: Helm 4.2.1   fixed: 4.2.2   checked: 2026-11-25\n  mitigated by: delete-policy\n',
     );
   });
 
@@ -334,6 +354,7 @@ describe('hookguard advisories and rules', () => {
       'hook-pod-restart-policy',
       'mesh-sidecar',
       'hook-sync-options',
+      'hook-output-log-policy',
       'immutable-update',
       'version-race',
       'hook-pod-restart-policy',

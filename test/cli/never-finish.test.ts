@@ -58,6 +58,11 @@ async function post(port: number, path: string, body: unknown): Promise<Admissio
   return (JSON.parse(reply.body) as AdmissionReviewResponse).response;
 }
 
+// hook-deadline sets no deadline by default; it names the missing one.
+const DEADLINE_MESSAGE = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
+const DEADLINE_WARNING = `hookguard [hook-deadline]: ${DEADLINE_MESSAGE}`;
+const DEADLINE_FINDING = { rule: 'hook-deadline', action: 'warn', message: DEADLINE_MESSAGE };
+
 async function readyz(port: number): Promise<Record<string, unknown>> {
   const reply = await requestOnce({
     host: '127.0.0.1',
@@ -108,12 +113,10 @@ describe.skipIf(!haveSharedFixtures)('hooks that never finish, in real processes
         '/mutate',
         admissionReview({ uid: 'job', operation: 'CREATE', object: job }),
       );
-      // Its TTL of 0 goes up to the floor (a Helm hook: helm#31786), and it gets a deadline.
-      expect(decodePatch(mutated)).toEqual([
-        { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 },
-        { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
-      ]);
+      // Its TTL of 0 goes up to the floor (a Helm hook: helm#31786); its missing deadline is named, none is set.
+      expect(decodePatch(mutated)).toEqual([{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }]);
       expect(mutated.warnings).toEqual([
+        DEADLINE_WARNING,
         'hookguard [mesh-sidecar]: istio-proxy may keep this Job running; pod label sidecar.istio.io/inject=false fixes it (name…',
       ]);
 
@@ -139,6 +142,7 @@ describe.skipIf(!haveSharedFixtures)('hooks that never finish, in real processes
         admissionReview({ uid: 'opts', operation: 'CREATE', object: syncOptionsJob(), username: ARGOCD_CONTROLLER }),
       );
       expect(options.warnings).toEqual([
+        DEADLINE_WARNING,
         'hookguard [hook-sync-options]: sync-options Replace=true,Force=true: Argo CD deletes and re-creates this hook (replace …',
       ]);
 
@@ -177,8 +181,9 @@ describe.skipIf(!haveSharedFixtures)('hooks that never finish, in real processes
     const results = (JSON.parse(report.stdout) as { results: { findings: { rule: string; action: string }[] }[] })
       .results;
     expect(results.map((result) => result.findings.filter((finding) => finding.action !== 'mutate'))).toEqual([
-      [expect.objectContaining({ rule: 'hook-sync-options', action: 'warn' })],
+      [DEADLINE_FINDING, expect.objectContaining({ rule: 'hook-sync-options', action: 'warn' })],
       [
+        DEADLINE_FINDING,
         {
           rule: 'mesh-sidecar',
           action: 'warn',

@@ -36,7 +36,7 @@ describe('hookguard serve with discovery (the built CLI)', () => {
     // The self-test has a test of its own (serve-self-test.test.ts).
     writeFileSync(
       config,
-      'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\nselfTest:\n  enabled: false\nrules:\n  meshSidecar:\n    action: "off"\n',
+      'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\nselfTest:\n  enabled: false\nrules:\n  meshSidecar:\n    action: "off"\n  minRuntime:\n    openshift: true\n',
     );
     const serve = await ServeProcess.start(['--config', config], { KUBECONFIG: kubeconfig });
     const { port } = serve;
@@ -46,7 +46,8 @@ describe('hookguard serve with discovery (the built CLI)', () => {
       expect(await logged('Argo CD discovery on')).toMatchObject({
         from: `kubeconfig ${kubeconfig}`,
         labelSelector: 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd',
-        namespaces: [],
+        // Where Argo CD is installed, by default: upstream's namespace and OpenShift GitOps'.
+        namespaces: ['argocd', 'openshift-gitops'],
       });
       expect(await logged('Argo CD instance discovered')).toMatchObject({ namespace: 'argocd', version: '2.14.3' });
       // That line is written when the lists are in; the watches open after it.
@@ -55,7 +56,10 @@ describe('hookguard serve with discovery (the built CLI)', () => {
         status: 200,
         body: {
           ...readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
-          namespaces: { enabled: false, reason: 'rules.meshSidecar.action is off' },
+          namespaces: {
+            enabled: false,
+            reason: 'rules.meshSidecar.action is off and rules.minRuntime.openshift is set',
+          },
           selfTest: { enabled: false, reason: 'selfTest.enabled is false' },
         },
       });

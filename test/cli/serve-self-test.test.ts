@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { FakeApiServer, serviceAccountToken, type KubeItem } from '../support/fake-apiserver.js';
-import { repoRoot } from '../support/k8s-tools.js';
+import { CHART_CRD, HOOKGUARD_OBJECT } from '../support/manifests.js';
 import { eventually } from '../support/log-sink.js';
 import { ServeProcess } from '../support/serve-process.js';
 import { tlsEnv, writeCertificate } from '../support/server-process.js';
@@ -20,14 +20,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const HOOKGUARD_SA = 'system:serviceaccount:hookguard:hookguard';
 const INTERVAL_SECONDS = 1;
 const LEASE_DURATION_SECONDS = 2;
-const manifest = (file: string) => parse(readFileSync(join(repoRoot, 'manifests', 'base', file), 'utf8')) as KubeItem;
+// The HookGuard kind and object as the chart ships them.
+const chartCrd = () => parse(readFileSync(CHART_CRD, 'utf8')) as KubeItem;
+const hookGuardObject = () => structuredClone(HOOKGUARD_OBJECT) as unknown as KubeItem;
 
 type Status = { leader?: string; conditions?: Array<Record<string, unknown>> } | undefined;
 
 async function cluster() {
   const fake = await new FakeApiServer().start();
-  fake.defineCustomResource(manifest('crd.yaml'));
-  fake.put(manifest('hookguard.yaml'));
+  fake.defineCustomResource(chartCrd());
+  fake.put(hookGuardObject());
   const tls = await generateDevCertificate();
   const files = writeCertificate(tls);
   const kubeconfig = join(dir, `kubeconfig-${fake.port}`);

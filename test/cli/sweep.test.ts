@@ -40,12 +40,12 @@ describe('hookguard sweep (the built CLI)', () => {
     expect(run.status).toBe(0);
     expect(steady(run.stdout)).toBe(
       [
-        `Job apps/keeps-other: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Job Complete; deleting for AGE); finalizers [${KEEP}, ${HOOK_FINALIZER}] -> [${KEEP}]`,
-        `Job apps/failed-only-hook: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Job Failed; deleting for AGE); finalizers [${HOOK_FINALIZER}] -> []`,
+        `Job apps/keeps-other: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Job Complete; deleting for AGE, at least 5m0s); finalizers [${KEEP}, ${HOOK_FINALIZER}] -> [${KEEP}]`,
+        `Job apps/failed-only-hook: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Job Failed; deleting for AGE, at least 5m0s); finalizers [${HOOK_FINALIZER}] -> []`,
         `Job apps/running-old: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; not finished; deleting for AGE, at least 10m0s); finalizers [${HOOK_FINALIZER}] -> []`,
         'Job apps/running-new: left alone (still running and deleting for AGE, under 10m0s: Argo CD may still remove it)',
         'Job apps/not-a-hook: left alone (not a hook: no Argo CD or Helm hook annotation)',
-        `Pod team-b/pod-done: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Pod Succeeded; deleting for AGE); finalizers [${HOOK_FINALIZER}] -> []`,
+        `Pod team-b/pod-done: would remove argocd.argoproj.io/hook-finalizer (Argo CD PreSync hook; Pod Succeeded; deleting for AGE, at least 5m0s); finalizers [${HOOK_FINALIZER}] -> []`,
         'dry run over all namespaces: 4 would be changed, 2 left alone; run with --apply to remove the finalizers',
         '',
       ].join('\n'),

@@ -63,7 +63,12 @@ interface KubeDoc {
 const DELETE_POLICY_PATH = '/metadata/annotations/helm.sh~1hook-delete-policy';
 const CLEANUP_SCRIPT_PATH = '/spec/template/spec/containers/0/args/0';
 const MIN_RUNTIME_CONTAINER = 'hookguard-min-runtime';
-const DEADLINE_OP = { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 };
+/** hook-deadline sets no deadline by default: it names the missing one. */
+const DEADLINE_FINDING = {
+  rule: 'hook-deadline',
+  action: 'warn',
+  message: 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever',
+};
 
 /** ` --ignore-not-found` inserted right after the word `delete`; everything else byte for byte. */
 function withIgnoreNotFound(script: string): string {
@@ -76,22 +81,35 @@ function withIgnoreNotFound(script: string): string {
 /**
  * Patches expected for each rendered document when no --argocd-version is
  * given (objects applied by plain Helm: delete-policy, hook-ttl,
- * idempotent-cleanup, ttl-floor and hook-deadline apply; check decides at render
+ * idempotent-cleanup and ttl-floor apply, hook-deadline warns; check decides at render
  * time, where the delete policy takes effect). Keyed by metadata.name.
  */
+/** hook-output-log-policy, at render time on every Helm hook without one: Helm prints a failed hook's logs. */
+const OUTPUT_LOG_POLICY_OP: PatchOp = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-output-log-policy',
+  value: 'hook-failed',
+};
+
 function expectedPlainHelmPatches(r: Rendered): Record<string, PatchOp[]> {
   const script = cleanupScript(r.cleanupJob);
   return {
     [r.configMap.metadata.name]: [],
     [r.cleanupJob.metadata.name]: [
-      { op: 'add', path: DELETE_POLICY_PATH, value: 'before-hook-creation,hook-succeeded' },
+      // No Helm version given: it may be 4.2.1, which waits out --timeout after a hook-succeeded deletion
+      // (helm-hook-delete-wait), so no hook-succeeded, and hook-ttl removes the finished Job instead.
+      { op: 'add', path: DELETE_POLICY_PATH, value: 'before-hook-creation' },
       { op: 'replace', path: CLEANUP_SCRIPT_PATH, value: withIgnoreNotFound(script) },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      DEADLINE_OP,
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+      OUTPUT_LOG_POLICY_OP,
     ],
     // Has its own delete policy, no `delete`, not a cleanup hook; its TTL of 0 is raised to the floor, as Helm 4
-    // would otherwise wait until --timeout for a Job its TTL deleted (helm#31786); and the deadline every hook Job gets.
-    [r.preUpgradeJob.metadata.name]: [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, DEADLINE_OP],
+    // would otherwise wait until --timeout for a Job its TTL deleted (helm#31786).
+    [r.preUpgradeJob.metadata.name]: [
+      { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 },
+      OUTPUT_LOG_POLICY_OP,
+    ],
   };
 }
 
@@ -261,13 +279,21 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
 
       const cleanup = resultFor(results, rendered.cleanupJob.metadata.name);
       const mutatingRules = new Set(cleanup.findings.filter((f) => f.action === 'mutate').map((f) => f.rule));
-      expect(mutatingRules).toEqual(new Set(['delete-policy', 'idempotent-cleanup', 'hook-deadline']));
+      expect(mutatingRules).toEqual(
+        new Set(['delete-policy', 'hook-ttl', 'idempotent-cleanup', 'hook-output-log-policy']),
+      );
+      expect(cleanup.findings).toContainEqual(DEADLINE_FINDING);
       for (const f of cleanup.findings) expect(typeof f.message, JSON.stringify(f)).toBe('string');
 
       const pre = resultFor(results, rendered.preUpgradeJob.metadata.name);
-      expect(pre.findings.filter((f) => f.action !== 'warn')).toEqual([
+      expect(pre.findings).toEqual([
         { rule: 'ttl-floor', action: 'mutate', message: 'raised spec.ttlSecondsAfterFinished from 0 to 60' },
-        { rule: 'hook-deadline', action: 'mutate', message: 'set spec.activeDeadlineSeconds: 3600' },
+        DEADLINE_FINDING,
+        {
+          rule: 'hook-output-log-policy',
+          action: 'mutate',
+          message: "set helm.sh/hook-output-log-policy: hook-failed: Helm prints the hook's logs if it fails",
+        },
       ]);
     });
 
@@ -372,7 +398,7 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
       expect(script).toContain('--ignore-not-found');
       expect(script).toBe(withIgnoreNotFound(cleanupScript(rendered.cleanupJob)));
       expect(job.spec.backoffLimit).toBe(3);
-      expect(job.metadata.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+      expect(job.metadata.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation');
     });
 
     it('every Job in the output is schema-valid', () => {

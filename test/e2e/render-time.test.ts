@@ -58,10 +58,13 @@ const GUARDED_VERSION = '3.1.0';
 // What hookguard adds to test/e2e/chart at render time, for plain Helm (the exact JSON Patch of each document).
 
 const CLEANUP_SCRIPT = 'kubectl delete configmap rel-state -n demo\necho done\n';
-/** hook-deadline: every hook Job without one gets 3600 s, plus the guard's 10 s where min-runtime adds it. */
-function deadline(seconds: number): Operation {
-  return { op: 'add', path: '/spec/activeDeadlineSeconds', value: seconds };
-}
+// hook-deadline sets no deadline by default (it names the missing one): no op of its own below.
+/** hook-output-log-policy: Helm (3.18+, 4) prints a failed hook's logs. */
+const OUTPUT_LOG_POLICY: Operation = {
+  op: 'add',
+  path: '/metadata/annotations/helm.sh~1hook-output-log-policy',
+  value: 'hook-failed',
+};
 const HELM_PATCHES: Record<string, Operation[]> = {
   'ConfigMap/rel-state': [],
   'Job/rel-cleanup': [
@@ -70,25 +73,28 @@ const HELM_PATCHES: Record<string, Operation[]> = {
       path: '/metadata/annotations/helm.sh~1hook-delete-policy',
       value: 'before-hook-creation,hook-succeeded',
     },
+    OUTPUT_LOG_POLICY,
     {
       op: 'replace',
       path: '/spec/template/spec/containers/0/args/0',
       value: CLEANUP_SCRIPT.replace('delete', 'delete --ignore-not-found'),
     },
     { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-    deadline(3600),
   ],
   // Its own policy kept; its TTL of 0 raised to the floor (Helm 4 waits until --timeout for a hook Job its TTL
   // deleted before Helm saw it finish).
-  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, deadline(3600)],
+  'Job/rel-pre-upgrade': [{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }, OUTPUT_LOG_POLICY],
 };
-/** At an Argo CD version that races, the cleanup Job (it has no TTL for ttl-floor to judge) gets the guard too. */
+/**
+ * At an Argo CD version that races, the pre-upgrade Job (a sync hook) gets the guard too. The post-delete cleanup
+ * Job does not: Argo CD creates delete-phase hooks without its hook finalizer (argo-cd controller/hook.go
+ * executeHooks), so it gets what plain Helm's gets but the output log policy, which Argo CD never reads.
+ */
 const GUARD: Operation = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
-/** The cleanup Job at that version: the guard, and the deadline that counts its wait in. */
-const GUARDED_CLEANUP: Operation[] = [
-  ...HELM_PATCHES['Job/rel-cleanup']!.filter((op) => op.path !== '/spec/activeDeadlineSeconds'),
+/** The pre-upgrade Job at that version: the guard; no output log policy (Argo CD never reads it). */
+const GUARDED_PRE_UPGRADE: Operation[] = [
+  ...HELM_PATCHES['Job/rel-pre-upgrade']!.filter((op) => op !== OUTPUT_LOG_POLICY),
   GUARD,
-  deadline(3610),
 ];
 
 // ---------------------------------------------------------------------------
@@ -255,6 +261,24 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       );
     });
 
+    // Helm gives a post-renderer no version of its own (helm v4.2.1 internal/plugin/runtime_subprocess.go
+    // runPostrenderer): the plugin asks the helm that runs it. The real helm here is not 4.2.1, so the cleanup Job got
+    // hook-succeeded above; told 4.2.1 (helm-hook-delete-wait), the plugin leaves it out and hook-ttl adds a TTL.
+    it('asks the helm running it for its version, and leaves hook-succeeded out under Helm 4.2.1', () => {
+      const version = helm(['version', '--template', '{{.Version}}']);
+      expect(version.stdout).toMatch(/^v4\.(0|1)\.\d+$/);
+      const told = documentsOf(helmTemplate('hookguard', { HOOKGUARD_HELM_VERSION: '4.2.1' }));
+      const [, ...rest] = HELM_PATCHES['Job/rel-cleanup']!;
+      expect(byKey(told)['Job/rel-cleanup']!.object).toEqual(
+        patched(byKey(baseline)['Job/rel-cleanup']!.object, [
+          { op: 'add', path: '/metadata/annotations/helm.sh~1hook-delete-policy', value: 'before-hook-creation' },
+          { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+          ...rest,
+        ]),
+      );
+      expect(byKey(told)['Job/rel-pre-upgrade']!.object).toEqual(byKey(output)['Job/rel-pre-upgrade']!.object);
+    });
+
     it('finds hookguard through HOOKGUARD_BIN as through PATH', () => {
       const viaBin = helm(
         ['template', 'rel', CHART, '-n', 'demo', '--post-renderer', 'hookguard'],
@@ -274,9 +298,17 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       output = documentsOf(helmTemplate('hookguard', { HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION }));
     });
 
-    it('adds the guard to the cleanup hook besides its delete policy and idempotent delete', () => {
-      const before = byKey(documentsOf(baselineText))['Job/rel-cleanup']!.object;
-      expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(patched(before, GUARDED_CLEANUP));
+    it('adds the guard to the pre-upgrade hook beside its TTL floor, and none to the post-delete cleanup hook', () => {
+      const before = byKey(documentsOf(baselineText));
+      expect(byKey(output)['Job/rel-pre-upgrade']!.object).toEqual(
+        patched(before['Job/rel-pre-upgrade']!.object, GUARDED_PRE_UPGRADE),
+      );
+      expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(
+        patched(
+          before['Job/rel-cleanup']!.object,
+          HELM_PATCHES['Job/rel-cleanup']!.filter((op) => op !== OUTPUT_LOG_POLICY),
+        ),
+      );
     });
 
     it('delivers exactly what hookguard check --fix makes of the same stream', async () => {
@@ -432,8 +464,8 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
     ]);
     // No post-renderer in between: the non-hook document is helm template's own text.
     expect(byKey(output)['ConfigMap/rel-state']!.text).toBe(byKey(documentsOf(plain))['ConfigMap/rel-state']!.text);
-    expect(byKey(output)['Job/rel-cleanup']!.object).toEqual(
-      patched(byKey(documentsOf(plain))['Job/rel-cleanup']!.object, GUARDED_CLEANUP),
+    expect(byKey(output)['Job/rel-pre-upgrade']!.object).toEqual(
+      patched(byKey(documentsOf(plain))['Job/rel-pre-upgrade']!.object, GUARDED_PRE_UPGRADE),
     );
   });
 

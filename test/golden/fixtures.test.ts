@@ -32,12 +32,16 @@ interface Scenario {
 }
 
 // Helm, and Argo CD on each side of every range in data/advisories.yaml: 2.13.3 and 2.14.2 (no hook finalizer),
-// 2.14.3 (the only 2.x with it), 2.14.8 (without it again), 3.1.0 (with it, before gitops-engine#770) and 3.4.0
-// (argo-cd#25916 in).
+// 2.14.3 (the only 2.x with it), 2.14.8 (without it again), 3.1.0 (with it, before gitops-engine#770), 3.3.2 (the
+// last minor with the fast-hook race, gitops-engine#770 in, PreDelete hooks from v3.3.0) and 3.4.0 (argo-cd#25916 in).
 const scenarios: Scenario[] = [
   { name: 'helm', username: HELM_USER },
   { name: 'helm-render', username: HELM_USER, stage: 'render' },
-  ...['2.13.3', '2.14.2', '2.14.3', '2.14.8', '3.1.0', '3.4.0'].map((version) => ({
+  // Render time under the Helm the post-renderer plugin names: 4.2.1 waits out --timeout after each deletion by
+  // policy (the helm-hook-delete-wait advisory), 4.2.4 does not. An unknown Helm (helm-render) is judged as 4.2.1.
+  { name: 'helm-4.2.1-render', username: HELM_USER, stage: 'render', config: { 'helm.version': '4.2.1' } },
+  { name: 'helm-4.2.4-render', username: HELM_USER, stage: 'render', config: { 'helm.version': '4.2.4' } },
+  ...['2.13.3', '2.14.2', '2.14.3', '2.14.8', '3.1.0', '3.3.2', '3.4.0'].map((version) => ({
     name: `argocd-${version}`,
     username: ARGOCD_CONTROLLER,
     argocdVersion: version,
@@ -54,6 +58,13 @@ const scenarios: Scenario[] = [
     argocdVersion: '3.1.0',
     namespace: { labels: {}, annotations: { 'linkerd.io/inject': 'enabled' } },
     config: { 'rules.meshSidecar.action': 'exclude' },
+  },
+  // An OpenShift namespace: restricted-v2 assigns user ids from its range, so the guard sets none of its own.
+  {
+    name: 'argocd-3.1.0-openshift-namespace',
+    username: ARGOCD_CONTROLLER,
+    argocdVersion: '3.1.0',
+    namespace: { labels: {}, annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' } },
   },
 ];
 

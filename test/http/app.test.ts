@@ -62,8 +62,7 @@ function cleanupJobPatched(): Json {
     },
     spec: {
       backoffLimit: 3,
-      ttlSecondsAfterFinished: 3600,
-      activeDeadlineSeconds: 3600,
+      ttlSecondsAfterFinished: 86400,
       template: {
         spec: {
           restartPolicy: 'Never',
@@ -84,12 +83,15 @@ function cleanupJobPatched(): Json {
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
   { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
-  { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
+  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
 ];
 
+// hook-deadline sets no deadline by default: it names the missing one.
+const DEADLINE_MESSAGE = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
+const DEADLINE_WARNING = `hookguard [hook-deadline]: ${DEADLINE_MESSAGE}`;
+
 const HOOK_TTL_MESSAGE =
-  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
 
 const CLEANUP_FINDINGS = [
@@ -100,16 +102,16 @@ const CLEANUP_FINDINGS = [
     message: 'container main: --ignore-not-found for kubectl delete configmap x (exec form)',
   },
   { rule: 'idempotent-cleanup', action: 'mutate', message: 'raised spec.backoffLimit from 1 to 3' },
-  { rule: 'hook-deadline', action: 'mutate', message: 'set spec.activeDeadlineSeconds: 3600' },
+  { rule: 'hook-deadline', action: 'warn', message: DEADLINE_MESSAGE },
 ];
 
 const CLEANUP_AUDIT_WARNINGS = [
   // Cut to 119 characters and an ellipsis; the audit log line has it whole.
-  'hookguard audit would change [hook-ttl]: set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job on…',
+  'hookguard audit would change [hook-ttl]: set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job o…',
   // 127 characters before truncation: cut to 119 and an ellipsis.
   'hookguard audit would change [idempotent-cleanup]: container main: --ignore-not-found for kubectl delete configmap x (e…',
   'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3',
-  'hookguard audit would change [hook-deadline]: set spec.activeDeadlineSeconds: 3600',
+  `hookguard audit note [hook-deadline]: ${DEADLINE_MESSAGE}`,
 ];
 
 /** A Helm install hook that opted out of min-runtime, as Argo CD applies Helm charts. */
@@ -150,8 +152,13 @@ describe('POST /mutate', () => {
       '/mutate',
       admissionReview({ uid: 'uid-cleanup-1', operation: 'CREATE', object: cleanupJob() }),
     );
-    expect(Object.keys(response).sort()).toEqual(['allowed', 'patch', 'patchType', 'uid']);
-    expect(response).toMatchObject({ uid: 'uid-cleanup-1', allowed: true, patchType: 'JSONPatch' });
+    expect(Object.keys(response).sort()).toEqual(['allowed', 'patch', 'patchType', 'uid', 'warnings']);
+    expect(response).toMatchObject({
+      uid: 'uid-cleanup-1',
+      allowed: true,
+      patchType: 'JSONPatch',
+      warnings: [DEADLINE_WARNING],
+    });
     expect(decodePatch(response)).toEqual(CLEANUP_PATCH);
     // The patch applies cleanly to what was sent and yields exactly the object we expect stored.
     expect(applyPatch(cleanupJob(), decodePatch(response), true, false).newDocument).toEqual(cleanupJobPatched());
@@ -164,7 +171,7 @@ describe('POST /mutate', () => {
       '/mutate',
       admissionReview({ uid: 'uid-cleanup-2', operation: 'CREATE', object: cleanupJobPatched() }),
     );
-    expect(response).toEqual({ uid: 'uid-cleanup-2', allowed: true });
+    expect(response).toEqual({ uid: 'uid-cleanup-2', allowed: true, warnings: [DEADLINE_WARNING] });
   });
 
   it.each([
@@ -245,9 +252,11 @@ describe('POST /mutate', () => {
   });
 
   describe('UPDATE and DELETE', () => {
+    /** Only a sync hook gets Argo CD's hook finalizer: the cleanup Job as a pre-upgrade hook. */
     function beingDeleted(job: Json): Json {
       const old = structuredClone(job);
       Object.assign(old.metadata as Json, {
+        annotations: { 'helm.sh/hook': 'pre-upgrade' },
         deletionTimestamp: '2026-03-01T10:00:00Z',
         finalizers: ['foo', HOOK_FINALIZER],
       });
@@ -622,11 +631,10 @@ describe('a rule that throws', () => {
     );
     expect(response.uid).toBe('uid-deep');
     expect(response.allowed).toBe(true);
-    expect(response.warnings).toBeUndefined();
+    expect(response.warnings).toEqual([DEADLINE_WARNING]);
     expect(decodePatch(response)).toEqual([
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
-      { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
     ]);
     expect(lines.filter((line) => line.level === 50)).toHaveLength(0);
   });

@@ -86,7 +86,7 @@ const cleanupReview = (uid: string) =>
 // not delete it on success, so it gets a TTL.
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
-  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+  { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
   { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
 ];
 

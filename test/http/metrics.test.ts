@@ -87,7 +87,8 @@ describe('GET /metrics', () => {
     expect(await scrape(target, 'hookguard_rule_actions_total')).toEqual([
       'hookguard_rule_actions_total{rule="hook-ttl",action="mutate"} 1',
       'hookguard_rule_actions_total{rule="idempotent-cleanup",action="mutate"} 2',
-      'hookguard_rule_actions_total{rule="hook-deadline",action="mutate"} 1',
+      // The missing deadline, named (hook-deadline sets none by default).
+      'hookguard_rule_actions_total{rule="hook-deadline",action="warn"} 1',
       'hookguard_rule_actions_total{rule="version-race",action="deny"} 1',
     ]);
     expect(await scrape(target, 'hookguard_errors_total')).toEqual([

@@ -90,7 +90,7 @@ describe('the webhook over a real TLS socket', () => {
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
       { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
     ]);
   });

@@ -28,9 +28,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 
 // The default selector (discovery.labelSelector).
 const SELECTOR = CONTROLLER_SELECTOR;
+// Cluster-wide (the opt-in), so instances in any namespace are found; the default namespaces have tests of their own.
 const SETTINGS: DiscoverySettings = {
   labelSelector: SELECTOR,
   namespaces: [],
+  clusterWide: true,
   backoffInitialMs: 20,
   backoffMaxMs: 200,
   watchTimeoutSeconds: 60,
@@ -388,12 +390,51 @@ describe('Argo CD discovery', () => {
     const server = await fakeServer();
     server.put(controller('argocd', 'quay.io/argoproj/argocd:v2.14.3'));
     server.put(controller('elsewhere', 'quay.io/argoproj/argocd:v2.13.0'));
-    const { discovery } = discover(server.kubeConfig(), { ...SETTINGS, namespaces: ['argocd'] });
+    const { discovery } = discover(server.kubeConfig(), { ...SETTINGS, clusterWide: false, namespaces: ['argocd'] });
     await eventually(() => discovery.status().enabled && (discovery.status() as { synced: boolean }).synced, 'synced');
     expect([...discovery.instances().keys()]).toEqual(['argocd']);
     expect(new Set(server.requests.map((request) => request.path))).toEqual(
       new Set(['/apis/apps/v1/namespaces/argocd/deployments', '/apis/apps/v1/namespaces/argocd/statefulsets']),
     );
+  });
+});
+
+describe('Argo CD discovery where Argo CD is installed (the default: discovery.namespaces, not cluster-wide)', () => {
+  // A tenant who may create Deployments in their own namespace copies Argo CD's labels onto one running an old
+  // Argo CD image. An Argo CD hook applied by an identity nothing attributes (here a CI deployer) is judged with
+  // every discovered instance as a candidate: cluster-wide, the tenant's "2.14.3" joins the real 3.4.0 and changes
+  // how another team's hook is judged (the union gets the guard); by default it is never seen.
+  const DEPLOYER = 'system:serviceaccount:ci:deployer';
+  const defaults = () => ({ ...loadConfig().discovery, backoffInitialMs: 20, backoffMaxMs: 200 });
+
+  async function withTenantLookAlike(settings: DiscoverySettings) {
+    const server = await fakeServer();
+    server.put(controller('argocd', 'quay.io/argoproj/argocd:v3.4.0'));
+    server.put(controller('tenant-a', 'quay.io/argoproj/argocd:v2.14.3', 'Deployment'));
+    const { discovery, app } = discover(server.kubeConfig(), settings);
+    await eventually(() => (discovery.status() as { synced?: boolean }).synced === true, 'synced');
+    return { server, discovery, app };
+  }
+
+  it('ignores a Deployment with Argo CD labels in a tenant namespace', async () => {
+    const { server, discovery, app } = await withTenantLookAlike(defaults());
+    expect([...discovery.instances().keys()]).toEqual(['argocd']);
+    expect(new Set(server.requests.map((request) => request.path))).toEqual(
+      new Set([
+        '/apis/apps/v1/namespaces/argocd/deployments',
+        '/apis/apps/v1/namespaces/argocd/statefulsets',
+        '/apis/apps/v1/namespaces/openshift-gitops/deployments',
+        '/apis/apps/v1/namespaces/openshift-gitops/statefulsets',
+      ]),
+    );
+    // Judged with the one real Argo CD, 3.4.0: its races are fixed, so nothing to add.
+    expect(await mutatePatch(app, argoHookJob(), DEPLOYER)).toEqual([]);
+  });
+
+  it('sees it only when discovery.clusterWide is opted into, and the union then guards the hook', async () => {
+    const { discovery, app } = await withTenantLookAlike({ ...defaults(), clusterWide: true });
+    expect([...discovery.instances().keys()]).toEqual(['argocd', 'tenant-a']);
+    expect(await mutatePatch(app, argoHookJob(), DEPLOYER)).toEqual([GUARD]);
   });
 });
 
@@ -536,7 +577,7 @@ describe('Argo CD discovery: every install layout', () => {
     expect(await mutatePatch(configured.app, argoHookJob(), ARGOCD_MANAGER)).toEqual([]);
     // Nothing for 3.4.0's races: only what every such hook Job gets (no delete-on-success policy: a TTL; a deadline).
     expect(await mutatePatch(configured.app, helmHook, ARGOCD_MANAGER)).toEqual([
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
       { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 },
     ]);
     expect(await mutatePatch(configured.app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);

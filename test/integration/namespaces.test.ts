@@ -4,13 +4,13 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { NamespaceWatch } from '../../src/discovery/namespaces.js';
+import { NamespaceWatch, RULE_NAMESPACE_KEYS } from '../../src/discovery/namespaces.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
-import { MESH_NAMESPACE_KEYS } from '../../src/rules/mesh-sidecar.js';
+import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually } from '../support/log-sink.js';
-import { hookJob } from '../support/objects.js';
+import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 
 const SETTINGS = { backoff: { initialMs: 20, maxMs: 100 }, watchTimeoutSeconds: 60 };
@@ -32,7 +32,7 @@ async function watching(
   config: Record<string, string> = {},
 ): Promise<{ watch: NamespaceWatch; app: FastifyInstance }> {
   const { logger } = capturedLogger();
-  const watch = new NamespaceWatch(server.kubeConfig('hookguard'), SETTINGS, logger, MESH_NAMESPACE_KEYS);
+  const watch = new NamespaceWatch(server.kubeConfig('hookguard'), SETTINGS, logger, RULE_NAMESPACE_KEYS);
   watch.start();
   cleanup.push(() => watch.stop());
   const app = buildApp(loadConfig({ overrides: config }), { logger, namespaces: watch });
@@ -98,7 +98,7 @@ describe('the namespace watch', () => {
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/metadata', value: { annotations: { 'linkerd.io/inject': 'disabled' } } },
       // No delete policy deletes it on success: hook-ttl gives it a TTL (its own deadline keeps hook-deadline out).
-      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 },
+      { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
     ]);
   });
 
@@ -123,6 +123,65 @@ describe('the namespace watch', () => {
         lastError: 'HTTP-Code: 403',
         namespacesWithRuleKeys: 0,
       },
+    });
+  });
+
+  // What OpenShift's namespace controller writes on every namespace: the SCC ranges. restricted-v2 (MustRunAsRange)
+  // refuses a runAsUser outside the UID range and assigns one when none is set (openshift/apiserver-library-go
+  // pkg/securitycontextconstraints/user/mustrunasrange.go).
+  const OPENSHIFT_ANNOTATIONS = {
+    'openshift.io/sa.scc.mcs': 's0:c26,c15',
+    'openshift.io/sa.scc.supplemental-groups': '1000680000/10000',
+    'openshift.io/sa.scc.uid-range': '1000680000/10000',
+  };
+
+  /** The guard's securityContext on an Argo CD 3.1.0 PreSync hook Job created in `namespace`. */
+  async function guardContextIn(app: FastifyInstance, namespaceName: string) {
+    const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+    job.metadata!.namespace = namespaceName;
+    const response = await app.inject({
+      method: 'POST',
+      url: '/mutate',
+      payload: admissionReview({
+        uid: `guard-${namespaceName}`,
+        operation: 'CREATE',
+        object: job,
+        namespace: namespaceName,
+        username: ARGOCD_CONTROLLER,
+      }),
+    });
+    const patch = decodePatch(response.json<AdmissionReviewResponse>().response);
+    const added = patch.find((op) => op.path === '/spec/template/spec/initContainers') as
+      { value: { name: string; securityContext: Record<string, unknown> }[] } | undefined;
+    const guard = added?.value.find((container) => container.name === GUARD_CONTAINER_NAME);
+    return guard?.securityContext;
+  }
+
+  it('in an OpenShift namespace (openshift.io/sa.scc.uid-range), the guard sets no user or group: the SCC assigns one', async () => {
+    const server = await new FakeApiServer().start();
+    cleanup.push(() => server.stop());
+    server.put(namespace('team-a', { 'kubernetes.io/metadata.name': 'team-a' }, OPENSHIFT_ANNOTATIONS));
+    server.put(namespace('plain'));
+    const { watch, app } = await watching(server, { 'argocd.version': '3.1.0' });
+    await eventually(() => watch.namespaces()?.size === 1, 'the first list');
+    // Only the key min-runtime reads is kept of OpenShift's annotations.
+    expect(watch.namespaces()?.get('team-a')).toEqual({
+      name: 'team-a',
+      labels: {},
+      annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' },
+    });
+    expect(await guardContextIn(app, 'team-a')).toEqual({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      privileged: false,
+      readOnlyRootFilesystem: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    // Elsewhere the configured user and group, as before.
+    expect(await guardContextIn(app, 'plain')).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 65534,
+      runAsGroup: 65534,
     });
   });
 });

@@ -5,7 +5,6 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -19,11 +18,13 @@ import { VALIDATING_MARKER } from '../../src/selftest/probe.js';
 import { SelfTest } from '../../src/selftest/self-test.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { FakeApiServer, serviceAccountToken, type KubeItem } from '../support/fake-apiserver.js';
-import { repoRoot } from '../support/k8s-tools.js';
+import { CHART_CRD, HOOKGUARD_OBJECT } from '../support/manifests.js';
 import { capturedLogger, type LogLine } from '../support/log-sink.js';
 
 const HOOKGUARD_SA = 'system:serviceaccount:hookguard:hookguard';
-const manifest = (file: string) => parse(readFileSync(join(repoRoot, 'manifests', 'base', file), 'utf8')) as KubeItem;
+// The HookGuard kind and object as the chart ships them.
+const chartCrd = () => parse(readFileSync(CHART_CRD, 'utf8')) as KubeItem;
+const hookGuardObject = () => structuredClone(HOOKGUARD_OBJECT) as unknown as KubeItem;
 const NO_ARGOCD: DiscoveryStatus = { enabled: true, synced: true, watching: true, instances: [] };
 
 let cleanup: Array<() => Promise<void>> = [];
@@ -63,8 +64,8 @@ async function world(
 
   const fake = await new FakeApiServer().start();
   cleanup.push(() => fake.stop());
-  fake.defineCustomResource(manifest('crd.yaml'));
-  fake.put(manifest('hookguard.yaml'));
+  fake.defineCustomResource(chartCrd());
+  fake.put(hookGuardObject());
   fake.admission = { endpoint: () => ({ url, caBundle: tls.cert }) };
 
   const { logger, lines } = capturedLogger('debug');

@@ -139,8 +139,8 @@ describe('the argo-workflows profile, against the stand-in', () => {
 describe('a profile removes its own finalizer and no other', () => {
   /** A stuck hook Job, a stuck hook Pod, a stuck workflow pod, a Pod stuck on both, and one on neither. */
   function mixedCluster(server: FakeApiServer): void {
-    server.put(stuckJob({ name: 'hook-job', deletedSecondsAgo: 60, finalizers: [KEEP, HOOK_FINALIZER] }));
-    server.put(stuckPod({ name: 'hook-pod', deletedSecondsAgo: 60, finalizers: [HOOK_FINALIZER, KEEP] }));
+    server.put(stuckJob({ name: 'hook-job', deletedSecondsAgo: 360, finalizers: [KEEP, HOOK_FINALIZER] }));
+    server.put(stuckPod({ name: 'hook-pod', deletedSecondsAgo: 360, finalizers: [HOOK_FINALIZER, KEEP] }));
     server.put(workflowPod());
     // A workflow step that is also an Argo CD hook: both finalizers, both stuck.
     server.put(
@@ -213,7 +213,7 @@ describe('a profile removes its own finalizer and no other', () => {
     [
       'argocd-hook',
       'Job',
-      () => stuckJob({ name: 'x', deletedSecondsAgo: 60, finalizers: [KEEP, HOOK_FINALIZER] }),
+      () => stuckJob({ name: 'x', deletedSecondsAgo: 360, finalizers: [KEEP, HOOK_FINALIZER] }),
       HOOK_FINALIZER,
     ],
     ['argo-workflows', 'Pod', () => workflowPod((p) => (p.metadata.name = 'x')), WORKFLOW_FINALIZER],
@@ -244,7 +244,7 @@ describe('a profile removes its own finalizer and no other', () => {
     [
       'argocd-hook',
       'Job',
-      () => stuckJob({ name: 'x', deletedSecondsAgo: 60, finalizers: [KEEP, HOOK_FINALIZER] }),
+      () => stuckJob({ name: 'x', deletedSecondsAgo: 360, finalizers: [KEEP, HOOK_FINALIZER] }),
       HOOK_FINALIZER,
     ],
     ['argo-workflows', 'Pod', () => workflowPod((p) => (p.metadata.name = 'x')), WORKFLOW_FINALIZER],
@@ -271,7 +271,7 @@ describe('a profile removes its own finalizer and no other', () => {
 describe('every removal on the record', () => {
   it('creates an Event on each object it removed a finalizer from: who, which, why', async () => {
     const server = await emptyCluster();
-    const job = server.put(stuckJob({ name: 'migrate', deletedSecondsAgo: 90, finalizers: [KEEP, HOOK_FINALIZER] }));
+    const job = server.put(stuckJob({ name: 'migrate', deletedSecondsAgo: 390, finalizers: [KEEP, HOOK_FINALIZER] }));
     server.put(workflowPod());
     await runSweep(server, { profiles: ['argocd-hook', 'argo-workflows'] });
     const events = server.events;
@@ -296,7 +296,7 @@ describe('every removal on the record', () => {
       type: 'Normal',
       note: expect.stringMatching(
         new RegExp(
-          `^Removed ${HOOK_FINALIZER} \\(hookguard sweep as ${ACTOR}\\): Argo CD PreSync hook; Job Complete; deleting for 1m3\\ds\\. Finalizers \\[${KEEP}, ${HOOK_FINALIZER}\\] -> \\[${KEEP}\\]\\.$`,
+          `^Removed ${HOOK_FINALIZER} \\(hookguard sweep as ${ACTOR}\\): Argo CD PreSync hook; Job Complete; deleting for 6m3\\ds, at least 5m0s\\. Finalizers \\[${KEEP}, ${HOOK_FINALIZER}\\] -> \\[${KEEP}\\]\\.$`,
         ),
       ),
       regarding: {
@@ -326,7 +326,7 @@ describe('every removal on the record', () => {
 
   it('creates a Warning Event for a removal that failed, with the reason', async () => {
     const server = await emptyCluster();
-    server.put(stuckJob({ name: 'migrate', deletedSecondsAgo: 90 }));
+    server.put(stuckJob({ name: 'migrate', deletedSecondsAgo: 390 }));
     server.fail({ method: 'PATCH', pathIncludes: '/migrate', status: 500, times: 10 });
     const { report } = await runSweep(server, { retry: { maxAttempts: 2, backoff: { initialMs: 1, maxMs: 2 } } });
     expect(report.results).toEqual([expect.objectContaining({ action: 'failed' })]);
@@ -343,8 +343,8 @@ describe('every removal on the record', () => {
 
   it('keeps going when an Event cannot be written: the removal stands, the summary counts it', async () => {
     const server = await emptyCluster();
-    server.put(stuckJob({ name: 'first', deletedSecondsAgo: 90 }));
-    server.put(stuckJob({ name: 'second', deletedSecondsAgo: 90 }));
+    server.put(stuckJob({ name: 'first', deletedSecondsAgo: 390 }));
+    server.put(stuckJob({ name: 'second', deletedSecondsAgo: 390 }));
     server.fail({ method: 'POST', pathIncludes: '/events', status: 403 });
     const { report, lines } = await runSweep(server);
     expect(report.results.map((result) => [result.name, result.action])).toEqual([
@@ -364,15 +364,15 @@ describe('every removal on the record', () => {
 
   it('writes no Event in a dry run', async () => {
     const server = await emptyCluster();
-    server.put(stuckJob({ name: 'migrate', deletedSecondsAgo: 90 }));
+    server.put(stuckJob({ name: 'migrate', deletedSecondsAgo: 390 }));
     await runSweep(server, { apply: false });
     expect(server.events).toEqual([]);
   });
 
   it('ends with one summary line: per profile the candidates and what became of them', async () => {
     const server = await emptyCluster();
-    server.put(stuckJob({ name: 'done', deletedSecondsAgo: 90 }));
-    server.put(stuckJob({ name: 'running', deletedSecondsAgo: 90, status: { active: 1 } }));
+    server.put(stuckJob({ name: 'done', deletedSecondsAgo: 390 }));
+    server.put(stuckJob({ name: 'running', deletedSecondsAgo: 390, status: { active: 1 } }));
     server.put(stuckJob({ name: 'live' }));
     server.put(workflowPod());
     server.put(argoWorkflow());

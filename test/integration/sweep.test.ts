@@ -52,7 +52,7 @@ describe('sweep', () => {
       profile: 'argocd-hook',
       finalizer: HOOK_FINALIZER,
       action: 'would-remove',
-      reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 3\ds$/)],
+      reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 5m3\ds, at least 5m0s$/)],
       ageSeconds: expect.any(Number),
       finalizersBefore: [KEEP, HOOK_FINALIZER],
       finalizersAfter: [KEEP],
@@ -121,7 +121,7 @@ describe('sweep', () => {
       name: 'keeps-other',
       uid: 'uid-jobs/apps/keeps-other',
       ageSeconds: expect.any(Number),
-      reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 3\ds$/)],
+      reasons: ['Argo CD PreSync hook', 'Job Complete', expect.stringMatching(/^deleting for 5m3\ds, at least 5m0s$/)],
       finalizersBefore: [KEEP, HOOK_FINALIZER],
       finalizersAfter: [KEEP],
       actor: 'system:serviceaccount:hookguard:hookguard-sweep',
@@ -270,7 +270,7 @@ describe('sweep', () => {
     const server = await new FakeApiServer().start();
     servers.push(server);
     for (let index = 0; index < 501; index += 1)
-      server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 60 }));
+      server.put(stuckJob({ name: `stuck-${index}`, deletedSecondsAgo: 360 }));
     for (let index = 0; index < 30; index += 1) server.put(stuckJob({ name: `live-${index}` }));
     const { report } = await runSweep(server, { apply: false });
     expect(report.results).toHaveLength(501);
@@ -369,5 +369,118 @@ describe('sweep', () => {
       { op: 'test', path: '/metadata/finalizers', value: ['a/x', HOOK_FINALIZER, 'b/y'] },
       { op: 'replace', path: '/metadata/finalizers', value: ['a/x', 'b/y'] },
     ]);
+  });
+});
+
+describe('sweep and Argo CD Applications (argocd-hook)', () => {
+  /** An Application whose operation is in `phase` and lists the hook apps/migrate with `hookPhase`. */
+  const application = (namespace: string, name: string, phase: string, hookPhase: string) => ({
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name, namespace },
+    spec: { project: 'default', destination: { server: 'https://kubernetes.default.svc', namespace: 'apps' } },
+    status: {
+      operationState: {
+        operation: { sync: { revision: 'abc123' } },
+        phase,
+        message: 'waiting for completion of hook batch/Job/migrate',
+        startedAt: '2026-11-22T11:50:00Z',
+        syncResult: {
+          revision: 'abc123',
+          resources: [
+            {
+              group: 'batch',
+              version: 'v1',
+              kind: 'Job',
+              namespace: 'apps',
+              name: 'migrate',
+              status: 'Synced',
+              message: 'job.batch/migrate created',
+              hookType: 'PreSync',
+              hookPhase,
+              syncPhase: 'PreSync',
+            },
+          ],
+        },
+      },
+    },
+  });
+  const tracked = (name: string, trackingId: string, deletedSecondsAgo = 400) =>
+    stuckJob({
+      name,
+      deletedSecondsAgo,
+      annotations: { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/tracking-id': trackingId },
+    });
+  const applicationReads = (server: FakeApiServer) =>
+    server.requests
+      .filter((request) => request.path.includes('/applications/'))
+      .map((request) => [request.path, request.status]);
+
+  it('never removes the finalizer while the Application operation lists the hook as running; removes it once recorded', async () => {
+    const server = await new FakeApiServer().start();
+    servers.push(server);
+    server.put(tracked('migrate', 'shop:batch/Job:apps/migrate'));
+    server.put(application('argocd', 'shop', 'Running', 'Running'));
+
+    const first = await runSweep(server);
+    expect(first.outcome).toEqual({ migrate: 'skipped' });
+    expect(first.report.results[0]?.reasons).toEqual([
+      'Application argocd/shop: its Running operation lists the hook as Running; Argo CD has not recorded its result',
+    ]);
+    expect(patches(server)).toEqual([]);
+    expect(applicationReads(server)).toEqual([['/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop', 200]]);
+
+    // The controller records the result: the operation goes on, the hook is Succeeded.
+    server.put(application('argocd', 'shop', 'Running', 'Succeeded'));
+    const second = await runSweep(server);
+    expect(second.outcome).toEqual({ migrate: 'removed' });
+    expect(second.report.results[0]?.reasons).toEqual([
+      'Argo CD PreSync hook',
+      'Job Complete',
+      expect.stringMatching(/^deleting for 6m4\ds, at least 5m0s$/),
+      'Application argocd/shop does not wait for it',
+    ]);
+  });
+
+  it('finds an Application in another namespace by the instance label, and judges by the grace period alone where it cannot read one', async () => {
+    const server = await new FakeApiServer().start();
+    servers.push(server);
+    const labelled = tracked('migrate', 'unused:batch/Job:apps/migrate');
+    (labelled.metadata as { annotations: Record<string, string> }).annotations = {
+      'argocd.argoproj.io/hook': 'PreSync',
+    };
+    (labelled.metadata as { labels?: Record<string, string> }).labels = { 'app.kubernetes.io/instance': 'team-a_shop' };
+    server.put(labelled);
+    server.put(application('team-a', 'shop', 'Terminating', 'Terminating'));
+    server.put(tracked('forbidden', 'locked:batch/Job:apps/forbidden'));
+    server.fail({ method: 'GET', pathIncludes: '/applications/locked', status: 403 });
+    server.put(tracked('untracked-app', 'gone:batch/Job:apps/untracked-app'));
+    server.put(tracked('broken', 'flaky:batch/Job:apps/broken'));
+    server.fail({ method: 'GET', pathIncludes: '/applications/flaky', status: 500, times: 10 });
+    server.put(tracked('just-finished', 'shop:batch/Job:apps/just-finished', 20));
+
+    const { report, outcome } = await runSweep(server, {
+      retry: { maxAttempts: 2, backoff: { initialMs: 5, maxMs: 10 } },
+    });
+    expect(outcome).toEqual({
+      migrate: 'skipped',
+      forbidden: 'removed',
+      'untracked-app': 'removed',
+      broken: 'failed',
+      'just-finished': 'skipped',
+    });
+    const reasons = Object.fromEntries(report.results.map((result) => [result.name, result.reasons.at(-1)]));
+    expect(reasons).toEqual({
+      migrate:
+        'Application team-a/shop: its Terminating operation lists the hook as Terminating; Argo CD has not recorded its result',
+      forbidden: 'Application argocd/locked unreadable (403)',
+      'untracked-app': 'no Application found (argocd/gone)',
+      broken: 'could not be judged: HTTP 500: injected failure 500',
+      'just-finished': 'Job Complete and deleting for 20s, under 5m0s: Argo CD may not have recorded its result yet',
+    });
+    // A hook still in its grace period costs no Application read.
+    expect(applicationReads(server).map(([path]) => path)).not.toContain(
+      '/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/shop',
+    );
   });
 });

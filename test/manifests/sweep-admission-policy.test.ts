@@ -1,5 +1,5 @@
 // The ValidatingAdmissionPolicy that leaves the sweep's token nothing but removing finalizers
-// (manifests/base/sweep-admission-policy.yaml), as kubectl kustomize renders it, evaluated the way the API server
+// (charts/hookguard/templates/sweep-rbac.yaml), as helm template renders it in the release namespace hookguard, evaluated the way the API server
 // evaluates it: the match conditions first (a policy whose condition is false does not apply), then every
 // validation, each a CEL expression over object, oldObject and request, run here by @bufbuild/cel; with
 // failurePolicy Fail an expression that cannot be evaluated denies too. The allowed changes are made with the
@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { applyPatch } from '../../src/core/json-patch.js';
 import { removalPatch } from '../../src/sweep/sweep.js';
-import { evaluateCel, find, render, type Manifest } from '../support/manifests.js';
+import { evaluateCel, find, renderChart, type Manifest } from '../support/manifests.js';
 
 const SWEEP = 'system:serviceaccount:hookguard:hookguard-sweep';
 const ARGOCD_HOOK = 'argocd.argoproj.io/hook-finalizer';
@@ -17,7 +17,7 @@ const KEEP = 'example.com/keep';
 let policy: Manifest;
 let binding: Manifest;
 beforeAll(async () => {
-  const objects = await render('overlays/enforce');
+  const objects = await renderChart({ namespace: 'hookguard' });
   policy = find(objects, 'ValidatingAdmissionPolicy', 'hookguard-sweep-finalizers-only');
   binding = find(objects, 'ValidatingAdmissionPolicyBinding', 'hookguard-sweep-finalizers-only');
 }, 60_000);
@@ -212,5 +212,21 @@ describe('the sweep admission policy (CEL run by @bufbuild/cel)', () => {
     ],
   ])('%s', (_name, operation, username, oldObject, object, refusal) => {
     expect(verdict(operation, username, oldObject, object)).toBe(refusal);
+  });
+});
+
+describe('the policy in another release namespace', () => {
+  it("names the sweep's identity in that namespace, and no other namespace's", async () => {
+    const moved = find(
+      await renderChart({ namespace: 'platform-tools' }),
+      'ValidatingAdmissionPolicy',
+      'hookguard-sweep-finalizers-only',
+    );
+    const [condition] = moved.spec.matchConditions as Array<{ expression: string }>;
+    const matches = (username: string) =>
+      evaluateCel(condition!.expression, { request: { operation: 'UPDATE', userInfo: { username } } });
+    expect(matches('system:serviceaccount:platform-tools:hookguard-sweep')).toBe(true);
+    expect(matches(SWEEP)).toBe(false);
+    expect(moved.spec.validations).toEqual(policy.spec.validations);
   });
 });

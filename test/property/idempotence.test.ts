@@ -241,7 +241,7 @@ describe('idempotence over generated hook objects', () => {
 });
 
 describe('delete policies and TTLs over generated hook objects', () => {
-  it('admission never writes a delete policy, render time writes one wherever none was set', () => {
+  it("admission never writes a delete policy, render time writes one wherever neither tool's was set", () => {
     fc.assert(
       fc.property(fc.oneof(job, pod), requester, version, (object, username, argocdVersion) => {
         const request = createRequest(object, username);
@@ -251,6 +251,14 @@ describe('delete policies and TTLs over generated hook objects', () => {
         const rendered = decide(request, 'mutate', decisionContext(loadConfig(), argocdVersion, 'render'));
         const stored = applyPatch(structuredClone(object), rendered.patch, true, false).newDocument;
         const annotations = stored.metadata?.annotations ?? {};
+        const chosen = ['helm.sh/hook-delete-policy', 'argocd.argoproj.io/hook-delete-policy'].filter(
+          (key) => object.metadata?.annotations?.[key] !== undefined,
+        );
+        if (chosen.length > 0) {
+          // A chart's choice in either tool's annotation is kept as it is (Argo CD merges both).
+          expect(rendered.patch.filter((op) => op.path.includes('hook-delete-policy'))).toEqual([]);
+          return;
+        }
         const key =
           annotations['argocd.argoproj.io/hook'] !== undefined
             ? 'argocd.argoproj.io/hook-delete-policy'

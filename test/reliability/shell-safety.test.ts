@@ -166,8 +166,8 @@ beforeAll(() => {
 afterAll(() => sandbox.remove());
 
 // At admission (the webhooks) and at render time (check, the Helm post-renderer, the Argo CD plugin), every
-// mutation runs: the Argo CD race guards of 2.14.3, the deadline, and (excluded from Istio injection the namespace
-// asks for) the mesh-sidecar label on the pod template.
+// mutation runs: the Argo CD race guards of 2.14.3, the deadline (opted in: by default none is set), and (excluded
+// from Istio injection the namespace asks for) the mesh-sidecar label on the pod template.
 const ISTIO_NAMESPACE = new Map([
   ['apps', { name: 'apps', labels: { 'istio-injection': 'enabled' }, annotations: {} }],
 ]);
@@ -175,7 +175,17 @@ const contexts = Object.fromEntries(
   (['admission', 'render'] as const).map((stage) => [
     stage,
     withNamespaces(
-      decisionContext(loadConfig({ overrides: { 'rules.meshSidecar.action': 'exclude' } }), '2.14.3', stage),
+      decisionContext(
+        loadConfig({
+          overrides: {
+            'rules.meshSidecar.action': 'exclude',
+            'rules.hookDeadline.activeDeadlineSeconds': '3600',
+            'rules.hookDeadline.parallelJobs': 'true',
+          },
+        }),
+        '2.14.3',
+        stage,
+      ),
       ISTIO_NAMESPACE,
     ),
   ]),

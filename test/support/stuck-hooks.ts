@@ -49,15 +49,15 @@ export function stuckPod(shape: Stuck): Record<string, unknown> {
 
 /** The cluster of the mission: stuck hooks, and look-alikes that must not be touched. */
 export function seed(server: FakeApiServer): void {
-  server.put(stuckJob({ name: 'keeps-other', deletedSecondsAgo: 30, finalizers: [KEEP, HOOK_FINALIZER] }));
+  server.put(stuckJob({ name: 'keeps-other', deletedSecondsAgo: 330, finalizers: [KEEP, HOOK_FINALIZER] }));
   server.put(
     stuckJob({
       name: 'failed-only-hook',
-      deletedSecondsAgo: 45,
+      deletedSecondsAgo: 345,
       status: { conditions: [{ type: 'Failed', status: 'True' }], failed: 1 },
     }),
   );
-  server.put(stuckPod({ name: 'pod-done', namespace: 'team-b', deletedSecondsAgo: 90 }));
+  server.put(stuckPod({ name: 'pod-done', namespace: 'team-b', deletedSecondsAgo: 390 }));
   server.put(stuckJob({ name: 'running-old', deletedSecondsAgo: 1200, status: { active: 1 } }));
   server.put(stuckJob({ name: 'running-new', deletedSecondsAgo: 30, status: { active: 1 } }));
   server.put(stuckJob({ name: 'not-deleting' }));

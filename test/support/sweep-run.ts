@@ -14,6 +14,8 @@ export const sweepOptions = (overrides: Partial<SweepOptions> = {}): SweepOption
   apply: true,
   profiles: ['argocd-hook'],
   minAgeSeconds: 600,
+  finishedGraceSeconds: 300,
+  applicationLookup: { instanceLabels: ['app.kubernetes.io/instance'], controlPlaneNamespaces: ['argocd'] },
   argoWorkflowsGraceSeconds: 600,
   retry: { maxAttempts: 4, backoff: { initialMs: 10, maxMs: 50 } },
   actor: ACTOR,

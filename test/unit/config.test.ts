@@ -31,6 +31,7 @@ const BUILT_IN_IDS = [
   'argocd-hook-finalizer-cache-leak',
   'argocd-native-sidecar-finalizer-update',
   'argocd-foreign-finalizer',
+  'helm-hook-delete-wait',
 ];
 
 describe('defaults', () => {
@@ -72,7 +73,8 @@ describe('defaults', () => {
       {
         enabled: true,
         labelSelector: 'app.kubernetes.io/component=application-controller,app.kubernetes.io/part-of=argocd',
-        namespaces: [],
+        namespaces: ['argocd', 'openshift-gitops'],
+        clusterWide: false,
         backoffInitialMs: 500,
         backoffMaxMs: 30_000,
         watchTimeoutSeconds: 300,
@@ -83,6 +85,8 @@ describe('defaults', () => {
       {
         profiles: ['argocd-hook'],
         minAgeSeconds: 600,
+        finishedGraceSeconds: 300,
+        applicationNamespaces: ['argocd', 'openshift-gitops'],
         argoWorkflowsGraceSeconds: 600,
         maxAttempts: 5,
         backoffInitialMs: 500,
@@ -164,6 +168,7 @@ describe('precedence: defaults < file < environment < flags', () => {
     ],
     ['HOOKGUARD_DISCOVERY_ENABLED', 'false', 'discovery.enabled', false],
     ['HOOKGUARD_DISCOVERY_NAMESPACES', 'argocd,team-b', 'discovery.namespaces', ['argocd', 'team-b']],
+    ['HOOKGUARD_DISCOVERY_CLUSTER_WIDE', 'true', 'discovery.clusterWide', true],
   ])('%s=%j sets %s', (variable, raw, path, value) => {
     const env: Record<string, string> = { [variable]: raw };
     // certFile needs its keyFile.
@@ -466,6 +471,12 @@ describe('invalid configuration names the bad key', () => {
       () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    affects: "<3.0.0"\n`) }),
       'advisories[0].affects',
       'unknown key',
+    ],
+    [
+      'an advisory about a tool hookguard does not know',
+      () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    tool: kustomize\n`) }),
+      'advisories[0].tool',
+      'must be one of argocd, helm',
     ],
     [
       'an advisory fixed in no version',

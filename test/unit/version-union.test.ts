@@ -188,9 +188,6 @@ const GUARD = { op: 'add', path: '/spec/template/spec/initContainers', value: [D
 const TTL_RAISED = { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 };
 const FINALIZER_REMOVED = { op: 'remove', path: '/metadata/finalizers' };
 
-/** hook-deadline, which does not depend on the Argo CD version: 3600 s plus the guard's wait where there is one. */
-const deadline = (seconds: number) => ({ op: 'add', path: '/spec/activeDeadlineSeconds', value: seconds });
-
 describe('decide with the built-in rules, two Argo CDs and nothing saying which applied the hook', () => {
   const twoInstances = (...versions: [string, string]): DecisionContext => ({
     ...context,
@@ -199,7 +196,7 @@ describe('decide with the built-in rules, two Argo CDs and nothing saying which 
 
   it('adds the guard and the TTL floor, keeps the finalizer, and says it judged a union', () => {
     const decision = decide(request(syncHook()), 'mutate', twoInstances('2.14.3', '3.1.0'));
-    expect(decision.patch).toEqual([TTL_RAISED, GUARD, deadline(3610)]);
+    expect(decision.patch).toEqual([TTL_RAISED, GUARD]);
     expect(decision.argocdVersion).toBeUndefined();
     expect(decision.argocdVersionFrom).toEqual({
       by: 'union',
@@ -229,7 +226,7 @@ describe('decide with the built-in rules, two Argo CDs and nothing saying which 
     expect(decision).toMatchObject({
       argocdVersion: '3.1.0',
       argocdVersionFrom: { by: 'hook-finalizer', instance: 'team-b' },
-      patch: [TTL_RAISED, GUARD, deadline(3610)],
+      patch: [TTL_RAISED, GUARD],
     });
     // The same manifest at render time carries a finalizer its author wrote, not Argo CD: the union stays.
     const rendered = decide(request(syncHook()), 'mutate', { ...twoInstances('2.14.8', '3.1.0'), stage: 'render' });
@@ -246,8 +243,8 @@ describe('decide with the built-in rules, two Argo CDs and nothing saying which 
     expect(decision).toMatchObject({
       argocdVersion: '3.4.0',
       argocdVersionFrom: { by: 'remote', remote: 'system:serviceaccount:kube-system:argocd-manager' },
-      // Nothing for 3.4.0's races; only the deadline every hook Job without one gets.
-      patch: [deadline(3600)],
+      // Nothing for 3.4.0's races.
+      patch: [],
     });
     expect(decision.patch).not.toContainEqual(FINALIZER_REMOVED);
   });

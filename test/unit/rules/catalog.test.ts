@@ -23,11 +23,12 @@ function request(object: unknown, overrides: Partial<AdmissionRequest> = {}): Ad
 const enforce = decisionContext(loadConfig());
 const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
 // At admission a hook Job without a delete policy gets a TTL; the policy itself is written at render time only.
-const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 3600 };
+const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 };
 const HOOK_TTL_MESSAGE =
-  'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+  'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
-const DEADLINE_OP = { op: 'add', path: '/spec/activeDeadlineSeconds', value: 3600 };
+// By default hook-deadline sets no deadline and names the missing one.
+const DEADLINE_WARNING = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
 
 describe('the built-in rule set', () => {
   it('is what the config hands to the core', () => {
@@ -48,6 +49,7 @@ describe('the built-in rule set', () => {
       'mutating CREATE hook-pod-restart-policy',
       'mutating CREATE mesh-sidecar',
       'mutating CREATE hook-sync-options',
+      'mutating CREATE hook-output-log-policy',
       'mutating UPDATE immutable-update',
       'validating CREATE version-race',
       'validating CREATE hook-pod-restart-policy',
@@ -61,7 +63,8 @@ describe('the built-in rule set', () => {
         .map((rule) => rule.id);
     expect(atOnly('admission')).toEqual(['immutable-update']);
     // At admission a missing restartPolicy already reads Always: only render time can deny the one the author wrote.
-    expect(atOnly('render')).toEqual(['delete-policy', 'hook-pod-restart-policy']);
+    // Helm reads hook-output-log-policy from the rendered manifest too.
+    expect(atOnly('render')).toEqual(['delete-policy', 'hook-output-log-policy', 'hook-pod-restart-policy']);
   });
 
   it.each([
@@ -108,9 +111,9 @@ describe('the built-in rule set', () => {
     expect(decision).toMatchObject({
       allowed: true,
       mode: 'enforce',
-      patch: [HOOK_TTL_OP, DEADLINE_OP],
+      patch: [HOOK_TTL_OP],
       withheldPatch: [],
-      warnings: [],
+      warnings: [`hookguard [hook-deadline]: ${DEADLINE_WARNING}`],
       reason: 'mutated',
     });
     expect(decision.rules).toEqual([
@@ -123,16 +126,16 @@ describe('the built-in rule set', () => {
     ]);
   });
 
-  it('at render time writes the delete policy instead, so the Job needs no TTL', () => {
-    const render = decisionContext(loadConfig(), undefined, 'render');
+  it('at render time writes the delete policy instead, so the Job needs no TTL (Helm 4.2.4)', () => {
+    const render = decisionContext(loadConfig({ overrides: { 'helm.version': '4.2.4' } }), undefined, 'render');
     const decision = decide(request(hookJob()), 'mutate', render);
     expect(decision.patch).toEqual([
-      DEADLINE_OP,
       {
         op: 'add',
         path: '/metadata/annotations/helm.sh~1hook-delete-policy',
         value: 'before-hook-creation,hook-succeeded',
       },
+      { op: 'add', path: '/metadata/annotations/helm.sh~1hook-output-log-policy', value: 'hook-failed' },
     ]);
     expect(decision.rules).toEqual([
       'delete-policy',
@@ -142,6 +145,7 @@ describe('the built-in rule set', () => {
       'hook-deadline',
       'mesh-sidecar',
       'hook-sync-options',
+      'hook-output-log-policy',
     ]);
   });
 
@@ -151,10 +155,10 @@ describe('the built-in rule set', () => {
       allowed: true,
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP, DEADLINE_OP],
+      withheldPatch: [HOOK_TTL_OP],
       warnings: [
         truncate(`hookguard audit would change [hook-ttl]: ${HOOK_TTL_MESSAGE}`, MAX_WARNING_CHARS),
-        'hookguard audit would change [hook-deadline]: set spec.activeDeadlineSeconds: 3600',
+        `hookguard audit note [hook-deadline]: ${DEADLINE_WARNING}`,
       ],
       reason: 'would mutate (audit)',
     });
@@ -165,7 +169,7 @@ describe('the built-in rule set', () => {
     expect(decide(request(job), 'mutate', enforce)).toMatchObject({
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP, DEADLINE_OP],
+      withheldPatch: [HOOK_TTL_OP],
     });
   });
 
@@ -266,7 +270,7 @@ describe('the built-in advisories with the built-in rules', () => {
   function riskyHook(finalizers: string[]): KubeObject {
     const job = hookJob(
       { 'argocd.argoproj.io/hook': 'PreSync', 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation' },
-      { ttlSecondsAfterFinished: 600 },
+      { ttlSecondsAfterFinished: 600, activeDeadlineSeconds: 600 },
     );
     job.metadata!.finalizers = finalizers;
     const podSpec = (job.spec as { template: { spec: { initContainers?: unknown[] } } }).template.spec;

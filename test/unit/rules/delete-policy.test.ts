@@ -32,11 +32,50 @@ describe('delete-policy', () => {
       { 'argocd.argoproj.io/hook': 'Sync', 'helm.sh/hook': 'pre-install' },
       { 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation,HookSucceeded' },
     ],
-  ])('%s', (_name, annotations, added) => {
+  ])('%s (Helm 4.2.4)', (_name, annotations, added) => {
     const job = hookJob(annotations);
-    const report = deletePolicy.mutate(job, contextFor(job));
+    const report = deletePolicy.mutate(job, contextFor(job, { config: { 'helm.version': '4.2.4' } }));
     expect(job.metadata?.annotations).toEqual({ ...annotations, ...added });
     expect(report.mutations).toHaveLength(1);
+  });
+
+  // helm v4.2.1 pkg/action/hooks.go deleteHookByPolicy waits for every deletion by policy, and pkg/kube/statuswait.go
+  // never ends that wait once the hook is gone: a hook-succeeded hook holds the release for the whole --timeout.
+  const WITHOUT_HOOK_SUCCEEDED = (helm: string) =>
+    `set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: ${helm} may wait its whole ` +
+    '--timeout after that deletion (helm-hook-delete-wait); a TTL removes the finished hook instead';
+  it.each([
+    ['Helm 4.2.1', { 'helm.version': '4.2.1' }, WITHOUT_HOOK_SUCCEEDED('Helm 4.2.1')],
+    ['an unknown Helm', {}, WITHOUT_HOOK_SUCCEEDED('the Helm version is unknown and')],
+    ['Helm v4.2.1 as helm version prints it', { 'helm.version': 'v4.2.1' }, WITHOUT_HOOK_SUCCEEDED('Helm 4.2.1')],
+  ])('leaves hook-succeeded out where the Helm running the hooks may hang on it: %s', (_name, config, message) => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-install' });
+    const report = deletePolicy.mutate(job, contextFor(job, { config }));
+    expect(job.metadata?.annotations).toEqual({
+      'helm.sh/hook': 'pre-install',
+      'helm.sh/hook-delete-policy': 'before-hook-creation',
+    });
+    expect(report).toEqual({ mutations: [message], warnings: [] });
+  });
+
+  it.each(['4.2.0', '4.2.2', '3.21.1', '4.1.4'])('keeps hook-succeeded under Helm %s', (version) => {
+    const job = hookJob({ 'helm.sh/hook': 'post-install' });
+    deletePolicy.mutate(job, contextFor(job, { config: { 'helm.version': version } }));
+    expect(job.metadata?.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+  });
+
+  it('keeps the configured policy for hooks Argo CD applies, whatever the Helm version (Helm does not run them)', () => {
+    const job = hookJob({ 'helm.sh/hook': 'post-install' });
+    const context = contextFor(job, { username: ARGOCD_CONTROLLER, config: { 'helm.version': '4.2.1' } });
+    deletePolicy.mutate(job, context);
+    expect(job.metadata?.annotations?.['helm.sh/hook-delete-policy']).toBe('before-hook-creation,hook-succeeded');
+  });
+
+  it('a configured policy loses only hook-succeeded under Helm 4.2.1', () => {
+    const job = hookJob({ 'helm.sh/hook': 'post-install' });
+    const config = { 'helm.version': '4.2.1', 'rules.deletePolicy.helm': 'hook-succeeded,hook-failed' };
+    deletePolicy.mutate(job, contextFor(job, { config }));
+    expect(job.metadata?.annotations?.['helm.sh/hook-delete-policy']).toBe('hook-failed');
   });
 
   it.each([
@@ -48,6 +87,14 @@ describe('delete-policy', () => {
     [
       'an Argo CD policy',
       { 'argocd.argoproj.io/hook': 'PostSync', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
+    ],
+    [
+      "a Helm policy on an Argo CD hook (Argo CD merges both tools' annotations)",
+      { 'argocd.argoproj.io/hook': 'PreSync', 'helm.sh/hook-delete-policy': 'hook-failed' },
+    ],
+    [
+      'an Argo CD policy on a Helm hook (the chart chose for the tool it was written for)',
+      { 'helm.sh/hook': 'pre-install', 'argocd.argoproj.io/hook-delete-policy': 'HookFailed' },
     ],
   ])('never overrides %s', (_name, annotations) => {
     const job = hookJob(annotations);

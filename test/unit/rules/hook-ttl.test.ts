@@ -12,7 +12,7 @@ const ARGO = 'argocd.argoproj.io/hook-delete-policy';
 
 function advice(key: string, value: string, file = ''): string {
   return (
-    'set spec.ttlSecondsAfterFinished to 3600: no delete policy removes this Job once it succeeds. ' +
+    'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
     `Fix in its chart: add ${key}: ${value} to the template's metadata.annotations${file}`
   );
 }
@@ -64,7 +64,7 @@ describe('hook-ttl', () => {
   ])('gives a TTL to %s', (_name, annotations, username, message) => {
     const job = hookJob(annotations);
     const report = hookTtl.mutate(job, contextFor(job, { username }));
-    expect(job.spec?.ttlSecondsAfterFinished).toBe(3600);
+    expect(job.spec?.ttlSecondsAfterFinished).toBe(86400);
     expect(job.metadata?.annotations).toEqual(annotations);
     expect(report).toEqual({ mutations: [message], warnings: [] });
   });
@@ -103,7 +103,7 @@ describe('hook-ttl', () => {
   it('treats a TTL rendered as null as unset', () => {
     const job = hookJob({ 'helm.sh/hook': 'post-delete' }, { ttlSecondsAfterFinished: null });
     hookTtl.mutate(job, contextFor(job));
-    expect(job.spec?.ttlSecondsAfterFinished).toBe(3600);
+    expect(job.spec?.ttlSecondsAfterFinished).toBe(86400);
   });
 
   it.each([

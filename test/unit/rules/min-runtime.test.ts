@@ -317,6 +317,38 @@ describe('min-runtime: the guard’s user, group and runAsNonRoot', () => {
     const job = jobWith(podSpec);
     expect(ids(job, unsetContext(job))).toEqual(expected);
   });
+
+  // OpenShift's restricted-v2 SCC refuses a runAsUser outside the namespace's openshift.io/sa.scc.uid-range and
+  // assigns one when none is set (openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go).
+  const OPENSHIFT_NAMESPACE = new Map([
+    ['apps', { name: 'apps', labels: {}, annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' } }],
+  ]);
+  const openshiftContexts: [string, (job: KubeObject) => RuleContext][] = [
+    [
+      'in a namespace with openshift.io/sa.scc.uid-range',
+      (job) => contextFor(job, { namespaces: OPENSHIFT_NAMESPACE }),
+    ],
+    ['with rules.minRuntime.openshift', (job) => contextFor(job, { config: { 'rules.minRuntime.openshift': 'true' } })],
+    [
+      'at render time with rules.minRuntime.openshift',
+      (job) => contextFor(job, { stage: 'render', config: { 'rules.minRuntime.openshift': 'true' } }),
+    ],
+  ];
+
+  it.each(openshiftContexts)('%s: no user or group of its own, as with runAsUser null', (_name, contextOf) => {
+    const job = jobWith({});
+    expect(ids(job, contextOf(job))).toEqual({ runAsNonRoot: undefined, runAsUser: undefined, runAsGroup: undefined });
+    const own = jobWith({ securityContext: { runAsUser: 1000680000, runAsNonRoot: true } });
+    expect(ids(own, contextOf(own))).toEqual({ runAsNonRoot: true, runAsUser: 1000680000, runAsGroup: undefined });
+  });
+
+  it('in a namespace without the annotation, or with the watch not synced, 65534 as before', () => {
+    const job = jobWith({});
+    const other = new Map([['other', OPENSHIFT_NAMESPACE.get('apps')!]]);
+    expect(ids(job, contextFor(job, { namespaces: other }))).toMatchObject({ runAsUser: 65534 });
+    const again = jobWith({});
+    expect(ids(again, contextFor(again))).toMatchObject({ runAsUser: 65534 });
+  });
 });
 
 describe('min-runtime: Windows Pods get no guard', () => {

@@ -1,0 +1,112 @@
+// Where `hookguard serve` writes its log lines, the audit lines among them: a bounded queue in front of stdout.
+//
+// pino's default destination (sonic-boom on fd 1) queues without bound when stdout is read slowly or not at all: a
+// pipe whose reader (the container runtime, a log shipper) stalls makes every admission answer grow the heap until
+// the pod is killed, and at SIGTERM the backlog held the process for minutes. Here the queue holds at most
+// maxQueueBytes: a line that does not fit is dropped and counted (hookguard_audit_lines_dropped_total), and the next
+// line that does fit says how many were dropped before it (`"linesDroppedBefore": N`). A write never waits: on a
+// pipe or socket, stdout is written through a non-blocking libuv stream (node:net), so a reader that stops makes
+// the queue fill, never the event loop stop; a file or terminal is written synchronously, as Node writes them.
+import { fstatSync, writeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { Writable } from 'node:stream';
+
+/** What end() saw: every queued line written, or lines still queued at the deadline (then discarded). */
+export type FlushResult = { flushed: true } | { flushed: false; unwrittenBytes: number };
+
+/** The stream the destination writes to: its queue length, write, end, destroy and events. */
+export type LogStream = Pick<Writable, 'writableLength' | 'write' | 'end' | 'destroy' | 'once' | 'on' | 'off'>;
+
+/** Adds `"linesDroppedBefore": N` to a pino line (`{…}\n`), so whoever reads the log sees the gap where it is. */
+function withDropCount(line: string, dropped: number): string {
+  return line.endsWith('}\n') ? `${line.slice(0, -2)},"linesDroppedBefore":${dropped}}\n` : line;
+}
+
+export class BoundedLogDestination {
+  #dropped = 0;
+  #droppedSinceWritten = 0;
+  #failed = false;
+
+  constructor(
+    private readonly stream: LogStream,
+    private readonly maxQueueBytes: number,
+  ) {
+    // EPIPE (nobody will ever read) or any other write error: the lines from now on are dropped and counted.
+    stream.on('error', () => {
+      this.#failed = true;
+    });
+  }
+
+  /** Lines dropped since the start. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  /** Bytes queued and not yet taken by the kernel. */
+  get queuedBytes(): number {
+    return this.stream.writableLength;
+  }
+
+  /** pino's destination interface: called once per line, synchronously, on the request's path. */
+  write(line: string): void {
+    const pending = this.#droppedSinceWritten;
+    const text = pending > 0 ? withDropCount(line, pending) : line;
+    if (this.#failed || this.stream.writableLength + Buffer.byteLength(text) > this.maxQueueBytes) {
+      this.#dropped += 1;
+      this.#droppedSinceWritten += 1;
+      return;
+    }
+    this.#droppedSinceWritten = 0;
+    this.stream.write(text);
+  }
+
+  /**
+   * Ends the stream once every queued line is written, waiting at most deadlineMs; then lets it go: what is still
+   * queued is discarded, so that a stdout nobody reads cannot hold the process past its grace period.
+   */
+  async end(deadlineMs: number): Promise<FlushResult> {
+    const stream = this.stream;
+    if (!this.#failed)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, deadlineMs);
+        function done() {
+          clearTimeout(timer);
+          stream.off('finish', done);
+          stream.off('error', done);
+          resolve();
+        }
+        stream.once('finish', done);
+        stream.once('error', done);
+        stream.end();
+      });
+    const unwrittenBytes = this.#failed ? 0 : stream.writableLength;
+    stream.destroy();
+    return unwrittenBytes === 0 ? { flushed: true } : { flushed: false, unwrittenBytes };
+  }
+}
+
+/**
+ * stdout (fd 1) as a non-blocking stream when it is a pipe or a socket (in a container it is a pipe to the
+ * runtime); anything else (a file, a terminal, /dev/null) is written synchronously, as Node writes process.stdout
+ * there, and never queues.
+ */
+export function stdoutStream(): LogStream {
+  let pipe = false;
+  try {
+    const stat = fstatSync(1);
+    pipe = stat.isFIFO() || stat.isSocket();
+  } catch {
+    // No fd 1 to look at: written as a file would be.
+  }
+  if (pipe) return new Socket({ fd: 1, readable: false, writable: true });
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      try {
+        for (let written = 0; written < chunk.length;) written += writeSync(1, chunk, written);
+        callback();
+      } catch (error) {
+        callback(error as Error);
+      }
+    },
+  });
+}
