@@ -146,7 +146,10 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
 
       const before = await kubectlReads(kubectl, stream, 'before.yaml');
       const after = await kubectlReads(kubectl, fixed.stdout, 'after.yaml');
-      expect(before).toHaveLength(results.length);
+      // hookguard read each object as kubectl did, and --fix wrote what kubectl reads as each object patched.
+      expect(readDocuments(stream, '-').flatMap((document) => document.objects.map(({ object }) => object))).toEqual(
+        before,
+      );
       expect(after).toEqual(
         before.map(
           (object, index) => applyPatch(structuredClone(object), results[index]?.patch ?? [], true, false).newDocument,
@@ -178,6 +181,9 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     const fixed = await runCommand(['check', '-', '--fix'], rendered.stdout);
     expect(fixed.status).toBe(0);
     const before = await kubectlReads(kubectl, rendered.stdout, 'rendered.yaml');
+    expect(
+      readDocuments(rendered.stdout, '-').flatMap((document) => document.objects.map(({ object }) => object)),
+    ).toEqual(before);
     expect(await kubectlReads(kubectl, fixed.stdout, 'rendered-fixed.yaml')).toEqual(
       before.map(
         (object, index) => applyPatch(structuredClone(object), results[index]?.patch ?? [], true, false).newDocument,
