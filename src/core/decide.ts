@@ -171,6 +171,9 @@ function versionFrom({ version: _version, ...from }: VersionChoice): Omit<Versio
  * The whole admission decision, pure: the HTTP layer decodes, calls this, and encodes. Anything that is not a
  * CREATE or UPDATE of a hook Job or Pod passes on a fast path, without a clone or a diff.
  */
+/** Why render time under Argo CD leaves a Helm test or rollback hook as written (gitops-engine pkg/sync/hook/helm/type.go). */
+export const ARGO_NEVER_APPLIES = 'a Helm hook type Argo CD never applies';
+
 export function decide(request: AdmissionRequest, endpoint: Endpoint, context: DecisionContext): Decision {
   const { config, ruleSet } = context;
   const operation = request.operation;
@@ -184,8 +187,7 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   // admission, Jobs and Pods are the hooks.
   if (hook.kind === 'Other' && context.stage !== 'render') return passThrough('not a hook object', config.mode);
   // Argo CD never applies a Helm test or rollback hook: at render time under Argo CD it is left as written.
-  if (hook.argoNeverApplies && context.stage === 'render')
-    return passThrough('a Helm hook type Argo CD never applies', config.mode);
+  if (hook.argoNeverApplies && context.stage === 'render') return passThrough(ARGO_NEVER_APPLIES, config.mode);
   const namespace = request.namespace ?? metadataOf(object)?.namespace;
   if (namespace !== undefined && config.excludedNamespaces.includes(namespace)) {
     return passThrough('namespace excluded', config.mode);

@@ -2,7 +2,7 @@
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from '../core/json-patch.js';
 import type { DecisionContext } from '../core/context.js';
-import { computedPatch, decide, type Decision } from '../core/decide.js';
+import { ARGO_NEVER_APPLIES, computedPatch, decide, type Decision } from '../core/decide.js';
 import { ARGOCD_HOOK, HELM_HOOK } from '../core/annotations.js';
 import { annotation, isRecord } from '../core/objects.js';
 import type { Finding, KubeObject, Operation } from '../core/types.js';
@@ -37,9 +37,11 @@ function notJudged(object: KubeObject, decision: Decision, name: string): Findin
   const why =
     decision.reason === 'namespace excluded'
       ? `its namespace is in excludedNamespaces`
-      : kind === 'Job' || kind === 'Pod'
-        ? `hookguard judges hook Jobs of batch/v1 and Pods of v1, and this ${kind} is ${apiVersion}`
-        : `hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ${kind} (${apiVersion}) runs nothing`;
+      : decision.reason === ARGO_NEVER_APPLIES
+        ? 'Argo CD never applies this Helm hook type (only pre/post-install, -upgrade and -delete), so it is left as written'
+        : kind === 'Job' || kind === 'Pod'
+          ? `hookguard judges hook Jobs of batch/v1 and Pods of v1, and this ${kind} is ${apiVersion}`
+          : `hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ${kind} (${apiVersion}) runs nothing`;
   return {
     rule: NOT_JUDGED,
     action: 'warn',

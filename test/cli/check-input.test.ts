@@ -146,7 +146,10 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
 
       const before = await kubectlReads(kubectl, stream, 'before.yaml');
       const after = await kubectlReads(kubectl, fixed.stdout, 'after.yaml');
-      expect(before).toHaveLength(results.length);
+      // hookguard read each object as kubectl did, and --fix wrote what kubectl reads as each object patched.
+      expect(readDocuments(stream, '-').flatMap((document) => document.objects.map(({ object }) => object))).toEqual(
+        before,
+      );
       expect(after).toEqual(
         before.map(
           (object, index) => applyPatch(structuredClone(object), results[index]?.patch ?? [], true, false).newDocument,
@@ -178,12 +181,15 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     const fixed = await runCommand(['check', '-', '--fix'], rendered.stdout);
     expect(fixed.status).toBe(0);
     const before = await kubectlReads(kubectl, rendered.stdout, 'rendered.yaml');
+    expect(
+      readDocuments(rendered.stdout, '-').flatMap((document) => document.objects.map(({ object }) => object)),
+    ).toEqual(before);
     expect(await kubectlReads(kubectl, fixed.stdout, 'rendered-fixed.yaml')).toEqual(
       before.map(
         (object, index) => applyPatch(structuredClone(object), results[index]?.patch ?? [], true, false).newDocument,
       ),
     );
-    // The hook is seen through its merge key; what the user reads differs from helm's output by three lines.
+    // The hook is seen through its merge key; what the user reads differs from helm's output by four lines.
     expect(results.map((result) => [result.name, result.patch.map((operation) => operation.path)])).toEqual([
       ['rel-scripts', []],
       [
@@ -215,12 +221,8 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     async () => {
       const rancher = readFileSync(join(sharedFixturesDir, 'rancher-pre-upgrade.yaml'), 'utf8');
       const fixed = await runCommand(['check', '-', '--fix'], rancher);
-      expect(fixed.stdout).toBe(
-        rancher.replace(
-          '    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded\n',
-          '    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded\n    helm.sh/hook-output-log-policy: hook-failed\n',
-        ),
-      );
+      const policy = '    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded\n';
+      expect(fixed.stdout).toBe(rancher.replace(policy, `${policy}    helm.sh/hook-output-log-policy: hook-failed\n`));
       const [job] = await kubectlReads(kubectl, fixed.stdout, 'rancher.yaml');
       expect(job?.spec).toMatchObject({ template: { spec: { volumes: [{ configMap: { defaultMode: 511 } }] } } });
     },
