@@ -70,7 +70,11 @@ const CASES: Case[] = [
       serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
       prometheusRule: { enabled: true },
       excludedNamespaces: ['istio-system', 'platform-tools'],
-      sweep: { schedule: '*/10 * * * *', profiles: ['argocd-hook', 'argo-workflows'] },
+      sweep: {
+        schedule: '*/10 * * * *',
+        profiles: ['argocd-hook', 'argo-workflows'],
+        resources: { requests: { cpu: '20m', memory: '128Mi' }, limits: { memory: '384Mi' } },
+      },
       argocd: { remote: { 'system:serviceaccount:kube-system:argocd-manager': '2.14.3' } },
       image: { repository: 'my.registry/hookguard', tag: '0.1.0', digest: DIGEST, pullPolicy: 'Always' },
       imagePullSecrets: [{ name: 'registry' }],
@@ -470,6 +474,7 @@ describe.each(CASES)('the chart: $name', (each) => {
       expect(pod.serviceAccountName).toBe('hookguard-sweep');
       const [container] = pod.containers;
       expect(container.args).toEqual(value(each, 'mode') === 'audit' ? ['sweep'] : ['sweep', '--apply']);
+      expect(container.resources).toEqual(value(each, 'sweep.resources'));
       expect(container.image).toBe(
         find(objects(each), 'Deployment', 'hookguard').spec.template.spec.containers[0].image,
       );
@@ -858,6 +863,11 @@ describe('helm lint and the values schema', () => {
       'a memory request that is no quantity',
       { resources: { requests: { memory: 'lots' } } },
       "- at '/resources/requests/memory'",
+    ],
+    [
+      "a sweep memory limit that is no quantity (the server's resources schema)",
+      { sweep: { resources: { limits: { memory: '384 MiB' } } } },
+      "- at '/sweep/resources/limits/memory'",
     ],
     [
       'a CIDR that is no CIDR',
