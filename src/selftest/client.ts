@@ -6,7 +6,10 @@ import { apiFailure } from '../kube/api-failure.js';
 import { plainObject } from '../kube/plain.js';
 import { warningTexts } from './probe.js';
 
-/** The cluster-scoped HookGuard object the leader writes its status to (manifests/base/crd.yaml). */
+/**
+ * The cluster-scoped HookGuard object the leader writes its status to: the Helm chart's
+ * charts/hookguard/templates/self-test.yaml creates it, of the CRD charts/hookguard/crds/hookguards.hookguard.io.yaml.
+ */
 export const HOOKGUARD_RESOURCE = {
   group: 'hookguard.io',
   version: 'v1alpha1',

@@ -50,7 +50,7 @@ export function certificateValid(notAfterMs: number, nowMs: number, warningDays:
       type: 'CertificateValid',
       status: 'False',
       reason: 'Expired',
-      message: `the serving certificate expired at ${date}: renew it (certs/hookguard-certs.sh or cert-manager)`,
+      message: `the serving certificate expired at ${date}: renew it (certificates.mode self: hookguard renews it, look at its log; cert-manager: the Certificate hookguard-serving; secret: replace the Secret, e.g. with certs/hookguard-certs.sh)`,
     };
   const days = Math.floor((notAfterMs - nowMs) / DAY_MS);
   if (notAfterMs - nowMs <= warningDays * DAY_MS)

@@ -97,7 +97,10 @@ function probeCommand(object: unknown): unknown {
   return container?.command;
 }
 
-/** Where to look when the API server did not call a webhook (the webhook names of manifests/base/webhooks.yaml). */
+/**
+ * Where to look when the API server did not call a webhook (the webhook names of
+ * charts/hookguard/templates/webhooks.yaml).
+ */
 function failedOpen(webhooks: readonly string[]): string {
   return (
     'failurePolicy Ignore hides why (a stale caBundle, an expired certificate, no ready endpoint, a NetworkPolicy or ' +

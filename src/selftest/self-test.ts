@@ -131,8 +131,12 @@ export class SelfTest {
     this.lastConditions = conditions;
     this.logTransitions(transitions);
     if (object === undefined) {
+      // helm upgrade creates a rendered object that is missing from the cluster (helm v3.18.0 and v4.1.4
+      // pkg/kube/client.go Update); Helm installs crds/ on first install only.
       this.logger.warn(
-        'the HookGuard object "hookguard" does not exist or cannot be read: apply the manifests (kubectl apply -k)',
+        'the HookGuard object "hookguard" does not exist or cannot be read: the Helm chart creates it (helm upgrade ' +
+          'the release to recreate it); if its CRD hookguards.hookguard.io is missing too, first kubectl apply -f ' +
+          'charts/hookguard/crds/ (Helm installs crds/ on first install only)',
       );
       return;
     }

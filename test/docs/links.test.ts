@@ -8,7 +8,10 @@ import { marked, type Token } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/k8s-tools.js';
 
-/** The markdown a reader follows: the files at the root and in docs/, and the README of each top-level folder. */
+/**
+ * The markdown a reader follows: the files at the root and in docs/, the README of each top-level folder, and the
+ * Helm chart's README (where the README's install sends readers).
+ */
 function markdownFiles(): string[] {
   const atRoot = readdirSync(repoRoot).filter((name) => name.endsWith('.md'));
   const inDocs = readdirSync(join(repoRoot, 'docs'))
@@ -18,7 +21,7 @@ function markdownFiles(): string[] {
     .filter((entry) => entry.isDirectory() && !['node_modules', 'dist', 'dist-bench', '.git'].includes(entry.name))
     .map((entry) => `${entry.name}/README.md`)
     .filter((path) => existsSync(join(repoRoot, path)));
-  return [...atRoot, ...inDocs, ...folderReadmes].sort();
+  return [...atRoot, ...inDocs, ...folderReadmes, 'charts/hookguard/README.md'].sort();
 }
 
 /** Visits every token of a markdown text, nested ones (table cells, list items) included; code blocks are leaves. */
@@ -83,8 +86,10 @@ function brokenLinks(markdown: string, path: string, root: string): string[] {
 describe('markdown links', () => {
   const files = markdownFiles();
 
-  it('covers the README, ARCHITECTURE.md and docs/', () => {
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'ARCHITECTURE.md', 'docs/configuration.md']));
+  it("covers the README, ARCHITECTURE.md, docs/ and the chart's README", () => {
+    expect(files).toEqual(
+      expect.arrayContaining(['README.md', 'ARCHITECTURE.md', 'docs/configuration.md', 'charts/hookguard/README.md']),
+    );
   });
 
   it.each(files)('every relative link of %s resolves', (path) => {

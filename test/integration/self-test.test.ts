@@ -301,13 +301,15 @@ describe('the self-test through the stand-in API server', () => {
     expect(w.condition('Ready')).toMatchObject({ status: 'False', reason: 'ExpiresSoon' });
   });
 
-  it('without the HookGuard object it still tests and logs, and says to apply the manifests', async () => {
+  it('without the HookGuard object it still tests and logs, and says how the Helm chart brings it back', async () => {
     const w = await world('enforce');
     w.fake.remove('HookGuard', '', 'hookguard');
     await w.test.once(never);
     expect(w.outcomes).toEqual(['Called']);
     expect(w.lines.map((line) => line.msg)).toContain(
-      'the HookGuard object "hookguard" does not exist or cannot be read: apply the manifests (kubectl apply -k)',
+      'the HookGuard object "hookguard" does not exist or cannot be read: the Helm chart creates it (helm upgrade ' +
+        'the release to recreate it); if its CRD hookguards.hookguard.io is missing too, first kubectl apply -f ' +
+        'charts/hookguard/crds/ (Helm installs crds/ on first install only)',
     );
     expect(HOOKGUARD_RESOURCE.name).toBe('hookguard');
   });

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { KEYS } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import { readHook } from '../../src/core/hook.js';
@@ -70,7 +70,11 @@ const CASES: Case[] = [
       serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
       prometheusRule: { enabled: true },
       excludedNamespaces: ['istio-system', 'platform-tools'],
-      sweep: { schedule: '*/10 * * * *', profiles: ['argocd-hook', 'argo-workflows'] },
+      sweep: {
+        schedule: '*/10 * * * *',
+        profiles: ['argocd-hook', 'argo-workflows'],
+        resources: { requests: { cpu: '20m', memory: '128Mi' }, limits: { memory: '384Mi' } },
+      },
       argocd: { remote: { 'system:serviceaccount:kube-system:argocd-manager': '2.14.3' } },
       image: { repository: 'my.registry/hookguard', tag: '0.1.0', digest: DIGEST, pullPolicy: 'Always' },
       imagePullSecrets: [{ name: 'registry' }],
@@ -470,6 +474,7 @@ describe.each(CASES)('the chart: $name', (each) => {
       expect(pod.serviceAccountName).toBe('hookguard-sweep');
       const [container] = pod.containers;
       expect(container.args).toEqual(value(each, 'mode') === 'audit' ? ['sweep'] : ['sweep', '--apply']);
+      expect(container.resources).toEqual(value(each, 'sweep.resources'));
       expect(container.image).toBe(
         find(objects(each), 'Deployment', 'hookguard').spec.template.spec.containers[0].image,
       );
@@ -700,6 +705,63 @@ describe("the README's install", () => {
   });
 });
 
+describe("the chart README's helm commands", () => {
+  // Every helm command line of charts/hookguard/README.md, in code blocks and in code spans.
+  const commands = (() => {
+    const readme = readFileSync(join(CHART, 'README.md'), 'utf8');
+    const inBlocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((match) => match[1]!.split('\n'));
+    const inSpans = [...readme.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!);
+    return [...inBlocks, ...inSpans]
+      .map((line) => line.trim())
+      .filter((line) => /^helm \S+ \S+/.test(line))
+      .map((line) => line.split(/\s+/));
+  })();
+
+  it('install, upgrade and uninstall', () => {
+    expect(commands.map((words) => words[1]).sort()).toEqual(['install', 'uninstall', 'upgrade']);
+  });
+
+  it.each([4, 3] as const)('uses only flags that helm %i knows for each command', async (major) => {
+    const helm = await helmBinary(major);
+    for (const [, command, ...args] of commands) {
+      const { stdout: help } = await execFileAsync(helm, [command!, '--help'], {
+        env: { PATH: process.env.PATH ?? '', HOME: dir },
+      });
+      for (const flag of args.filter((arg) => arg.startsWith('-')).map((arg) => arg.split('=')[0]!))
+        expect(help, `helm ${major} ${command} ${flag}`).toMatch(new RegExp(`(^|[ ,])${flag}[ ,=]`, 'm'));
+    }
+  });
+
+  it("upgrades with the new chart's defaults: --reset-then-reuse-values, never --reuse-values", () => {
+    // --reuse-values renders the new chart with the old chart's coalesced defaults (helm v3.18.0 and v4.1.4
+    // pkg/action/upgrade.go reuseValues), so a value a newer chart adds would be missing.
+    const upgrades = commands.filter((words) => words[1] === 'upgrade');
+    expect(upgrades.map((words) => words.join(' '))).toEqual([
+      'helm upgrade hookguard charts/hookguard -n hookguard --reset-then-reuse-values',
+    ]);
+  });
+
+  it.each([4, 3] as const)(
+    'renders the install line with helm %i: everything in the release namespace but the self-test namespace',
+    async (major) => {
+      const [install] = commands.filter((words) => words[1] === 'install');
+      const args = install!
+        .slice(2)
+        .filter((arg) => arg !== '--create-namespace')
+        .map((arg) => (arg === 'charts/hookguard' ? CHART : arg));
+      const { stdout } = await execFileAsync(await helmBinary(major), ['template', ...args], {
+        env: { PATH: process.env.PATH ?? '', HOME: dir },
+        maxBuffer: 16 * 1024 * 1024,
+      });
+      const rendered = parseAllDocuments(stdout).map((document) => document.toJS() as Manifest | null);
+      const namespaces = rendered.flatMap((object) => (object?.metadata?.namespace ? [object.metadata.namespace] : []));
+      expect(namespaces.length).toBeGreaterThan(5);
+      expect(new Set(namespaces)).toEqual(new Set(['hookguard', 'hookguard-selftest']));
+      expect(stdout).toContain('version: 3.1.4');
+    },
+  );
+});
+
 describe('the CRD (charts/hookguard/crds)', () => {
   it('ships the HookGuard kind: cluster-scoped, a status subresource, the printer columns', () => {
     const crd = find(objects(CASES[0] as Case), 'CustomResourceDefinition', 'hookguards.hookguard.io');
@@ -802,6 +864,11 @@ describe('helm lint and the values schema', () => {
       'a memory request that is no quantity',
       { resources: { requests: { memory: 'lots' } } },
       "- at '/resources/requests/memory'",
+    ],
+    [
+      "a sweep memory limit that is no quantity (the server's resources schema)",
+      { sweep: { resources: { limits: { memory: '384 MiB' } } } },
+      "- at '/sweep/resources/limits/memory'",
     ],
     [
       'a CIDR that is no CIDR',

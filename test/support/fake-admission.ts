@@ -26,7 +26,7 @@ export interface Admission {
    * webhook's configuration holds (the Mutating- and ValidatingWebhookConfiguration each have their own).
    */
   endpoint(webhook: WebhookCall['webhook']): WebhookEndpoint;
-  /** The webhooks' timeoutSeconds, in ms (the manifests' 5 s by default). */
+  /** The webhooks' timeoutSeconds, in ms (5 s by default: the chart's webhook.timeoutSeconds). */
   timeoutMs?: number;
 }
 

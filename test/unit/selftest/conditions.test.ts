@@ -49,14 +49,14 @@ describe('CertificateValid', () => {
       14,
       'False',
       'Expired',
-      'the serving certificate expired at 2026-09-01T00:00:00.000Z: renew it (certs/hookguard-certs.sh or cert-manager)',
+      'the serving certificate expired at 2026-09-01T00:00:00.000Z: renew it (certificates.mode self: hookguard renews it, look at its log; cert-manager: the Certificate hookguard-serving; secret: replace the Secret, e.g. with certs/hookguard-certs.sh)',
     ],
     [
       -DAY_MS,
       0,
       'False',
       'Expired',
-      'the serving certificate expired at 2026-08-31T00:00:00.000Z: renew it (certs/hookguard-certs.sh or cert-manager)',
+      'the serving certificate expired at 2026-08-31T00:00:00.000Z: renew it (certificates.mode self: hookguard renews it, look at its log; cert-manager: the Certificate hookguard-serving; secret: replace the Secret, e.g. with certs/hookguard-certs.sh)',
     ],
   ])('expiring in %d ms, warning %d days: %s %s', (inMs, days, status, reason, message) => {
     expect(certificateValid(NOW + inMs, NOW, days)).toEqual({ type: 'CertificateValid', status, reason, message });
