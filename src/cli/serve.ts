@@ -1,9 +1,11 @@
+import type { AddressInfo } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
-import { buildApp } from '../http/app.js';
+import { buildApp, buildProbeApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
@@ -14,7 +16,8 @@ import { parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]
-Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics.
+Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics;
+and GET /healthz, GET /readyz, GET /metrics over plain HTTP on server.probePort (8080).
 Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.
 Exit status: ${EXIT.ok} every request answered after SIGTERM or SIGINT, ${EXIT.shutdownForced} connections still open at server.shutdownTimeoutMs
 were cut, ${EXIT.badInput} bad input (arguments, config, certificate files, port), ${EXIT.internal} internal error.`;
@@ -85,15 +88,25 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     lifecycle,
     selfTest,
   });
-  try {
-    await app.listen({ host: config.server.host, port: config.server.port });
-  } catch (error) {
-    await Promise.all([stopWatches(), selfTest.stop()]);
-    throw new ConfigError(
-      'server.port',
-      `cannot listen on ${config.server.host}:${config.server.port}: ${(error as Error).message}`,
-    );
-  }
+  const probes = buildProbeApp(config, {
+    logger,
+    argocd: discovery.source,
+    namespaces: namespaceWatch.source,
+    metrics,
+    lifecycle,
+    selfTest,
+  });
+  const listen = async (server: FastifyInstance, key: 'server.port' | 'server.probePort', port: number) => {
+    try {
+      await server.listen({ host: config.server.host, port });
+    } catch (error) {
+      await Promise.all([stopWatches(), selfTest.stop(), app.close(), probes.close()]);
+      throw new ConfigError(key, `cannot listen on ${config.server.host}:${port}: ${(error as Error).message}`);
+    }
+    return (server.server.address() as AddressInfo).port;
+  };
+  const port = await listen(app, 'server.port', config.server.port);
+  const probePort = await listen(probes, 'server.probePort', config.server.probePort);
   // Listening for signals before saying ready: whoever reads that line may stop the process at once.
   const signalled = new Promise<string>((resolve) => {
     const received = (name: string) => () => {
@@ -107,6 +120,8 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   });
   logger.info(
     {
+      port,
+      probePort,
       mode: config.mode,
       argocdVersion:
         config.argocd.version ?? (discovery.source.status().enabled ? 'discovered per instance' : 'unknown'),
@@ -142,6 +157,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
-  await Promise.all([stopWatches(), selfTestStopped]);
+  // The probes answer (readiness failing) until the webhook has drained.
+  await Promise.all([stopWatches(), selfTestStopped, probes.close()]);
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

@@ -116,6 +116,15 @@ export const KEYS = {
   server: {
     host: text({ default: '0.0.0.0', env: 'HOOKGUARD_HOST', doc: 'Address the HTTPS server listens on.' }),
     port: integer({ default: 8443, min: 1, max: 65535, env: 'HOOKGUARD_PORT', doc: 'Port of the HTTPS server.' }),
+    // controller-runtime's split of webhook, health and metrics listeners: idle TLS connections hoarding the webhook
+    // port cannot fail the kubelet's probes.
+    probePort: integer({
+      default: 8080,
+      min: 0,
+      max: 65535,
+      env: 'HOOKGUARD_PROBE_PORT',
+      doc: "Port of the plain-HTTP listener for /healthz, /readyz and /metrics, apart from the webhook's TLS port; 0: any free port (logged).",
+    }),
     tls: group(
       {
         certFile: optionalText({
