@@ -9,7 +9,8 @@ import { buildApp, buildProbeApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
-import { loadTls } from '../tls/certificates.js';
+import { loadTls, type KeyPair } from '../tls/certificates.js';
+import { startSelfManagedCertificates } from '../tls/self-managed.js';
 import { startSelfTest } from '../selftest/start.js';
 import { ConfigError, EXIT } from '../errors.js';
 import { parseArguments } from './arguments.js';
@@ -18,7 +19,8 @@ import type { CommandIO } from './io.js';
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]
 Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics;
 and GET /healthz, GET /readyz, GET /metrics over plain HTTP on server.probePort (8080).
-Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.
+Without server.tls.certFile/keyFile it generates a self-signed development certificate at start; with
+certificates.mode self it keeps its own CA and serving certificate in a Secret (docs/server.md).
 Exit status: ${EXIT.ok} every request answered after SIGTERM or SIGINT, ${EXIT.shutdownForced} connections still open at server.shutdownTimeoutMs
 were cut, ${EXIT.badInput} bad input (arguments, config, certificate files, port), ${EXIT.internal} internal error.`;
 
@@ -53,7 +55,9 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     base: { service: 'hookguard' },
     timestamp: pino.stdTimeFunctions.isoTime,
   });
-  const tls = await loadTls(config.server.tls);
+  const selfManaged =
+    config.certificates.mode === 'self' ? startSelfManagedCertificates(config, io.env, logger) : undefined;
+  const tls = selfManaged ? { ...(await selfManaged.firstPair()), generated: false } : await loadTls(config.server.tls);
   if (tls.generated) {
     logger.warn(
       'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
@@ -100,7 +104,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     try {
       await server.listen({ host: config.server.host, port });
     } catch (error) {
-      await Promise.all([stopWatches(), selfTest.stop(), app.close(), probes.close()]);
+      await Promise.all([stopWatches(), selfTest.stop(), selfManaged?.stop(), app.close(), probes.close()]);
       throw new ConfigError(key, `cannot listen on ${config.server.host}:${port}: ${(error as Error).message}`);
     }
     return (server.server.address() as AddressInfo).port;
@@ -131,7 +135,16 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   );
   const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
   let certificates: CertificateWatch | undefined;
-  if (certFile !== null && keyFile !== null) {
+  const certificateObserver = {
+    reloaded: (pair: KeyPair) => {
+      certificateInUse = pair.cert;
+      metrics.certificate(pair.cert, true);
+    },
+    rejected: () => metrics.error('tls_reload'),
+  };
+  if (selfManaged) {
+    selfManaged.serveWith(app.server as unknown as TlsServer, certificateObserver);
+  } else if (certFile !== null && keyFile !== null) {
     certificates = watchCertificates({
       server: app.server as unknown as TlsServer,
       certFile,
@@ -139,11 +152,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       current: tls,
       intervalMs: reloadIntervalMs,
       logger,
-      reloaded: (pair) => {
-        certificateInUse = pair.cert;
-        metrics.certificate(pair.cert, true);
-      },
-      rejected: () => metrics.error('tls_reload'),
+      ...certificateObserver,
     });
   }
   const signal = await signalled;
@@ -152,12 +161,14 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     'shutting down: finishing in-flight requests',
   );
   certificates?.close();
+  // The Lease is released at once, so another replica looks after the certificates while this one drains.
+  const certificatesStopped = selfManaged?.stop();
   // Released at once, so another replica takes the self-test over while this one drains.
   const selfTestStopped = selfTest.stop();
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
   // The probes answer (readiness failing) until the webhook has drained.
-  await Promise.all([stopWatches(), selfTestStopped, probes.close()]);
+  await Promise.all([stopWatches(), selfTestStopped, certificatesStopped, probes.close()]);
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

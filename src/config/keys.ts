@@ -212,6 +212,54 @@ export const KEYS = {
       doc: 'From SIGTERM to exit at most: connections still open then are cut (exit status 1).',
     }),
   },
+  // certificates.mode self: src/tls/self-managed.ts, docs/server.md ("Certificates hookguard manages itself").
+  certificates: {
+    mode: oneOf(['files', 'self'], {
+      default: 'files',
+      env: 'HOOKGUARD_CERTIFICATES_MODE',
+      doc: "`files`: server.tls.certFile/keyFile, or a generated development certificate; `self`: hookguard keeps a CA and its serving certificate in a Secret and the CA in its webhooks' caBundle.",
+    }),
+    secretName: text({
+      default: 'hookguard-tls',
+      format: NOT_EMPTY,
+      doc: 'The Secret (in certificates.namespace) holding tls.crt, tls.key, ca.crt and ca.key in self mode.',
+    }),
+    namespace: text({
+      default: 'hookguard',
+      format: NAMESPACE,
+      env: 'HOOKGUARD_CERTIFICATES_NAMESPACE',
+      doc: "hookguard's namespace: the Secret's, and the Service's in the certificate's DNS names.",
+    }),
+    serviceName: text({
+      default: 'hookguard',
+      format: NOT_EMPTY,
+      doc: 'The Service the webhooks call: the certificate is for <serviceName>.<namespace>.svc and .svc.cluster.local.',
+    }),
+    webhookName: text({
+      default: 'hookguard',
+      format: NOT_EMPTY,
+      doc: 'The name of both the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle hookguard writes.',
+    }),
+    caValidityDays: integer({
+      default: 1825,
+      min: 2,
+      max: 36500,
+      doc: 'A new CA is valid this long (5 years); it is replaced when less than a third is left.',
+    }),
+    certValidityDays: integer({
+      default: 365,
+      min: 1,
+      max: sibling('caValidityDays'),
+      doc: 'A new serving certificate is valid this long; it is re-signed when less than a third is left.',
+    }),
+    // The bound on how long a replica serves a certificate the Secret no longer holds.
+    refreshIntervalMs: integer({
+      default: 30_000,
+      min: 100,
+      max: 3_600_000,
+      doc: 'Every replica re-reads the Secret this often; the Lease holder also checks the certificates and caBundles.',
+    }),
+  },
   log: {
     level: oneOf(LOG_LEVELS, {
       default: 'info',

@@ -1,6 +1,6 @@
 import { constants, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { createSecureContext, type SecureContextOptions, type Server as TlsServer } from 'node:tls';
 import selfsigned from 'selfsigned';
 import type { Config } from '../config/keys.js';
 import { ConfigError } from '../errors.js';
@@ -116,4 +116,9 @@ export function secureContextOptions(pair: KeyPair): SecureContextOptions {
     // A client-initiated renegotiation (TLS 1.2) is refused outright, not merely rate-limited as Node does.
     secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
   };
+}
+
+/** Switches `server` to `pair`: connections already open keep the certificate they started with. */
+export function useCertificate(server: TlsServer, pair: KeyPair): void {
+  server.setSecureContext(secureContextOptions(pair));
 }
