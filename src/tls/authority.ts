@@ -3,7 +3,7 @@
 // certificates, and a serving certificate for the Service's DNS names. What differs: the CA is rotated in two
 // steps (the new CA reaches every caBundle before anything it signed is served) and an old CA stays in the bundle
 // until it expires, so no rotation leaves the API server distrusting a certificate a replica still serves.
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import selfsigned from 'selfsigned';
 
 /** The Secret's keys: kubernetes.io/tls's two, the CA bundle, and the key of the bundle's first (current) CA. */
@@ -59,7 +59,10 @@ export function dueForRotation(certificate: X509Certificate, nowMs: number): boo
 }
 
 export async function issueCa(settings: AuthoritySettings, nowMs: number): Promise<{ cert: string; key: string }> {
-  const pems = await selfsigned.generate([{ name: 'commonName', value: `hookguard-ca@${Math.floor(nowMs / 1000)}` }], {
+  // A name of its own: OpenSSL finds a certificate's issuer in a bundle by name, and two CAs made within the same
+  // second (a broken one replaced at once) would otherwise share one.
+  const name = `hookguard-ca@${Math.floor(nowMs / 1000)}-${randomBytes(4).toString('hex')}`;
+  const pems = await selfsigned.generate([{ name: 'commonName', value: name }], {
     keyType: 'ec',
     curve: 'P-256',
     algorithm: 'sha256',

@@ -206,10 +206,16 @@ export class SelfManagedCertificates {
       const serving = keepServing
         ? { cert: data[SECRET_KEYS.cert] ?? '', key: data[SECRET_KEYS.key] ?? '' }
         : await issueServingCertificate(this.settings, ca, nowMs);
+      // Still trusted after it: the old CAs of the Secret, and those the caBundle holds now (the only record of the
+      // CA that signed what the replicas serve, when the Secret's ca.crt is garbage).
+      const trusted = [
+        ...validCas(data[SECRET_KEYS.caBundle], nowMs),
+        ...validCas(await this.caBundleNow(signal), nowMs),
+      ];
       const next: CertificateData = {
         [SECRET_KEYS.cert]: serving.cert,
         [SECRET_KEYS.key]: serving.key,
-        [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...validCas(data[SECRET_KEYS.caBundle], nowMs)]),
+        [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...new Set(trusted)]),
         [SECRET_KEYS.caKey]: ca.key,
       };
       const reason =
@@ -221,13 +227,8 @@ export class SelfManagedCertificates {
       await write(next, reason, broken);
       caWritten = keepServing;
     } else {
-      const kept = validCas(data[SECRET_KEYS.caBundle], nowMs).join('');
-      if (
-        kept !==
-        bundleCertificates(data[SECRET_KEYS.caBundle])
-          .map((ca) => ca.toString())
-          .join('')
-      )
+      const kept = pemBundle(validCas(data[SECRET_KEYS.caBundle], nowMs));
+      if (kept !== pemBundle(bundleCertificates(data[SECRET_KEYS.caBundle]).map((ca) => ca.toString())))
         await write({ ...data, [SECRET_KEYS.caBundle]: kept }, 'dropped expired or unreadable CAs from ca.crt');
     }
 
@@ -255,6 +256,12 @@ export class SelfManagedCertificates {
         problem,
       );
     }
+  }
+
+  /** The first webhook's caBundle in the MutatingWebhookConfiguration, decoded ('' when there is none). */
+  private async caBundleNow(signal: AbortSignal): Promise<string> {
+    const [bundle] = (await this.api.getWebhooks('MutatingWebhookConfiguration', signal))?.caBundles ?? [];
+    return Buffer.from(bundle ?? '', 'base64').toString('utf8');
   }
 
   private async inject(kind: WebhookKind, caBundle: string, signal: AbortSignal): Promise<void> {

@@ -335,4 +335,52 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
       expect(await admit(follower.port, 'uid-repaired')).toBe('200 uid-repaired');
     },
   );
+
+  it('a garbage CA in the Secret: the leader makes a new CA, keeps trusting the old one from the caBundle, and every request is answered', async () => {
+    await world();
+    const leader = await replica(true);
+    const follower = await replica(false);
+    const good = secretData(fake);
+    await eventually(() => caBundles(fake)[0] === good[SECRET_KEYS.caBundle], 'the first caBundle');
+    leader.certificates.leadership.stopped();
+    fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
+      (secret.data as Record<string, string>)['ca.crt'] = Buffer.from('not a certificate\n').toString('base64');
+    });
+    let answered = 0;
+    const failures: string[] = [];
+    let running = true;
+    const load = (async () => {
+      while (running) {
+        const uid = `uid-${answered}`;
+        const outcome = await admit(follower.port, uid).catch((error: Error) => error.message);
+        if (outcome === `200 ${uid}`) answered++;
+        else failures.push(outcome);
+      }
+    })();
+    try {
+      leader.certificates.leadership.started(new AbortController().signal);
+      await eventually(
+        async () =>
+          (await presented(follower.port)).fingerprint256 !== new X509Certificate(good['tls.crt'] ?? '').fingerprint256,
+        'the follower serving the new certificate',
+        10_000,
+      );
+      const servedBefore = answered;
+      await eventually(() => answered >= servedBefore + 10, 'requests answered after the repair', 10_000);
+    } finally {
+      running = false;
+      await load;
+    }
+    expect(failures).toEqual([]);
+    expect(leader.lines.find((line) => line.msg === 'certificates: replaced what the Secret held')).toMatchObject({
+      level: 40,
+      problem: 'ca.crt holds no certificate',
+      reason: 'the CA was not usable: created a new one',
+    });
+    // The new CA, then the old one, which only the caBundle still had.
+    const bundle = secretData(fake)[SECRET_KEYS.caBundle] ?? '';
+    expect(bundle.endsWith(good[SECRET_KEYS.caBundle] ?? '')).toBe(true);
+    expect(bundle).not.toBe(good[SECRET_KEYS.caBundle]);
+    expect(caBundles(fake)).toEqual([bundle, bundle, bundle]);
+  });
 });
