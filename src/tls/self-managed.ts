@@ -197,7 +197,7 @@ export class SelfManagedCertificates {
     };
 
     // 1. The CA.
-    let caWritten = false;
+    let servingWaitsARound = false;
     const [currentCa] = bundleCertificates(data[SECRET_KEYS.caBundle]);
     const broken = stored === undefined ? undefined : caProblem(data, nowMs);
     if (stored === undefined || broken !== undefined || (currentCa && dueForRotation(currentCa, nowMs))) {
@@ -225,7 +225,7 @@ export class SelfManagedCertificates {
             ? 'the CA was not usable: created a new one'
             : 'the CA has less than a third of its validity left: created a new one';
       await write(next, reason, broken);
-      caWritten = keepServing;
+      servingWaitsARound = keepServing;
     } else {
       const kept = pemBundle(validCas(data[SECRET_KEYS.caBundle], nowMs));
       if (kept !== pemBundle(bundleCertificates(data[SECRET_KEYS.caBundle]).map((ca) => ca.toString())))
@@ -238,7 +238,7 @@ export class SelfManagedCertificates {
 
     // 3. The serving certificate, signed by the CA every caBundle now trusts.
     // After a new CA, a round later: the API server reads webhook configurations through a cache of its own.
-    if (caWritten) return;
+    if (servingWaitsARound) return;
     const problem = servingProblem(data, this.settings, nowMs);
     const due = problem === undefined && dueForRotation(new X509Certificate(data[SECRET_KEYS.cert] ?? ''), nowMs);
     if (problem !== undefined || due) {
