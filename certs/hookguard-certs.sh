@@ -17,8 +17,9 @@ Usage: certs/hookguard-certs.sh [--namespace NS] [--service NAME] [--out DIR] [-
   --apply          also patch the caBundle of both webhook configurations and apply the Secret, with kubectl
   --kubectl PATH   the kubectl to run (default: kubectl on PATH)
 
-Writes into DIR: ca.crt, ca.key, tls.crt, tls.key, secret.yaml (the Secret hookguard-tls),
+Writes into DIR: ca.crt, tls.crt, tls.key, secret.yaml (the Secret hookguard-tls),
 cabundle-patch.json (a JSON patch for both webhook configurations), and cabundle.pem (what the caBundle holds).
+The CA's key is never written: every run makes a new CA, so nothing would ever reuse it.
 USAGE
 }
 
@@ -108,10 +109,12 @@ YAML
 
 printf '[{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":"%s"}]\n' "$(b64 "$work/cabundle.pem")" > "$work/cabundle-patch.json"
 
-# Only now replace the previous files: a failure above leaves them as they were.
-for file in ca.key ca.crt tls.key tls.crt cabundle.pem secret.yaml cabundle-patch.json; do
+# Only now replace the previous files: a failure above leaves them as they were. The CA key stays in $work, which
+# is removed on exit; a key an earlier version of this script left in DIR goes too.
+for file in ca.crt tls.key tls.crt cabundle.pem secret.yaml cabundle-patch.json; do
   mv -f "$work/$file" "$out/$file"
 done
+rm -f "$out/ca.key"
 chmod 644 "$out/ca.crt" "$out/tls.crt" "$out/cabundle.pem"
 
 echo "hookguard-certs: wrote a CA and a certificate for $host and $host.cluster.local to $out"
@@ -122,11 +125,13 @@ if [[ "$apply" == true ]]; then
   for kind in mutatingwebhookconfiguration validatingwebhookconfiguration; do
     "$kubectl" patch "$kind" "$service" --type json --patch-file "$out/cabundle-patch.json"
   done
-  "$kubectl" apply -f "$out/secret.yaml"
+  # Server-side: a client-side apply would copy the whole Secret, private key included, into its
+  # kubectl.kubernetes.io/last-applied-configuration annotation, readable by anyone who may read the Secret's metadata.
+  "$kubectl" apply --server-side --field-manager=hookguard-certs --force-conflicts -f "$out/secret.yaml"
   echo "hookguard-certs: caBundle injected and Secret $namespace/$service-tls applied; hookguard reloads it without a restart"
 else
   echo "  to install: kubectl patch mutatingwebhookconfiguration $service --type json --patch-file $out/cabundle-patch.json"
   echo "              kubectl patch validatingwebhookconfiguration $service --type json --patch-file $out/cabundle-patch.json"
-  echo "              kubectl apply -f $out/secret.yaml"
+  echo "              kubectl apply --server-side --field-manager=hookguard-certs --force-conflicts -f $out/secret.yaml"
   echo "  (or rerun with --apply)"
 fi

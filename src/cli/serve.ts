@@ -1,28 +1,38 @@
+import type { AddressInfo } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
-import { buildApp } from '../http/app.js';
+import { buildApp, buildProbeApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { BoundedLogDestination, stdoutStream } from '../http/log-destination.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
-import { loadTls } from '../tls/certificates.js';
+import { loadTls, type KeyPair } from '../tls/certificates.js';
+import { startSelfManagedCertificates } from '../tls/self-managed.js';
 import { startSelfTest } from '../selftest/start.js';
 import { EXIT, ListenError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
 export const SERVE_USAGE = `Usage: hookguard serve [--config FILE] [--host H] [--port N] [--mode enforce|audit] [--argocd-version V]
-Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics.
-Without server.tls.certFile/keyFile it generates a self-signed development certificate at start.
+Serves the admission webhook over HTTPS: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics;
+and GET /healthz, GET /readyz, GET /metrics over plain HTTP on server.probePort (8080).
+Without server.tls.certFile/keyFile it generates a self-signed development certificate at start; with
+certificates.mode self it keeps its own CA and serving certificate in a Secret (docs/server.md).
 Exit status: ${EXIT.ok} every request answered after SIGTERM or SIGINT, ${EXIT.shutdownForced} connections still open at server.shutdownTimeoutMs
 were cut, ${EXIT.badInput} bad input (arguments, config, certificate files, port), ${EXIT.internal} internal error.`;
 
 /** Why the server could not listen, in the user's terms: a busy port is the usual cause, and says so. */
-function listenError(host: string, port: number, error: NodeJS.ErrnoException): ListenError {
+/** How to choose another port, for each listener. */
+const CHOOSE_PORT = {
+  'server.port': 'choose another port with --port, HOOKGUARD_PORT or server.port',
+  'server.probePort': 'choose another probe port with HOOKGUARD_PROBE_PORT or server.probePort',
+} as const;
+
+function listenError(host: string, port: number, error: NodeJS.ErrnoException, choose: string): ListenError {
   const where = `${host}:${port}`;
-  const choose = 'choose another port with --port, HOOKGUARD_PORT or server.port';
   if (error.code === 'EADDRINUSE')
     return new ListenError(`port ${port} is already in use (on ${where}): stop what listens there, or ${choose}`);
   if (error.code === 'EACCES')
@@ -65,7 +75,9 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     },
     logDestination,
   );
-  const tls = await loadTls(config.server.tls);
+  const selfManaged =
+    config.certificates.mode === 'self' ? startSelfManagedCertificates(config, io.env, logger) : undefined;
+  const tls = selfManaged ? { ...(await selfManaged.firstPair()), generated: false } : await loadTls(config.server.tls);
   if (tls.generated) {
     logger.warn(
       'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
@@ -101,12 +113,25 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     lifecycle,
     selfTest,
   });
-  try {
-    await app.listen({ host: config.server.host, port: config.server.port });
-  } catch (error) {
-    await Promise.all([stopWatches(), selfTest.stop()]);
-    throw listenError(config.server.host, config.server.port, error as NodeJS.ErrnoException);
-  }
+  const probes = buildProbeApp(config, {
+    logger,
+    argocd: discovery.source,
+    namespaces: namespaceWatch.source,
+    metrics,
+    lifecycle,
+    selfTest,
+  });
+  const listen = async (server: FastifyInstance, key: 'server.port' | 'server.probePort', port: number) => {
+    try {
+      await server.listen({ host: config.server.host, port });
+    } catch (error) {
+      await Promise.all([stopWatches(), selfTest.stop(), selfManaged?.stop(), app.close(), probes.close()]);
+      throw listenError(config.server.host, port, error as NodeJS.ErrnoException, CHOOSE_PORT[key]);
+    }
+    return (server.server.address() as AddressInfo).port;
+  };
+  const port = await listen(app, 'server.port', config.server.port);
+  const probePort = await listen(probes, 'server.probePort', config.server.probePort);
   // Listening for signals before saying ready: whoever reads that line may stop the process at once.
   const signalled = new Promise<string>((resolve) => {
     const received = (name: string) => () => {
@@ -120,6 +145,8 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   });
   logger.info(
     {
+      port,
+      probePort,
       mode: config.mode,
       argocdVersion:
         config.argocd.version ?? (discovery.source.status().enabled ? 'discovered per instance' : 'unknown'),
@@ -129,7 +156,16 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   );
   const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
   let certificates: CertificateWatch | undefined;
-  if (certFile !== null && keyFile !== null) {
+  const certificateObserver = {
+    reloaded: (pair: KeyPair) => {
+      certificateInUse = pair.cert;
+      metrics.certificate(pair.cert, true);
+    },
+    rejected: () => metrics.error('tls_reload'),
+  };
+  if (selfManaged) {
+    selfManaged.serveWith(app.server as unknown as TlsServer, certificateObserver);
+  } else if (certFile !== null && keyFile !== null) {
     certificates = watchCertificates({
       server: app.server as unknown as TlsServer,
       certFile,
@@ -137,11 +173,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       current: tls,
       intervalMs: reloadIntervalMs,
       logger,
-      reloaded: (pair) => {
-        certificateInUse = pair.cert;
-        metrics.certificate(pair.cert, true);
-      },
-      rejected: () => metrics.error('tls_reload'),
+      ...certificateObserver,
     });
   }
   const signal = await signalled;
@@ -150,16 +182,14 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     'shutting down: finishing in-flight requests',
   );
   certificates?.close();
+  // The Lease is released at once, so another replica looks after the certificates while this one drains.
+  const certificatesStopped = selfManaged?.stop();
   // Released at once, so another replica takes the self-test over while this one drains.
   const selfTestStopped = selfTest.stop();
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
   const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
-  await Promise.all([stopWatches(), selfTestStopped]);
-  const flushed = await logDestination.end(config.log.flushTimeoutMs);
-  if (!flushed.flushed)
-    io.stderr(
-      `hookguard: stdout took no more log lines within log.flushTimeoutMs (${config.log.flushTimeoutMs} ms): ${flushed.unwrittenBytes} bytes of them were not written (${logDestination.dropped} lines dropped before)\n`,
-    );
+  // The probes answer (readiness failing) until the webhook has drained.
+  await Promise.all([stopWatches(), selfTestStopped, certificatesStopped, probes.close()]);
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

@@ -150,6 +150,15 @@ export const KEYS = {
   server: {
     host: text({ default: '0.0.0.0', env: 'HOOKGUARD_HOST', doc: 'Address the HTTPS server listens on.' }),
     port: integer({ default: 8443, min: 1, max: 65535, env: 'HOOKGUARD_PORT', doc: 'Port of the HTTPS server.' }),
+    // controller-runtime's split of webhook, health and metrics listeners: idle TLS connections hoarding the webhook
+    // port cannot fail the kubelet's probes.
+    probePort: integer({
+      default: 8080,
+      min: 0,
+      max: 65535,
+      env: 'HOOKGUARD_PROBE_PORT',
+      doc: "Port of the plain-HTTP listener for /healthz, /readyz and /metrics, apart from the webhook's TLS port; 0: any free port (logged).",
+    }),
     tls: group(
       {
         certFile: optionalText({
@@ -235,6 +244,54 @@ export const KEYS = {
       min: 1_000,
       max: 600_000,
       doc: 'From SIGTERM to exit at most: connections still open then are cut (exit status 1).',
+    }),
+  },
+  // certificates.mode self: src/tls/self-managed.ts, docs/server.md ("Certificates hookguard manages itself").
+  certificates: {
+    mode: oneOf(['files', 'self'], {
+      default: 'files',
+      env: 'HOOKGUARD_CERTIFICATES_MODE',
+      doc: "`files`: server.tls.certFile/keyFile, or a generated development certificate; `self`: hookguard keeps a CA and its serving certificate in a Secret and the CA in its webhooks' caBundle.",
+    }),
+    secretName: text({
+      default: 'hookguard-tls',
+      format: NOT_EMPTY,
+      doc: 'The Secret (in certificates.namespace) holding tls.crt, tls.key, ca.crt and ca.key in self mode.',
+    }),
+    namespace: text({
+      default: 'hookguard',
+      format: NAMESPACE,
+      env: 'HOOKGUARD_CERTIFICATES_NAMESPACE',
+      doc: "hookguard's namespace: the Secret's, and the Service's in the certificate's DNS names.",
+    }),
+    serviceName: text({
+      default: 'hookguard',
+      format: NOT_EMPTY,
+      doc: 'The Service the webhooks call: the certificate is for <serviceName>.<namespace>.svc and .svc.cluster.local.',
+    }),
+    webhookName: text({
+      default: 'hookguard',
+      format: NOT_EMPTY,
+      doc: 'The name of both the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration whose caBundle hookguard writes.',
+    }),
+    caValidityDays: integer({
+      default: 1825,
+      min: 2,
+      max: 36500,
+      doc: 'A new CA is valid this long (5 years); it is replaced when less than a third is left.',
+    }),
+    certValidityDays: integer({
+      default: 365,
+      min: 1,
+      max: sibling('caValidityDays'),
+      doc: 'A new serving certificate is valid this long; it is re-signed when less than a third is left.',
+    }),
+    // The bound on how long a replica serves a certificate the Secret no longer holds.
+    refreshIntervalMs: integer({
+      default: 30_000,
+      min: 100,
+      max: 3_600_000,
+      doc: 'Every replica re-reads the Secret this often; the Lease holder also checks the certificates and caBundles.',
     }),
   },
   log: {

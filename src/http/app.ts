@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
+import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 import { auditRecord } from './audit.js';
 import { decisionContext } from '../config/decision-context.js';
@@ -19,7 +20,7 @@ import { isSelfTestProbe, VALIDATING_MARKER } from '../selftest/probe.js';
 import type { SelfTestStatus } from '../selftest/start.js';
 import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
 import type { Lifecycle } from './lifecycle.js';
-import { fastifyLimits, serverLimits } from './limits.js';
+import { fastifyLimits, guardConnections, serverLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';
 import { parseJsonBody } from './json-body.js';
 import { errored, fromDecision } from './responses.js';
@@ -61,6 +62,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     ...(options.tls ? { https: { ...secureContextOptions(options.tls), ...serverLimits(config.server) } } : {}),
   }) as unknown as FastifyInstance;
   app.server.maxConnections = config.server.maxConnections;
+  if (options.tls) guardConnections(app.server as unknown as TlsServer, config.server);
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
   const probeUsername = options.selfTest?.probeUsername;
@@ -121,6 +123,52 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
 
   app.post('/mutate', review('mutate'));
   app.post('/validate', review('validate'));
+  probeRoutes(app, { ...options, metrics });
+
+  app.setNotFoundHandler(notFound('POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics'));
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const status =
+      error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) {
+      app.log.error({ err: error }, 'unexpected error');
+      metrics.error('http');
+    }
+    const route = request.routeOptions.url;
+    // An unparsable or oversized body never reached the handler: count it with the webhook's bad requests.
+    if (status < 500 && route !== undefined && WEBHOOK_ROUTES.has(route)) {
+      metrics.request(route.slice(1) as Endpoint, 'bad_request', undefined);
+    }
+    reply.code(status);
+    if (status === 413) return { error: `request body is larger than the ${limitBytes}-byte limit` };
+    return { error: status === 500 ? 'internal error' : error.message };
+  });
+  return app;
+}
+
+export type ProbeOptions = Pick<AppOptions, 'logger' | 'argocd' | 'namespaces' | 'lifecycle' | 'selfTest'> & {
+  metrics: Metrics;
+};
+
+/**
+ * The plain-HTTP listener of `server.probePort`: /healthz, /readyz and /metrics apart from the webhook's TLS port,
+ * as controller-runtime separates webhook, health and metrics servers, so that connections hoarding the webhook port
+ * cannot fail the kubelet's probes. It shares the webhook's metrics and shutdown state.
+ */
+export function buildProbeApp(config: Readonly<Config>, options: ProbeOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    ...fastifyLimits(config.server),
+    return503OnClosing: false,
+  }) as unknown as FastifyInstance;
+  probeRoutes(app, options);
+  app.setNotFoundHandler(notFound('GET /healthz, GET /readyz, GET /metrics'));
+  return app;
+}
+
+function probeRoutes(app: FastifyInstance, options: ProbeOptions): void {
+  const { argocd, lifecycle, metrics } = options;
+  const namespaceSource = options.namespaces;
   app.get('/healthz', async () => ({ status: 'ok' }));
   // Discovery or the namespace watch not synced, or the API server away, keeps it 200: admission works with the last
   // known or an unknown version, and an unready webhook would let hooks pass unguarded. Only shutting down makes it 503.
@@ -139,30 +187,13 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     reply.type(contentType);
     return text;
   });
+}
 
-  app.setNotFoundHandler(async (request, reply) => {
+function notFound(routes: string) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
     reply.code(404);
-    return {
-      error: `no route ${request.method} ${request.url}; hookguard serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics`,
-    };
-  });
-  app.setErrorHandler(async (error: FastifyError, request, reply) => {
-    const status =
-      error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
-    if (status === 500) {
-      app.log.error({ err: error }, 'unexpected error');
-      metrics.error('http');
-    }
-    const route = request.routeOptions.url;
-    // An unparsable or oversized body never reached the handler: count it with the webhook's bad requests.
-    if (status < 500 && route !== undefined && WEBHOOK_ROUTES.has(route)) {
-      metrics.request(route.slice(1) as Endpoint, 'bad_request', undefined);
-    }
-    reply.code(status);
-    if (status === 413) return { error: `request body is larger than the ${limitBytes}-byte limit` };
-    return { error: status === 500 ? 'internal error' : error.message };
-  });
-  return app;
+    return { error: `no route ${request.method} ${request.url}; hookguard serves ${routes}` };
+  };
 }
 
 export function outcomeOf(response: { allowed: boolean; patch?: string }): Outcome {

@@ -1,6 +1,6 @@
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { constants, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { createSecureContext, type SecureContextOptions, type Server as TlsServer } from 'node:tls';
 import selfsigned from 'selfsigned';
 import type { Config } from '../config/keys.js';
 import { ConfigError } from '../errors.js';
@@ -73,7 +73,52 @@ export function assertUsablePair(pair: KeyPair): void {
   createSecureContext(pair);
 }
 
+/**
+ * TLS 1.2 suites: ECDHE key exchange (forward secrecy) with an AEAD cipher (AES-GCM, ChaCha20-Poly1305) only, no CBC
+ * and no SHA-1 MAC: Mozilla's "intermediate" TLS 1.2 list without its finite-field DHE suites. Any client the API
+ * server runs on (Go's crypto/tls) offers these first. TLS 1.3's three suites are all AEAD with forward secrecy.
+ */
+export const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** Handshake signatures without SHA-1 (nor SHA-224): a client that can only sign with those is refused. */
+const SIGNATURE_ALGORITHMS = [
+  'ecdsa_secp256r1_sha256',
+  'ecdsa_secp384r1_sha384',
+  'ecdsa_secp521r1_sha512',
+  'ed25519',
+  'rsa_pss_rsae_sha256',
+  'rsa_pss_rsae_sha384',
+  'rsa_pss_rsae_sha512',
+  'rsa_pkcs1_sha256',
+  'rsa_pkcs1_sha384',
+  'rsa_pkcs1_sha512',
+].join(':');
+
 /** What the HTTPS server is given, at start and at every certificate reload. */
 export function secureContextOptions(pair: KeyPair): SecureContextOptions {
-  return { key: pair.key, cert: pair.cert, minVersion: 'TLSv1.2' };
+  return {
+    key: pair.key,
+    cert: pair.cert,
+    minVersion: 'TLSv1.2',
+    ciphers: TLS_CIPHERS,
+    sigalgs: SIGNATURE_ALGORITHMS,
+    honorCipherOrder: true,
+    // A client-initiated renegotiation (TLS 1.2) is refused outright, not merely rate-limited as Node does.
+    secureOptions: constants.SSL_OP_NO_RENEGOTIATION,
+  };
+}
+
+/** Switches `server` to `pair`: connections already open keep the certificate they started with. */
+export function useCertificate(server: TlsServer, pair: KeyPair): void {
+  server.setSecureContext(secureContextOptions(pair));
 }

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
-import { assertUsablePair, secureContextOptions, type KeyPair } from './certificates.js';
+import { assertUsablePair, useCertificate, type KeyPair } from './certificates.js';
 
 export interface CertificateWatchOptions {
   /** The server whose secure context is switched; open connections keep the context they started with. */
@@ -63,7 +63,7 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
       }
       return;
     }
-    options.server.setSecureContext(secureContextOptions(pair));
+    useCertificate(options.server, pair);
     current = pair;
     options.reloaded(pair);
     lastRejected = undefined;

@@ -3,7 +3,7 @@
 // TLS and verified the way the API server verifies it (the caBundle as CA, the Service's DNS name).
 import { execFile, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,9 +78,17 @@ describe('certs/hookguard-certs.sh', () => {
       true,
     ]);
     expect(serving.checkHost('hookguard.other.svc')).toBeUndefined();
-    // Private keys are readable by their owner only.
-    for (const file of ['ca.key', 'tls.key', 'secret.yaml'])
+    // Private keys are readable by their owner only; the CA's key, never reused, is not kept at all.
+    for (const file of ['tls.key', 'secret.yaml'])
       expect(spawnSync('stat', ['-c', '%a', join(out, file)], { encoding: 'utf8' }).stdout.trim()).toBe('600');
+    expect(readdirSync(out).sort()).toEqual([
+      'ca.crt',
+      'cabundle-patch.json',
+      'cabundle.pem',
+      'secret.yaml',
+      'tls.crt',
+      'tls.key',
+    ]);
   });
 
   it('writes the Secret hookguard-tls the Deployment mounts, schema-valid, holding exactly the files it wrote', () => {
@@ -177,9 +185,17 @@ describe('certs/hookguard-certs.sh', () => {
     expect(read(out, 'kubectl.log').split('\n').filter(Boolean)).toEqual([
       `patch mutatingwebhookconfiguration hookguard --type json --patch-file ${out}/cabundle-patch.json`,
       `patch validatingwebhookconfiguration hookguard --type json --patch-file ${out}/cabundle-patch.json`,
-      `apply -f ${out}/secret.yaml`,
+      // Server-side: a client-side apply copies the private key into last-applied-configuration.
+      `apply --server-side --field-manager=hookguard-certs --force-conflicts -f ${out}/secret.yaml`,
     ]);
     expect(run.stdout).toContain('hookguard-certs: caBundle injected and Secret hookguard/hookguard-tls applied');
+  });
+
+  it('removes a CA key an earlier version left in --out', () => {
+    const out = freshDir('leftover');
+    writeFileSync(join(out, 'ca.key'), 'an old CA key\n');
+    expect(runScript(['--out', out]).status).toBe(0);
+    expect(readdirSync(out)).not.toContain('ca.key');
   });
 
   it('stops at the first kubectl failure, with its exit status', () => {

@@ -5,6 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/serve-process.js';
 import { runCli } from '../support/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-serve-config-'));
@@ -101,6 +102,25 @@ describe('hookguard serve with unusable TLS files or port (the built CLI)', () =
       expect(run.status).toBe(2);
       expect(run.stderr).toBe(
         `hookguard serve: port ${port} is already in use (on 127.0.0.1:${port}): stop what listens there, or choose another port with --port, HOOKGUARD_PORT or server.port\n`,
+      );
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('exits 2 naming server.probePort when the probe port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const run = runCli(['serve', '--host', '127.0.0.1', '--port', String(await freePort())], undefined, {
+        HOOKGUARD_PROBE_PORT: String(port),
+      });
+      expect(run.status).toBe(2);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^hookguard serve: invalid config: server\\.probePort: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`,
+        ),
       );
     } finally {
       taken.close();

@@ -38,12 +38,6 @@ afterAll(async () => {
 
 const body = (uid: string) => JSON.stringify(admissionReview({ uid, operation: 'CREATE', object: hookJob() }));
 
-function openConnections(): Promise<number> {
-  return new Promise((resolve, reject) =>
-    app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
-  );
-}
-
 /** Milliseconds until `closed` settles. */
 async function timeUntil(closed: Promise<unknown>): Promise<number> {
   const started = performance.now();
@@ -131,15 +125,94 @@ describe('timeouts and limits against slow or abusive clients (real TLS)', () =>
     expect(connection.unread).toMatch(/^HTTP\/1\.1 431 /);
   });
 
-  it('refuses connections over the connection limit and takes them again once below it', async () => {
-    const held = await Promise.all(Array.from({ length: 8 }, () => RawConnection.open(port, [tls.cert])));
-    await expect(RawConnection.open(port, [tls.cert])).rejects.toThrow();
-    for (const connection of held) expect((await connection.request('GET', '/healthz')).status).toBe(200);
-    held[0]?.destroy();
-    // Closed on this side is not yet closed on the server's: wait until the server counts one connection less.
-    await eventually(async () => (await openConnections()) < LIMITS['server.maxConnections'], 'a free connection slot');
-    const again = await RawConnection.open(port, [tls.cert]);
+  it('closes a connection that sends no request within the headers timeout after its handshake', async () => {
+    // Node waits for a first request forever: before, this connection stayed open until the test ended.
+    const connection = await RawConnection.open(port, [tls.cert]);
+    const elapsed = await timeUntil(connection.closed);
+    expect(elapsed).toBeGreaterThanOrEqual(400);
+    expect(elapsed).toBeLessThan(2500);
+  });
+});
+
+// The default timeouts (nothing here is cut off by time) with a limit of 8 connections.
+describe('the connection limit (real TLS)', () => {
+  const LIMIT = 8;
+  let limited: FastifyInstance;
+  let limitedPort: number;
+
+  beforeAll(async () => {
+    limited = buildApp(loadConfig({ overrides: { 'server.maxConnections': LIMIT } }), {
+      logger: pino({ level: 'silent' }),
+      tls,
+    });
+    await limited.listen({ host: '127.0.0.1', port: 0 });
+    limitedPort = (limited.server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await limited.close();
+  });
+
+  const isClosed = (connection: RawConnection) => connection.socket.destroyed;
+
+  it('keeps a slot free: each connection past the limit closes the oldest idle one, and each is answered', async () => {
+    const connections: RawConnection[] = [];
+    for (let index = 0; index < LIMIT + 4; index++) {
+      const connection = await RawConnection.open(limitedPort, [tls.cert]);
+      connections.push(connection);
+      const reply = await connection.request('POST', '/mutate', body(`uid-slot-${index}`));
+      expect([reply.status, JSON.parse(reply.body).response.uid]).toEqual([200, `uid-slot-${index}`]);
+    }
+    // The 8th arrival closed the 1st, ... the 12th the 5th: the 7 newest stay open, one slot stays free.
+    await eventually(() => connections.slice(0, 5).every(isClosed), 'the 5 oldest connections closed');
+    expect(connections.map(isClosed)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    for (const connection of connections.slice(5))
+      expect((await connection.request('GET', '/healthz')).status).toBe(200);
+    for (const connection of connections) connection.destroy();
+  });
+
+  it('refuses a connection only while every connection is busy, and answers the busy ones in full', async () => {
+    const payload = body('uid-busy');
+    const head = requestHead('POST', '/mutate', Buffer.byteLength(payload));
+    // Headers and half a body: a request in flight on each connection.
+    const busy: RawConnection[] = [];
+    let requestsBegun = 0;
+    const begun = () => requestsBegun++;
+    limited.server.on('request', begun);
+    for (let index = 0; index < LIMIT; index++) {
+      const connection = await RawConnection.open(limitedPort, [tls.cert]);
+      connection.write(head + payload.slice(0, 10));
+      busy.push(connection);
+      // Busy once the server has read the headers: until then the connection is idle, and the next could close it.
+      await eventually(() => requestsBegun === index + 1, 'the server reading the request headers');
+    }
+    limited.server.off('request', begun);
+    await expect(RawConnection.open(limitedPort, [tls.cert])).rejects.toThrow();
+    // One request completes: it is answered in full, then its connection, idle at the limit, makes room.
+    const [first, ...others] = busy as [RawConnection, ...RawConnection[]];
+    first.write(payload.slice(10));
+    const reply = await first.response();
+    expect([reply.status, JSON.parse(reply.body).response.uid]).toEqual([200, 'uid-busy']);
+    await first.closed;
+    const again = await RawConnection.open(limitedPort, [tls.cert]);
     expect((await again.request('GET', '/healthz')).status).toBe(200);
-    for (const connection of [...held, again]) connection.destroy();
+    for (const connection of others) {
+      connection.write(payload.slice(10));
+      expect((await connection.response()).status).toBe(200);
+    }
+    for (const connection of [...others, again]) connection.destroy();
   });
 });

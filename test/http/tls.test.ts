@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
@@ -14,6 +15,11 @@ import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certific
 import { requestOnce, type Reply } from '../support/request-once.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 import { ServeProcess } from '../support/serve-process.js';
+
+/** OpenSSL's command line, when the machine has one. */
+const openssl = ['/usr/bin/openssl', '/usr/local/bin/openssl'].find(
+  (path) => spawnSync(path, ['version']).status === 0,
+);
 
 interface RequestOptions {
   port: number;
@@ -144,6 +150,88 @@ describe('the webhook over a real TLS socket', () => {
     },
   );
 
+  /** A TLS 1.2 handshake offering only `ciphers`: the suite agreed on, or the error that ended it. */
+  function handshakeTls12(ciphers: string): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = tlsConnect({
+        host: '127.0.0.1',
+        port,
+        ca: tls.cert,
+        servername: 'localhost',
+        maxVersion: 'TLSv1.2',
+        ciphers,
+      });
+      socket.once('secureConnect', () => {
+        resolve(socket.getCipher().name);
+        socket.destroy();
+      });
+      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    });
+  }
+
+  // A client offering only CBC (with SHA-1 or SHA-256 MACs) gets alert 40 handshake_failure: the server has no suite
+  // in common. Node's default list, which the server used before, agrees to the first two.
+  it.each([
+    ['ECDHE-ECDSA-AES128-SHA', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE'],
+    ['ECDHE-ECDSA-AES256-SHA384', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE'],
+    ['AES128-GCM-SHA256', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE'],
+    ['ECDHE-ECDSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-AES256-GCM-SHA384'],
+    ['ECDHE-ECDSA-CHACHA20-POLY1305', 'ECDHE-ECDSA-CHACHA20-POLY1305'],
+  ])('over TLS 1.2, a client offering only %s gets %s', async (offered, outcome) => {
+    expect(await handshakeTls12(offered)).toBe(outcome);
+  });
+
+  it('over TLS 1.2, agrees to ECDHE with AES-GCM when a client offers everything it knows', async () => {
+    expect(await handshakeTls12('ALL:@SECLEVEL=0')).toBe('ECDHE-ECDSA-AES128-GCM-SHA256');
+  });
+
+  it('refuses a TLS 1.2 renegotiation with a no_renegotiation alert', async () => {
+    const socket = tlsConnect({
+      host: '127.0.0.1',
+      port,
+      ca: tls.cert,
+      servername: 'localhost',
+      maxVersion: 'TLSv1.2',
+    });
+    await once(socket, 'secureConnect');
+    const failed = once(socket, 'error') as Promise<[NodeJS.ErrnoException]>;
+    expect(socket.renegotiate({ rejectUnauthorized: true }, () => undefined)).toBe(true);
+    const [error] = await failed;
+    expect(error.code).toBe('ERR_SSL_NO_RENEGOTIATION');
+    socket.destroy();
+  });
+
+  // The same checks with OpenSSL's own client, where the machine has one.
+  it.runIf(openssl !== undefined)(
+    'openssl s_client: CBC suites refused, ECDHE-ECDSA-AES128-GCM-SHA256 agreed',
+    async () => {
+      // Asynchronous: the server runs in this process.
+      const sClient = (cipher: string) =>
+        new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+          const child = spawn(openssl as string, [
+            's_client',
+            '-connect',
+            `127.0.0.1:${port}`,
+            '-tls1_2',
+            '-cipher',
+            cipher,
+          ]);
+          let stdout = '';
+          let stderr = '';
+          child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+          child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+          child.stdin.end();
+          child.once('close', (status) => resolve({ status, stdout, stderr }));
+        });
+      const cbc = await sClient('ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA:ECDHE-ECDSA-AES128-SHA256');
+      expect(cbc.status).not.toBe(0);
+      expect(cbc.stderr).toContain('alert handshake failure');
+      const gcm = await sClient('ECDHE-ECDSA-AES128-GCM-SHA256');
+      expect(gcm.status).toBe(0);
+      expect(gcm.stdout).toContain('Cipher is ECDHE-ECDSA-AES128-GCM-SHA256');
+    },
+  );
+
   it('gives a plaintext HTTP client no AdmissionReview', async () => {
     const body = JSON.stringify(admissionReview({ uid: 'uid-plain', operation: 'CREATE', object: CLEANUP_JOB }));
     await expect(request(http, { port, method: 'POST', path: '/mutate', body })).rejects.toMatchObject({
@@ -189,6 +277,28 @@ describe('hookguard serve (the built CLI)', () => {
           namespaces: { enabled: false, reason: offReason },
           selfTest: { enabled: false, reason: offReason },
         },
+      ]);
+      // The same probes, and the metrics, over plain HTTP on the probe port, apart from the webhook's TLS port.
+      expect(serve.probePort).not.toBe(port);
+      const plain = (path: string) => request(http, { port: serve.probePort, method: 'GET', path });
+      const probeHealth = await plain('/healthz');
+      expect([probeHealth.status, JSON.parse(probeHealth.body)]).toEqual([200, { status: 'ok' }]);
+      const probeReadiness = await plain('/readyz');
+      expect([probeReadiness.status, JSON.parse(probeReadiness.body)]).toEqual([
+        readiness.status,
+        JSON.parse(readiness.body),
+      ]);
+      const metrics = await plain('/metrics');
+      expect([metrics.status, metrics.body]).toEqual([200, expect.stringContaining('hookguard_')]);
+      const webhookOnProbePort = await request(http, {
+        port: serve.probePort,
+        method: 'POST',
+        path: '/mutate',
+        body: '{}',
+      });
+      expect([webhookOnProbePort.status, JSON.parse(webhookOnProbePort.body)]).toEqual([
+        404,
+        { error: 'no route POST /mutate; hookguard serves GET /healthz, GET /readyz, GET /metrics' },
       ]);
       expect(lines.filter((line) => line.msg === 'Argo CD discovery off')).toEqual([
         expect.objectContaining({ level: 30, reason: offReason }),

@@ -154,6 +154,50 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
     });
   });
 
+  // Before, these 1,000 filled server.maxConnections (1,000) for the 95 s keep-alive timeout, and every new
+  // connection, the API server's included, was dropped at once.
+  it('answers a new client while one client holds 1,000 idle keep-alive TLS connections', async () => {
+    const limit = config.server.maxConnections;
+    const hoarded: tls.TLSSocket[] = [];
+    try {
+      for (let batch = 0; batch < limit; batch += 50) {
+        const sockets = await Promise.all(Array.from({ length: Math.min(50, limit - batch) }, () => connect()));
+        await Promise.all(
+          sockets.map(async (socket) => {
+            socket.on('error', () => undefined);
+            const answered = once(socket, 'data');
+            socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+            await answered;
+          }),
+        );
+        hoarded.push(...sockets);
+      }
+      // A real client on a fresh connection (the API server opening one more) is answered, several times over.
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const { status, body } = await requestOnce(
+          {
+            host: '127.0.0.1',
+            port: server.port,
+            path: '/mutate',
+            method: 'POST',
+            agent: false,
+            ca: certificate.cert,
+            servername: 'localhost',
+            headers: { 'content-type': 'application/json' },
+          },
+          validBody,
+        );
+        expect([status, JSON.parse(body).response.uid]).toEqual([200, 'uid-probe']);
+      }
+      // Each of those closed one of the hoarder's idle connections, oldest first; most are still open.
+      const closed = hoarded.filter((socket) => socket.destroyed || socket.readableEnded).length;
+      expect(closed).toBeGreaterThanOrEqual(1);
+      expect(closed).toBeLessThan(50);
+    } finally {
+      for (const socket of hoarded) socket.destroy();
+    }
+  });
+
   it('shrugs off plaintext HTTP and garbage bytes on the TLS port while serving TLS clients', async () => {
     await servedThroughout(async () => {
       for (const garbage of [

@@ -10,6 +10,12 @@ import { repoRoot } from './k8s-tools.js';
  */
 export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
 
+/**
+ * `serve`'s probe listener on a port the kernel picks (logged in "hookguard ready"), unless a test sets one: the
+ * default 8080 would be taken by whichever of the servers tests run at once started first.
+ */
+export const PROBE_PORT_ANY: Readonly<Record<string, string>> = { HOOKGUARD_PROBE_PORT: '0' };
+
 const stale = staleBuild();
 if (stale !== undefined) throw new Error(`dist/ is older than src/ (${stale}): run npm run build (npm test does)`);
 
@@ -24,7 +30,7 @@ export function runCli(args: readonly string[], input?: string, env: Record<stri
     input,
     encoding: 'utf8',
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', ...PROBE_PORT_ANY, ...env },
     timeout: 30_000,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -34,7 +40,7 @@ export function runCli(args: readonly string[], input?: string, env: Record<stri
 export function runCliAsync(args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
   const child = spawn(process.execPath, [cliPath, ...args], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', ...PROBE_PORT_ANY, ...env },
     timeout: 30_000,
   });
   let stdout = '';

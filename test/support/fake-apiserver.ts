@@ -7,7 +7,7 @@
 // `continue`; a token from before a compaction answers 410 Expired; `Accept:
 // application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` gets metadata only. events.k8s.io/v1 Events are
 // created (POST) and checked as kube-apiserver checks them. Tests can drop watches, expire resourceVersions, stop and
-// restart it, and inject failures. It also answers Leases (create, and PUT with resourceVersion conflicts, 409), custom
+// restart it, and inject failures. It also answers Secrets, Mutating- and ValidatingWebhookConfigurations, Leases (create, and PUT with resourceVersion conflicts, 409), custom
 // resources defined from their CRD (validated against its schema, with a status subresource), and CREATEs of Jobs and
 // Pods through the admission webhooks when `admission` is set: it calls hookguard's /mutate and /validate over TLS,
 // applies the JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"`
@@ -77,6 +77,15 @@ const RESOURCES: readonly Resource[] = [
   },
   // Cluster-scoped: no metadata.namespace; stored, and found by modify/remove/get, with the namespace ''.
   { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1' },
+  { prefix: '/api/v1', plural: 'secrets', group: '', kind: 'Secret', apiVersion: 'v1' },
+  ...(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'] as const).map((kind) => ({
+    prefix: '/apis/admissionregistration.k8s.io/v1',
+    plural: `${kind.toLowerCase()}s`,
+    group: 'admissionregistration.k8s.io',
+    kind,
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    clusterScoped: true,
+  })),
 ];
 
 /** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease or Event time with fewer digits. */

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { dirname } from 'node:path';
-import { cliPath } from './cli.js';
+import { cliPath, PROBE_PORT_ANY } from './cli.js';
 
 export type LogLine = Record<string, unknown>;
 
@@ -48,6 +48,8 @@ export class ServeProcess {
   /** The exit code, once the process has exited. */
   readonly exit: Promise<number | null>;
   private pending = '';
+  /** The plain-HTTP port of /healthz, /readyz and /metrics, as the ready line says. */
+  probePort = 0;
 
   private constructor(
     readonly child: ChildProcessWithoutNullStreams,
@@ -76,10 +78,11 @@ export class ServeProcess {
     const port = await freePort();
     const child = spawn(process.execPath, [cli, 'serve', '--host', '127.0.0.1', '--port', String(port), ...args], {
       cwd: dirname(dirname(dirname(cli))),
-      env: { PATH: process.env.PATH ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', ...PROBE_PORT_ANY, ...env },
     });
     const serve = new ServeProcess(child, port);
-    await serve.waitForLog((line) => line.msg === 'hookguard ready');
+    const ready = await serve.waitForLog((line) => line.msg === 'hookguard ready');
+    serve.probePort = ready.probePort as number;
     return serve;
   }
 

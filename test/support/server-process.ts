@@ -6,7 +6,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KeyPair } from '../../src/tls/certificates.js';
-import { cliPath } from './cli.js';
+import { cliPath, PROBE_PORT_ANY } from './cli.js';
 import { repoRoot } from './k8s-tools.js';
 import { freePort } from './serve-process.js';
 
@@ -66,7 +66,7 @@ export interface StartOptions {
 export async function startServerProcess(options: StartOptions): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...options.args], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', ...options.env },
+    env: { PATH: process.env.PATH ?? '', ...PROBE_PORT_ANY, ...options.env },
     stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -24,6 +24,7 @@ describe('the declaration', () => {
     expect(reads.map(([path]) => path)).toEqual([
       'server.headersTimeoutMs',
       'server.shutdownDelayMs',
+      'certificates.certValidityDays',
       'rules.minRuntime.minRuntimeSeconds',
       'discovery.backoffMaxMs',
       'sweep.backoffMaxMs',

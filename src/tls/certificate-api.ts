@@ -1,0 +1,129 @@
+// The API calls of self-managed certificates: the Secret (GET, create, PUT with its resourceVersion) and the caBundle
+// of every webhook in hookguard's Mutating- and ValidatingWebhookConfiguration (a JSON patch that first tests the
+// resourceVersion it was computed from, so a concurrent change makes it fail and the next round reads again).
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import { abortWith } from '../kube/abort.js';
+import { apiFailure } from '../kube/api-failure.js';
+import { SECRET_KEYS, type CertificateData } from './authority.js';
+
+export interface StoredCertificates {
+  data: CertificateData;
+  resourceVersion: string;
+}
+
+export type WebhookKind = 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration';
+
+export interface WebhookCaBundles {
+  resourceVersion: string;
+  /** Each webhook's clientConfig.caBundle (base64), in order; undefined where it has none. */
+  caBundles: (string | undefined)[];
+}
+
+export interface CertificateApi {
+  /** undefined when the Secret does not exist (404). */
+  getSecret(signal: AbortSignal): Promise<StoredCertificates | undefined>;
+  /** Creates the Secret, or replaces the one read at `resourceVersion` (409 if it changed since); its new version. */
+  writeSecret(data: CertificateData, resourceVersion: string | undefined, signal: AbortSignal): Promise<string>;
+  /** undefined when the configuration does not exist (404). */
+  getWebhooks(kind: WebhookKind, signal: AbortSignal): Promise<WebhookCaBundles | undefined>;
+  /** Sets every webhook's caBundle to `caBundle` (base64), if the configuration is still at `current.resourceVersion`. */
+  setCaBundles(kind: WebhookKind, current: WebhookCaBundles, caBundle: string, signal: AbortSignal): Promise<void>;
+  /** `namespace/name` of the Secret, for log lines. */
+  describe(): string;
+}
+
+const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+function decoded(secret: V1Secret): CertificateData {
+  const data: CertificateData = {};
+  for (const key of Object.values(SECRET_KEYS)) {
+    const value = secret.data?.[key];
+    if (value !== undefined) data[key] = Buffer.from(value, 'base64').toString('utf8');
+  }
+  return data;
+}
+
+export function kubeCertificateApi(
+  kubeConfig: KubeConfig,
+  names: { namespace: string; secretName: string; webhookName: string },
+): CertificateApi {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  const { namespace, secretName: name, webhookName } = names;
+  const absentOn404 = <T>(call: Promise<T>): Promise<T | undefined> =>
+    call.catch((error: unknown) => {
+      if (apiFailure(error).status === 404) return undefined;
+      throw error;
+    });
+  // A JSON patch, cancellable: client-node would send a merge patch's content type otherwise.
+  const jsonPatch = (signal: AbortSignal): ConfigurationOptions => ({
+    middleware: [...(abortWith(signal).middleware ?? []), ...(JSON_PATCH.middleware ?? [])],
+    middlewareMergeStrategy: 'append',
+  });
+  return {
+    describe: () => `${namespace}/${name}`,
+    async getSecret(signal) {
+      const secret = await absentOn404(core.readNamespacedSecret({ name, namespace }, abortWith(signal)));
+      if (secret === undefined) return undefined;
+      return { data: decoded(secret), resourceVersion: secret.metadata?.resourceVersion ?? '' };
+    },
+    async writeSecret(data, resourceVersion, signal) {
+      const body: V1Secret = {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {
+          name,
+          namespace,
+          labels: { 'app.kubernetes.io/name': 'hookguard', 'app.kubernetes.io/component': 'certificates' },
+          ...(resourceVersion === undefined ? {} : { resourceVersion }),
+        },
+        type: 'kubernetes.io/tls',
+        data: Object.fromEntries(
+          Object.entries(data).map(([key, value]) => [key, Buffer.from(value, 'utf8').toString('base64')]),
+        ),
+      };
+      const written =
+        resourceVersion === undefined
+          ? await core.createNamespacedSecret({ namespace, body }, abortWith(signal))
+          : await core.replaceNamespacedSecret({ name, namespace, body }, abortWith(signal));
+      return written.metadata?.resourceVersion ?? '';
+    },
+    async getWebhooks(kind, signal) {
+      const read =
+        kind === 'MutatingWebhookConfiguration'
+          ? admission.readMutatingWebhookConfiguration({ name: webhookName }, abortWith(signal))
+          : admission.readValidatingWebhookConfiguration({ name: webhookName }, abortWith(signal));
+      const configuration = await absentOn404<{
+        metadata?: { resourceVersion?: string };
+        webhooks?: { clientConfig: { caBundle?: string } }[];
+      }>(read);
+      if (configuration === undefined) return undefined;
+      return {
+        resourceVersion: configuration.metadata?.resourceVersion ?? '',
+        caBundles: (configuration.webhooks ?? []).map((webhook) => webhook.clientConfig.caBundle),
+      };
+    },
+    async setCaBundles(kind, current, caBundle, signal) {
+      const body = [
+        { op: 'test', path: '/metadata/resourceVersion', value: current.resourceVersion },
+        ...current.caBundles.map((_bundle, index) => ({
+          op: 'add',
+          path: `/webhooks/${index}/clientConfig/caBundle`,
+          value: caBundle,
+        })),
+      ];
+      const request = { name: webhookName, body };
+      if (kind === 'MutatingWebhookConfiguration')
+        await admission.patchMutatingWebhookConfiguration(request, jsonPatch(signal));
+      else await admission.patchValidatingWebhookConfiguration(request, jsonPatch(signal));
+    },
+  };
+}
