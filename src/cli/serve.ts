@@ -191,5 +191,10 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   const result = await shutDown(app, lifecycle, settings, logger);
   // The probes answer (readiness failing) until the webhook has drained.
   await Promise.all([stopWatches(), selfTestStopped, certificatesStopped, probes.close()]);
+  const flushed = await logDestination.end(config.log.flushTimeoutMs);
+  if (!flushed.flushed)
+    io.stderr(
+      `hookguard: stdout took no more log lines within log.flushTimeoutMs (${config.log.flushTimeoutMs} ms): ${flushed.unwrittenBytes} bytes of them were not written (${logDestination.dropped} lines dropped before)\n`,
+    );
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

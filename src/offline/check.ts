@@ -27,6 +27,9 @@ export const NOT_JUDGED = 'not-judged';
  * silent "allowed, unchanged" for a hook.
  */
 function notJudged(object: KubeObject, decision: Decision, name: string): Finding | undefined {
+  // At render time a hook of another kind is read for its delete policy only (the tools read that from the manifest).
+  const judged =
+    decision.hook === undefined ? 'that no rule judged' : 'of which hookguard judged only the delete policy';
   const helm = annotation(object, HELM_HOOK);
   const argocd = annotation(object, ARGOCD_HOOK);
   if (helm === undefined && argocd === undefined) return undefined;
@@ -45,7 +48,7 @@ function notJudged(object: KubeObject, decision: Decision, name: string): Findin
   return {
     rule: NOT_JUDGED,
     action: 'warn',
-    message: `${kind} ${name} is ${hook} that no rule judged: ${why}`,
+    message: `${kind} ${name} is ${hook} ${judged}: ${why}`,
   };
 }
 
@@ -79,8 +82,11 @@ export function checkObject(
       : typeof metadata.generateName === 'string'
         ? metadata.generateName
         : undefined;
+  const runsSomething =
+    (object.kind === 'Job' && object.apiVersion === 'batch/v1') ||
+    (object.kind === 'Pod' && object.apiVersion === 'v1');
   const unjudged =
-    mutation.hook !== undefined
+    mutation.hook !== undefined && runsSomething
       ? undefined
       : notJudged(
           object,

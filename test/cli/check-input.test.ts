@@ -310,7 +310,7 @@ describe('inputs hookguard check understands', () => {
           rule: 'not-judged',
           action: 'warn',
           message:
-            'Job apps/old is a Helm hook (helm.sh/hook: pre-install) that no rule judged: hookguard judges hook Jobs of batch/v1 and Pods of v1, and this Job is batch/v1beta1',
+            'Job apps/old is a Helm hook (helm.sh/hook: pre-install) of which hookguard judged only the delete policy: hookguard judges hook Jobs of batch/v1 and Pods of v1, and this Job is batch/v1beta1',
         },
       ],
       [
@@ -318,7 +318,7 @@ describe('inputs hookguard check understands', () => {
           rule: 'not-judged',
           action: 'warn',
           message:
-            'ServiceAccount sa is an Argo CD hook (argocd.argoproj.io/hook: PreSync) that no rule judged: hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ServiceAccount (v1) runs nothing',
+            'ServiceAccount sa is an Argo CD hook (argocd.argoproj.io/hook: PreSync) of which hookguard judged only the delete policy: hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ServiceAccount (v1) runs nothing',
         },
       ],
       [

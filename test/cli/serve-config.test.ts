@@ -119,7 +119,7 @@ describe('hookguard serve with unusable TLS files or port (the built CLI)', () =
       expect(run.status).toBe(2);
       expect(run.stderr).toMatch(
         new RegExp(
-          `^hookguard serve: invalid config: server\\.probePort: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`,
+          `^hookguard serve: port ${port} is already in use \\(on 127\\.0\\.0\\.1:${port}\\): stop what listens there, or choose another probe port with HOOKGUARD_PROBE_PORT or server\\.probePort\n$`,
         ),
       );
     } finally {

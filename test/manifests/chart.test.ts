@@ -512,7 +512,11 @@ describe.each(CASES)('the chart: $name', (each) => {
         {
           apiGroups: ['coordination.k8s.io'],
           resources: ['leases'],
-          resourceNames: [config.leaderElection.leaseName],
+          // In certificates.mode self the certificates' keeper is elected with a Lease of its own.
+          resourceNames: [
+            config.leaderElection.leaseName,
+            ...(config.certificates.mode === 'self' ? [`${config.leaderElection.leaseName}-certificates`] : []),
+          ],
           verbs: ['get', 'update'],
         },
       ],
