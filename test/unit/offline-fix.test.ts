@@ -145,16 +145,25 @@ describe('what is written reads back as what was meant', () => {
 
   it('any value added under a key, in place, reads back as the patched object', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary' }), fc.jsonValue({ maxDepth: 2 }), (key, value) => {
-        const added = JSON.parse(JSON.stringify(value)) as unknown;
-        const text = fix(JOB, [
-          { op: 'add', path: `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, value: added },
-        ]);
-        const read = kubeValue(parseDocument(text, PARSE_OPTIONS)) as {
-          metadata: { annotations: Record<string, unknown> };
-        };
-        expect(read.metadata.annotations[key]).toEqual(added);
-      }),
+      // Any key but __proto__: fast-json-patch refuses a patch that writes it, and no rule writes one.
+      fc.property(
+        fc.string({ unit: 'binary' }).filter((key) => key !== '__proto__'),
+        fc.jsonValue({ maxDepth: 2 }),
+        (key, value) => {
+          const added = JSON.parse(JSON.stringify(value)) as unknown;
+          const text = fix(JOB, [
+            {
+              op: 'add',
+              path: `/metadata/annotations/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`,
+              value: added,
+            },
+          ]);
+          const read = kubeValue(parseDocument(text, PARSE_OPTIONS)) as {
+            metadata: { annotations: Record<string, unknown> };
+          };
+          expect(read.metadata.annotations[key]).toEqual(added);
+        },
+      ),
       { numRuns: 200 },
     );
   });
