@@ -31,6 +31,13 @@ export class BoundedLogDestination {
   #dropped = 0;
   #droppedSinceWritten = 0;
   #failed = false;
+  /**
+   * The lines taken in this turn of the event loop, handed to the stream together once it ends: one stream write
+   * (one syscall) for many audit lines instead of one each, which cost more CPU than the decision itself.
+   */
+  #batch: string[] = [];
+  #batchBytes = 0;
+  #flushScheduled = false;
   readonly [PINO_METADATA] = true;
   /** The object of the line pino is about to write (set by pino). */
   lastObj: unknown;
@@ -59,7 +66,7 @@ export class BoundedLogDestination {
 
   /** Bytes queued and not yet taken by the kernel. */
   get queuedBytes(): number {
-    return this.stream.writableLength;
+    return this.stream.writableLength + this.#batchBytes;
   }
 
   /** pino's destination interface: called once per line, synchronously, on the request's path. */
@@ -69,13 +76,29 @@ export class BoundedLogDestination {
     const lastObj = this.lastObj;
     const isAudit = typeof lastObj === 'object' && lastObj !== null && 'audit' in lastObj;
     const limit = isAudit ? this.maxQueueBytes : this.otherLinesLimit;
-    if (this.#failed || this.stream.writableLength + Buffer.byteLength(text) > limit) {
+    const bytes = Buffer.byteLength(text);
+    if (this.#failed || this.stream.writableLength + this.#batchBytes + bytes > limit) {
       this.#dropped += 1;
       this.#droppedSinceWritten += 1;
       return;
     }
     this.#droppedSinceWritten = 0;
-    this.stream.write(text);
+    this.#batch.push(text);
+    this.#batchBytes += bytes;
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(() => this.#flush());
+    }
+  }
+
+  /** Hands the lines taken so far to the stream, in one write. */
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (this.#batch.length === 0) return;
+    const text = this.#batch.join('');
+    this.#batch = [];
+    this.#batchBytes = 0;
+    if (!this.#failed) this.stream.write(text);
   }
 
   /**
@@ -83,6 +106,7 @@ export class BoundedLogDestination {
    * queued is discarded, so that a stdout nobody reads cannot hold the process past its grace period.
    */
   async end(deadlineMs: number): Promise<FlushResult> {
+    this.#flush();
     const stream = this.stream;
     if (!this.#failed)
       await new Promise<void>((resolve) => {

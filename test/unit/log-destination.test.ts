@@ -13,7 +13,8 @@ function stalledStdout() {
     highWaterMark: 1024,
     write(chunk: Buffer, _encoding, callback) {
       held.push(() => {
-        written.push(chunk.toString('utf8'));
+        // One chunk holds the lines of one turn of the event loop: kept here a line each.
+        written.push(...chunk.toString('utf8').split(/(?<=\n)/));
         callback();
       });
     },
@@ -34,6 +35,9 @@ function auditLog(stream: Writable, maxQueueBytes: number): BoundedLogDestinatio
   return destination;
 }
 
+/** The end of this turn of the event loop, when the destination hands the lines it took to the stream. */
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
 const line = (n: number) => `${JSON.stringify({ level: 30, msg: 'admission decision', n })}\n`;
 
 describe('BoundedLogDestination', () => {
@@ -42,8 +46,10 @@ describe('BoundedLogDestination', () => {
     const size = Buffer.byteLength(line(0));
     const destination = auditLog(stdout.stream, size * 3);
     for (let n = 0; n < 10; n += 1) destination.write(line(n));
-    // The first is taken by the stream's _write at once, the next two wait: three lines' worth in all.
+    // Three lines' worth are taken, and wait for the stream.
     expect(destination.dropped).toBe(7);
+    expect(destination.queuedBytes).toBe(size * 3);
+    await tick();
     expect(destination.queuedBytes).toBe(size * 3);
     stdout.release();
     await new Promise((resolve) => setImmediate(resolve));
@@ -53,6 +59,7 @@ describe('BoundedLogDestination', () => {
     expect(destination.queuedBytes).toBe(0);
     destination.write(line(10));
     destination.write(line(11));
+    await tick();
     stdout.release();
     expect(stdout.written.map((text) => JSON.parse(text) as Record<string, unknown>)).toEqual([
       { level: 30, msg: 'admission decision', n: 0 },
@@ -64,7 +71,7 @@ describe('BoundedLogDestination', () => {
     expect(destination.dropped).toBe(7);
   });
 
-  it('keeps counting when the line that would carry the count is dropped too', () => {
+  it('keeps counting when the line that would carry the count is dropped too', async () => {
     const stdout = stalledStdout();
     // Room for one line with its count, not for two lines.
     const destination = auditLog(stdout.stream, Buffer.byteLength(line(0)) + 30);
@@ -74,8 +81,10 @@ describe('BoundedLogDestination', () => {
     // Queued behind line 0, line 2 with its count does not fit either: both are counted in the next line.
     destination.write(line(2));
     expect(destination.dropped).toBe(2);
+    await tick();
     stdout.release();
     destination.write(line(3));
+    await tick();
     stdout.release();
     expect(stdout.written).toEqual([line(0), line(3).replace('}\n', ',"linesDroppedBefore":2}\n')]);
   });
@@ -88,7 +97,8 @@ describe('BoundedLogDestination', () => {
     });
     const destination = auditLog(stream, 1 << 20);
     destination.write(line(0));
-    await new Promise((resolve) => setImmediate(resolve));
+    await tick();
+    await tick();
     destination.write(line(1));
     destination.write(line(2));
     expect(destination.dropped).toBe(2);
@@ -114,7 +124,7 @@ describe('BoundedLogDestination', () => {
     expect(stuck.stream.destroyed).toBe(true);
   });
 
-  it('keeps room for what the server says besides its audit lines: a flood of audit lines never hides a reload', () => {
+  it('keeps room for what the server says besides its audit lines: a flood of audit lines never hides a reload', async () => {
     const stdout = stalledStdout();
     const destination = new BoundedLogDestination(stdout.stream, 400);
     const logger = pino({ base: undefined, timestamp: false }, destination);
@@ -125,18 +135,21 @@ describe('BoundedLogDestination', () => {
     logger.info({ audit: { uid: 'u-20' } }, 'admission decision');
     expect(destination.dropped).toBe(droppedAudit + 1);
     expect(destination.queuedBytes).toBeLessThanOrEqual(500);
-    for (let n = 0; n < 25; n += 1) stdout.release();
+    await tick();
+    stdout.release();
     const messages = stdout.written.map((text) => (JSON.parse(text) as { msg: string }).msg);
     expect(messages.at(-1)).toBe('serving certificate reloaded');
   });
 
-  it('is what pino writes to: its lines, with the count where lines were dropped', () => {
+  it('is what pino writes to: its lines, with the count where lines were dropped', async () => {
     const stdout = stalledStdout();
     const destination = new BoundedLogDestination(stdout.stream, 200);
     const logger = pino({ base: undefined, timestamp: false }, destination);
     for (let n = 0; n < 5; n += 1) logger.info({ audit: { n } }, 'admission decision');
+    await tick();
     stdout.release();
     logger.info({ audit: { n: 5 } }, 'admission decision');
+    await tick();
     stdout.release();
     const lines = stdout.written.map((text) => JSON.parse(text) as Record<string, unknown>);
     expect(lines.at(-1)).toEqual({
