@@ -73,23 +73,18 @@ const IMAGE_REFERENCE: Format = {
   problem: imageReferenceProblem,
 };
 
-const HELM_VERSION: Format = {
-  accepts: 'a version like 4.2.1',
-  problem: (value) =>
-    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 4.2.1` : undefined,
-};
+/** A semantic version, as `accepts` shows it by `example`. */
+function versionLike(accepts: string, example: string): Format {
+  return {
+    accepts: `${accepts} like ${example}`,
+    problem: (value) =>
+      normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like ${example}` : undefined,
+  };
+}
 
-const GITOPS_VERSION: Format = {
-  accepts: 'OpenShift GitOps versions like 1.9.0',
-  problem: (value) =>
-    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 1.9.0` : undefined,
-};
-
-const ARGO_CD_VERSION: Format = {
-  accepts: 'a version like 2.14.3',
-  problem: (value) =>
-    normalizeArgoVersion(value) === undefined ? `"${value}" is not a semantic version like 2.14.3` : undefined,
-};
+const HELM_VERSION = versionLike('a version', '4.2.1');
+const GITOPS_VERSION = versionLike('OpenShift GitOps versions', '1.9.0');
+const ARGO_CD_VERSION = versionLike('a version', '2.14.3');
 
 // A DNS-1123 label, as Kubernetes requires of a namespace name.
 const NAMESPACE: Format = {
