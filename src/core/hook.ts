@@ -61,7 +61,8 @@ function helmTypes(value: string | undefined): string[] {
   return splitList(value).map((type) => type.toLowerCase());
 }
 
-function hookKindOf(object: KubeObject): HookKind | undefined {
+/** Which kind of hook an object is: a Job of batch/v1 or a Pod of v1 runs something; any other kind is 'Other'. */
+export function hookKindOf(object: KubeObject): HookKind | undefined {
   if (object.apiVersion === 'batch/v1' && object.kind === 'Job') return 'Job';
   if (object.apiVersion === 'v1' && object.kind === 'Pod') return 'Pod';
   if (typeof object.apiVersion === 'string' && typeof object.kind === 'string' && object.kind !== '') return 'Other';

@@ -2,6 +2,7 @@
 // then the validating one on what the mutation stored, as the API server would call the two webhooks.
 import { applyPatch } from '../core/json-patch.js';
 import type { DecisionContext } from '../core/context.js';
+import { hookKindOf } from '../core/hook.js';
 import { ARGO_NEVER_APPLIES, computedPatch, decide, type Decision } from '../core/decide.js';
 import { ARGOCD_HOOK, HELM_HOOK } from '../core/annotations.js';
 import { annotation, isRecord } from '../core/objects.js';
@@ -82,11 +83,8 @@ export function checkObject(
       : typeof metadata.generateName === 'string'
         ? metadata.generateName
         : undefined;
-  const runsSomething =
-    (object.kind === 'Job' && object.apiVersion === 'batch/v1') ||
-    (object.kind === 'Pod' && object.apiVersion === 'v1');
   const unjudged =
-    mutation.hook !== undefined && runsSomething
+    mutation.hook !== undefined && hookKindOf(object) !== 'Other'
       ? undefined
       : notJudged(
           object,

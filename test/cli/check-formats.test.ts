@@ -9,6 +9,7 @@ import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { builtInRules, catalogOf } from '../../src/rules/index.js';
 import { runCommand } from '../support/command.js';
+import { OPTED_OUT_JOB as OPTED_OUT_JOB_MANIFEST } from '../support/manifests-text.js';
 import { repoRoot } from '../support/k8s-tools.js';
 
 const require = createRequire(import.meta.url);
@@ -20,24 +21,7 @@ metadata:
   namespace: ns
 `;
 
-const OPTED_OUT_JOB = `# Source: app/templates/job.yaml
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: fast
-  namespace: apps
-  annotations:
-    argocd.argoproj.io/hook: PreSync
-    hookguard.io/skip: min-runtime
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: main
-          image: alpine:3.20
-          command: ["true"]
-`;
+const OPTED_OUT_JOB = `# Source: app/templates/job.yaml\n${OPTED_OUT_JOB_MANIFEST}`;
 
 const RACE =
   'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.';

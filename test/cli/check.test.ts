@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { haveSharedFixtures, loadSharedFixtures, sharedFixturesDir, SKIP_MESSAGE } from '../support/fixtures.js';
 import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
+import { OPTED_OUT_JOB } from '../support/manifests-text.js';
 import { repoRoot } from '../support/k8s-tools.js';
 
 const CONFIGMAP = `# a plain object between the hooks
@@ -19,24 +20,6 @@ metadata:
   namespace: ns
 data:
   key: "value"
-`;
-
-const OPTED_OUT_JOB = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: fast
-  namespace: apps
-  annotations:
-    argocd.argoproj.io/hook: PreSync
-    hookguard.io/skip: min-runtime
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: main
-          image: alpine:3.20
-          command: ["true"]
 `;
 
 function goldenPatch(file: string, scenario: string): unknown {
