@@ -1,5 +1,6 @@
 // ESLint flat config: typescript-eslint's type-checked recommendations, Prettier for layout, and the import
 // boundaries ARCHITECTURE.md describes.
+import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import globals from 'globals';
@@ -13,11 +14,22 @@ const LAYERS = [
   ['core'],
   ['rules'],
   ['config', 'errors'],
-  ['kube', 'tls', 'offline'],
-  ['discovery', 'sweep', 'selftest'],
+  ['kube', 'tls', 'offline', 'report'],
+  ['discovery', 'sweep', 'selftest', 'controllers'],
   ['http'],
   ['cli'],
 ];
+
+/**
+ * Every folder of src/ and module at its root must stand in LAYERS: one left out would be silently unconstrained, so
+ * the lint fails at once, naming it.
+ */
+const unlayered = readdirSync(new URL('./src/', import.meta.url), { withFileTypes: true })
+  .map((entry) => (entry.isDirectory() ? entry.name : entry.name.replace(/\.ts$/, '')))
+  .filter((name) => !LAYERS.flat().includes(name));
+if (unlayered.length > 0) {
+  throw new Error(`eslint.config.js: src/${unlayered.join(', src/')} stands in no layer of LAYERS (ARCHITECTURE.md)`);
+}
 
 /** Packages the pure layers may import: everything else (fastify, pino, client-node, node:*) is out of bounds. */
 const PURE_PACKAGES = { core: ['semver', 'fast-json-patch'], rules: [] };
