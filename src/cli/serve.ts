@@ -10,7 +10,7 @@ import { BoundedLogDestination, stdoutStream } from '../http/log-destination.js'
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls, type KeyPair } from '../tls/certificates.js';
-import { startSelfManagedCertificates } from '../tls/self-managed.js';
+import { startSelfManagedCertificates } from '../controllers/certificates/start.js';
 import { startSelfTest } from '../selftest/start.js';
 import { EXIT, ListenError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
@@ -102,6 +102,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
     selfTest: selfTest.status().enabled,
     logLinesDropped: () => logDestination.dropped,
+    untrustedCasRemoved: selfManaged?.untrustedCasRemoved,
   });
   metrics.certificate(tls.cert, false);
   const app = buildApp(config, {

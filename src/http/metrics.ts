@@ -31,6 +31,8 @@ export interface MetricsOptions {
   selfTest?: boolean;
   /** Log lines dropped because stdout could not keep up, read at scrape time (where serve writes the log). */
   logLinesDropped?: () => number;
+  /** CAs hookguard did not make that the certificates' keeper removed, by where (certificates.mode self only). */
+  untrustedCasRemoved?: () => Readonly<Record<'secret' | 'caBundle', number>>;
 }
 
 /** The self-test's outcomes as the counter labels them. */
@@ -139,6 +141,18 @@ export class Metrics {
         collect() {
           this.reset();
           this.inc(logLinesDropped());
+        },
+      });
+    const untrustedCasRemoved = options.untrustedCasRemoved;
+    if (untrustedCasRemoved)
+      new Counter({
+        name: 'hookguard_certificates_untrusted_cas_removed_total',
+        help: 'CAs hookguard did not make, found in the Secret (where: secret) or a webhook caBundle (where: caBundle) and removed by the replica keeping the certificates (certificates.mode self).',
+        labelNames: ['where'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [where, count] of Object.entries(untrustedCasRemoved())) this.labels(where).inc(count);
         },
       });
     new Counter({

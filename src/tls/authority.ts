@@ -3,8 +3,9 @@
 // certificates, and a serving certificate for the Service's DNS names. What differs: the CA is rotated in two
 // steps (the new CA reaches every caBundle before anything it signed is served) and an old CA stays in the bundle
 // until it expires, so no rotation leaves the API server distrusting a certificate a replica still serves.
-import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
-import selfsigned from 'selfsigned';
+import { createHash, createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
+import { issueCertificate, type KeyPair } from './certificates.js';
+import { bundleCertificates } from './pem.js';
 
 /** The Secret's keys: kubernetes.io/tls's two, the CA bundle, and the key of the bundle's first (current) CA. */
 export const SECRET_KEYS = { cert: 'tls.crt', key: 'tls.key', caBundle: 'ca.crt', caKey: 'ca.key' } as const;
@@ -22,7 +23,6 @@ export interface AuthoritySettings {
 const DAY_MS = 24 * 3600 * 1000;
 /** Certificates start an hour in the past, for clocks a little behind ours (cert-controller does the same). */
 const BACKDATE_MS = 3600 * 1000;
-const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
 /**
  * PEM certificates as one bundle, each ending in a newline: selfsigned's PEM has none after its END line, and
@@ -38,19 +38,6 @@ export function serviceDnsNames(settings: Pick<AuthoritySettings, 'serviceName' 
   return [name, `${name}.cluster.local`];
 }
 
-/** The certificates of a PEM bundle that parse, in order; garbage between or instead of them is skipped. */
-export function bundleCertificates(bundle: string | undefined): X509Certificate[] {
-  const parsed: X509Certificate[] = [];
-  for (const pem of bundle?.match(PEM_CERTIFICATE) ?? []) {
-    try {
-      parsed.push(new X509Certificate(pem));
-    } catch {
-      // not a certificate: left out
-    }
-  }
-  return parsed;
-}
-
 /** True once less than a third of the certificate's validity is left (or it is not valid yet, or expired). */
 export function dueForRotation(certificate: X509Certificate, nowMs: number): boolean {
   const from = Date.parse(certificate.validFrom);
@@ -58,36 +45,30 @@ export function dueForRotation(certificate: X509Certificate, nowMs: number): boo
   return nowMs < from || to - nowMs < (to - from) / 3;
 }
 
-export async function issueCa(settings: AuthoritySettings, nowMs: number): Promise<{ cert: string; key: string }> {
+export async function issueCa(settings: AuthoritySettings, nowMs: number): Promise<KeyPair> {
   // A name of its own: OpenSSL finds a certificate's issuer in a bundle by name, and two CAs made within the same
   // second (a broken one replaced at once) would otherwise share one.
   const name = `hookguard-ca@${Math.floor(nowMs / 1000)}-${randomBytes(4).toString('hex')}`;
-  const pems = await selfsigned.generate([{ name: 'commonName', value: name }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(nowMs - BACKDATE_MS),
-    notAfterDate: new Date(nowMs + settings.caValidityDays * DAY_MS),
+  const pair = await issueCertificate(name, {
+    notBefore: new Date(nowMs - BACKDATE_MS),
+    notAfter: new Date(nowMs + settings.caValidityDays * DAY_MS),
     extensions: [
       { name: 'basicConstraints', cA: true, critical: true },
       { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
     ],
   });
-  return { cert: pemBundle([pems.cert]), key: pems.private };
+  return { cert: pemBundle([pair.cert]), key: pair.key };
 }
 
 export async function issueServingCertificate(
   settings: AuthoritySettings,
-  ca: { cert: string; key: string },
+  ca: KeyPair,
   nowMs: number,
-): Promise<{ cert: string; key: string }> {
+): Promise<KeyPair> {
   const [name = ''] = serviceDnsNames(settings);
-  const pems = await selfsigned.generate([{ name: 'commonName', value: name }], {
-    keyType: 'ec',
-    curve: 'P-256',
-    algorithm: 'sha256',
-    notBeforeDate: new Date(nowMs - BACKDATE_MS),
-    notAfterDate: new Date(nowMs + settings.certValidityDays * DAY_MS),
+  const pair = await issueCertificate(name, {
+    notBefore: new Date(nowMs - BACKDATE_MS),
+    notAfter: new Date(nowMs + settings.certValidityDays * DAY_MS),
     ca,
     extensions: [
       { name: 'basicConstraints', cA: false },
@@ -96,7 +77,29 @@ export async function issueServingCertificate(
       { name: 'subjectAltName', altNames: serviceDnsNames(settings).map((value) => ({ type: 2, value })) },
     ],
   });
-  return { cert: pemBundle([pems.cert]), key: pems.private };
+  return { cert: pemBundle([pair.cert]), key: pair.key };
+}
+
+/** When a certificate hookguard issued was made: it is backdated by an hour. */
+export function issuedAt(certificate: X509Certificate): number {
+  return Date.parse(certificate.validFrom) + BACKDATE_MS;
+}
+
+/** A CA's identity that survives re-encoding: the SHA-256 of its public key (SubjectPublicKeyInfo, DER), base64. */
+export function spkiHash(certificate: X509Certificate): string {
+  return createHash('sha256')
+    .update(certificate.publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('base64');
+}
+
+/** A certificate that can sign others and has not expired. */
+export function isValidCa(certificate: X509Certificate, nowMs: number): boolean {
+  return certificate.ca && Date.parse(certificate.validTo) > nowMs;
+}
+
+/** True when `certificate` was signed by `ca`. */
+export function signedBy(certificate: X509Certificate, ca: X509Certificate): boolean {
+  return certificate.checkIssued(ca) && certificate.verify(ca.publicKey);
 }
 
 /** Why the CA in `data` cannot sign (undefined: the bundle's first certificate is a CA and ca.key is its key). */
@@ -115,13 +118,15 @@ export function caProblem(data: CertificateData, nowMs: number): string | undefi
 }
 
 /**
- * Why the serving pair in `data` cannot be served (undefined: a certificate and its key, signed by the bundle's
- * first CA, for the Service's names, not expired).
+ * Why the serving pair in `data` cannot be served (undefined: a certificate and its key, signed by one of
+ * `trustedCas`, for the Service's names, not expired). `trustedCas` are the CAs the caBundles hold now, not the
+ * Secret's: a pair is judged by whether the API server trusts it.
  */
 export function servingProblem(
   data: CertificateData,
   settings: Pick<AuthoritySettings, 'serviceName' | 'namespace'>,
   nowMs: number,
+  trustedCas: readonly X509Certificate[],
 ): string | undefined {
   let cert: X509Certificate;
   try {
@@ -135,18 +140,10 @@ export function servingProblem(
   } catch {
     return `${SECRET_KEYS.key} is not a private key`;
   }
-  const [ca] = bundleCertificates(data[SECRET_KEYS.caBundle]);
-  if (ca === undefined || !cert.checkIssued(ca) || !cert.verify(ca.publicKey))
-    return `${SECRET_KEYS.cert} is not signed by the current CA`;
+  if (!trustedCas.some((ca) => signedBy(cert, ca)))
+    return `${SECRET_KEYS.cert} is not signed by a CA every caBundle trusts`;
   for (const name of serviceDnsNames(settings))
     if (cert.checkHost(name) === undefined) return `${SECRET_KEYS.cert} is not valid for ${name}`;
   if (Date.parse(cert.validTo) <= nowMs) return `${SECRET_KEYS.cert} expired on ${cert.validTo}`;
   return undefined;
-}
-
-/** The bundle's certificates that are CAs and not expired, as PEM, in order. */
-export function validCas(bundle: string | undefined, nowMs: number): string[] {
-  return bundleCertificates(bundle)
-    .filter((certificate) => certificate.ca && Date.parse(certificate.validTo) > nowMs)
-    .map((certificate) => certificate.toString());
 }

@@ -1,6 +1,7 @@
 // The API calls of self-managed certificates: the Secret (GET, create, PUT with its resourceVersion) and the caBundle
-// of every webhook in hookguard's Mutating- and ValidatingWebhookConfiguration (a JSON patch that first tests the
-// resourceVersion it was computed from, so a concurrent change makes it fail and the next round reads again).
+// of every webhook in hookguard's Mutating- and ValidatingWebhookConfiguration with the record of the CAs hookguard
+// made (src/tls/trust.ts), in one JSON patch that first tests the resourceVersion it was computed from, so a
+// concurrent change makes it fail and the next round reads again. What is read is cut to MAX_PEM_BYTES per value.
 import {
   AdmissionregistrationV1Api,
   CoreV1Api,
@@ -13,6 +14,8 @@ import {
 import { abortWith } from '../kube/abort.js';
 import { apiFailure } from '../kube/api-failure.js';
 import { SECRET_KEYS, type CertificateData } from './authority.js';
+import { capped, MAX_PEM_BYTES } from './pem.js';
+import { TRUST_ANNOTATION } from './trust.js';
 
 export interface StoredCertificates {
   data: CertificateData;
@@ -23,8 +26,12 @@ export type WebhookKind = 'MutatingWebhookConfiguration' | 'ValidatingWebhookCon
 
 export interface WebhookCaBundles {
   resourceVersion: string;
-  /** Each webhook's clientConfig.caBundle (base64), in order; undefined where it has none. */
+  /** Each webhook's clientConfig.caBundle, decoded (at most MAX_PEM_BYTES), in order; undefined where it has none. */
   caBundles: (string | undefined)[];
+  /** The TRUST_ANNOTATION's value; undefined when there is none. */
+  trustRecord: string | undefined;
+  /** Whether metadata.annotations exists (a JSON patch adds a key only to an object that exists). */
+  hasAnnotations: boolean;
 }
 
 export interface CertificateApi {
@@ -34,11 +41,24 @@ export interface CertificateApi {
   writeSecret(data: CertificateData, resourceVersion: string | undefined, signal: AbortSignal): Promise<string>;
   /** undefined when the configuration does not exist (404). */
   getWebhooks(kind: WebhookKind, signal: AbortSignal): Promise<WebhookCaBundles | undefined>;
-  /** Sets every webhook's caBundle to `caBundle` (base64), if the configuration is still at `current.resourceVersion`. */
-  setCaBundles(kind: WebhookKind, current: WebhookCaBundles, caBundle: string, signal: AbortSignal): Promise<void>;
+  /**
+   * Sets every webhook's caBundle to `caBundle` (PEM) and the TRUST_ANNOTATION to `trustRecord`, if the
+   * configuration is still at `current.resourceVersion`.
+   */
+  setCaBundles(
+    kind: WebhookKind,
+    current: WebhookCaBundles,
+    caBundle: string,
+    trustRecord: string,
+    signal: AbortSignal,
+  ): Promise<void>;
   /** `namespace/name` of the Secret, for log lines. */
   describe(): string;
 }
+
+/** base64 to text, reading no more of a huge value than MAX_PEM_BYTES needs. */
+const fromBase64 = (value: string): string =>
+  capped(Buffer.from(value.slice(0, Math.ceil(MAX_PEM_BYTES / 3) * 4), 'base64').toString('utf8'));
 
 const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
@@ -46,7 +66,7 @@ function decoded(secret: V1Secret): CertificateData {
   const data: CertificateData = {};
   for (const key of Object.values(SECRET_KEYS)) {
     const value = secret.data?.[key];
-    if (value !== undefined) data[key] = Buffer.from(value, 'base64').toString('utf8');
+    if (value !== undefined) data[key] = capped(fromBase64(value));
   }
   return data;
 }
@@ -102,22 +122,31 @@ export function kubeCertificateApi(
           ? admission.readMutatingWebhookConfiguration({ name: webhookName }, abortWith(signal))
           : admission.readValidatingWebhookConfiguration({ name: webhookName }, abortWith(signal));
       const configuration = await absentOn404<{
-        metadata?: { resourceVersion?: string };
+        metadata?: { resourceVersion?: string; annotations?: Record<string, string> };
         webhooks?: { clientConfig: { caBundle?: string } }[];
       }>(read);
       if (configuration === undefined) return undefined;
+      const { metadata } = configuration;
       return {
-        resourceVersion: configuration.metadata?.resourceVersion ?? '',
-        caBundles: (configuration.webhooks ?? []).map((webhook) => webhook.clientConfig.caBundle),
+        resourceVersion: metadata?.resourceVersion ?? '',
+        caBundles: (configuration.webhooks ?? []).map((webhook) => {
+          const bundle = webhook.clientConfig.caBundle;
+          return bundle === undefined ? undefined : fromBase64(bundle);
+        }),
+        trustRecord: metadata?.annotations?.[TRUST_ANNOTATION],
+        hasAnnotations: metadata?.annotations !== undefined,
       };
     },
-    async setCaBundles(kind, current, caBundle, signal) {
+    async setCaBundles(kind, current, caBundle, trustRecord, signal) {
+      const encoded = Buffer.from(caBundle, 'utf8').toString('base64');
       const body = [
         { op: 'test', path: '/metadata/resourceVersion', value: current.resourceVersion },
+        ...(current.hasAnnotations ? [] : [{ op: 'add', path: '/metadata/annotations', value: {} }]),
+        { op: 'add', path: `/metadata/annotations/${TRUST_ANNOTATION.replace('/', '~1')}`, value: trustRecord },
         ...current.caBundles.map((_bundle, index) => ({
           op: 'add',
           path: `/webhooks/${index}/clientConfig/caBundle`,
-          value: caBundle,
+          value: encoded,
         })),
       ];
       const request = { name: webhookName, body };

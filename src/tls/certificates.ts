@@ -16,16 +16,34 @@ export interface TlsMaterial extends KeyPair {
   generated: boolean;
 }
 
-/** A short-lived self-signed certificate for local development, valid for localhost and the loopback addresses. */
-export async function generateDevCertificate(): Promise<TlsMaterial> {
-  const notBeforeDate = new Date();
-  const notAfterDate = new Date(notBeforeDate.getTime() + 30 * 24 * 3600 * 1000);
-  const pems = await selfsigned.generate([{ name: 'commonName', value: 'hookguard-dev' }], {
+type Extensions = NonNullable<Parameters<typeof selfsigned.generate>[1]>['extensions'];
+
+/**
+ * The one place certificates are made: ECDSA P-256 signed with SHA-256, for `commonName`, valid from `notBefore` to
+ * `notAfter`; self-signed, or signed by `ca` when given.
+ */
+export async function issueCertificate(
+  commonName: string,
+  options: { notBefore: Date; notAfter: Date; extensions: Extensions; ca?: KeyPair },
+): Promise<KeyPair> {
+  const pems = await selfsigned.generate([{ name: 'commonName', value: commonName }], {
     keyType: 'ec',
     curve: 'P-256',
     algorithm: 'sha256',
-    notBeforeDate,
-    notAfterDate,
+    notBeforeDate: options.notBefore,
+    notAfterDate: options.notAfter,
+    extensions: options.extensions,
+    ...(options.ca ? { ca: options.ca } : {}),
+  });
+  return { cert: pems.cert, key: pems.private };
+}
+
+/** A short-lived self-signed certificate for local development, valid for localhost and the loopback addresses. */
+export async function generateDevCertificate(): Promise<TlsMaterial> {
+  const notBefore = new Date();
+  const pair = await issueCertificate('hookguard-dev', {
+    notBefore,
+    notAfter: new Date(notBefore.getTime() + 30 * 24 * 3600 * 1000),
     extensions: [
       { name: 'basicConstraints', cA: false },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
@@ -40,7 +58,7 @@ export async function generateDevCertificate(): Promise<TlsMaterial> {
       },
     ],
   });
-  return { key: pems.private, cert: pems.cert, generated: true };
+  return { ...pair, generated: true };
 }
 
 export async function loadTls(tls: Config['server']['tls']): Promise<TlsMaterial> {

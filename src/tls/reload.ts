@@ -6,9 +6,10 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
-import { assertUsablePair, useCertificate, type KeyPair } from './certificates.js';
+import type { KeyPair } from './certificates.js';
+import { CertificateSwitcher, coalesced, type CertificateObserver } from './switcher.js';
 
-export interface CertificateWatchOptions {
+export interface CertificateWatchOptions extends CertificateObserver {
   /** The server whose secure context is switched; open connections keep the context they started with. */
   server: TlsServer;
   certFile: string;
@@ -16,10 +17,6 @@ export interface CertificateWatchOptions {
   /** The pair in use now. */
   current: KeyPair;
   intervalMs: number;
-  /** Called once the server uses a new pair. */
-  reloaded(pair: KeyPair): void;
-  /** Called when the files changed but do not hold a usable pair; the previous pair stays in use. */
-  rejected(error: Error): void;
   logger: Logger;
 }
 
@@ -33,70 +30,32 @@ export interface CertificateWatch {
 const DEBOUNCE_MS = 200;
 
 export function watchCertificates(options: CertificateWatchOptions): CertificateWatch {
-  let current = options.current;
-  let lastRejected: string | undefined;
-  let running: Promise<void> | undefined;
-  let again = false;
+  const { certFile, keyFile, logger } = options;
+  const switcher = new CertificateSwitcher({ certFile, keyFile }, logger, options.current);
+  switcher.serveWith(options.server, options);
   let debounce: NodeJS.Timeout | undefined;
 
-  async function readPair(): Promise<KeyPair> {
-    const [cert, key] = await Promise.all([readFile(options.certFile, 'utf8'), readFile(options.keyFile, 'utf8')]);
-    return { key, cert };
-  }
-
-  async function reload(): Promise<void> {
+  const check = coalesced(async () => {
     let pair: KeyPair;
     try {
-      pair = await readPair();
-      if (pair.cert === current.cert && pair.key === current.key) return;
-      assertUsablePair(pair);
+      const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
+      pair = { cert, key };
     } catch (error) {
-      // Said once per distinct failure, not at every periodic re-read of the same broken files.
-      const message = (error as Error).message;
-      if (message !== lastRejected) {
-        lastRejected = message;
-        options.logger.error(
-          { certFile: options.certFile, keyFile: options.keyFile, err: error },
-          'certificate reload failed: keeping the previous certificate',
-        );
-        options.rejected(error as Error);
-      }
+      switcher.refuse(error as Error);
       return;
     }
-    useCertificate(options.server, pair);
-    current = pair;
-    options.reloaded(pair);
-    lastRejected = undefined;
-    options.logger.info({ certFile: options.certFile }, 'serving certificate reloaded');
-  }
-
-  function check(): Promise<void> {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        await reload();
-      } while (again);
-      running = undefined;
-    })();
-    return running;
-  }
+    switcher.offer(pair);
+  });
 
   const schedule = () => {
     clearTimeout(debounce);
-    debounce = setTimeout(() => void check(), DEBOUNCE_MS);
+    debounce = setTimeout(() => void check().catch(() => undefined), DEBOUNCE_MS);
     debounce.unref();
   };
   const watchers: FSWatcher[] = [];
-  for (const directory of new Set([dirname(options.certFile), dirname(options.keyFile)])) {
+  for (const directory of new Set([dirname(certFile), dirname(keyFile)])) {
     const cannotWatch = (error: unknown) =>
-      options.logger.warn(
-        { directory, err: error },
-        'cannot watch the certificate directory; relying on the periodic re-read',
-      );
+      logger.warn({ directory, err: error }, 'cannot watch the certificate directory; relying on the periodic re-read');
     try {
       const watcher = watch(directory, { persistent: false }, schedule);
       watcher.on('error', cannotWatch);
@@ -105,7 +64,7 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
       cannotWatch(error);
     }
   }
-  const interval = setInterval(() => void check(), options.intervalMs);
+  const interval = setInterval(() => void check().catch(() => undefined), options.intervalMs);
   interval.unref();
 
   return {

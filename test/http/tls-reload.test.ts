@@ -41,7 +41,9 @@ afterEach(async () => {
 });
 
 /** A real HTTPS app serving pair 0 from a Secret-like volume, and the watcher serve would start for it. */
-async function harness(options: { intervalMs?: number; filesAtStart?: KeyPair } = {}): Promise<Harness> {
+async function harness(
+  options: { intervalMs?: number; filesAtStart?: KeyPair; reloaded?: (pair: KeyPair) => void } = {},
+): Promise<Harness> {
   const [first] = pairs as [KeyPair];
   const dir = mkdtempSync(join(tmpdir(), 'hookguard-reload-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -67,7 +69,10 @@ async function harness(options: { intervalMs?: number; filesAtStart?: KeyPair } 
     current: first,
     intervalMs: options.intervalMs ?? 60_000,
     logger,
-    reloaded: (pair) => waiters.shift()?.({ reloaded: pair }),
+    reloaded: (pair) => {
+      waiters.shift()?.({ reloaded: pair });
+      options.reloaded?.(pair);
+    },
     rejected: (error) => waiters.shift()?.({ rejected: error }),
   });
   cleanups.push(() => watch.close());
@@ -168,6 +173,25 @@ describe('serving certificate reload (real TLS, a Secret-like volume updated by 
     const { port, next } = await harness({ intervalMs: 300, filesAtStart: second });
     expect(await next()).toEqual({ reloaded: { cert: second.cert, key: second.key } });
     expect((await connect(port)).peerFingerprint).toBe(fingerprintOf(second.cert));
+  });
+
+  it('a reload whose observer throws does not stop later reloads (issue 25, finding 12)', async () => {
+    const [, second, third] = pairs as [KeyPair, KeyPair, KeyPair];
+    let throws = 1;
+    const { port, volume, watch, next } = await harness({
+      reloaded: () => {
+        if (throws-- > 0) throw new Error('the metrics could not take it');
+      },
+    });
+    const firstReload = next();
+    volume.update({ 'tls.crt': second.cert, 'tls.key': second.key });
+    await firstReload;
+    // The round that threw is over; the next change is read and served.
+    await watch.check().catch(() => undefined);
+    const reload = next();
+    volume.update({ 'tls.crt': third.cert, 'tls.key': third.key });
+    expect(await reload).toEqual({ reloaded: { cert: third.cert, key: third.key } });
+    expect((await connect(port)).peerFingerprint).toBe(fingerprintOf(third.cert));
   });
 
   it('does nothing when the files still hold the pair in use', async () => {

@@ -1,7 +1,9 @@
 // certificates.mode self against the stand-in API server (test/support/fake-apiserver.ts): two replicas, each with
-// its own client, one of them leading. What they serve is checked with real TLS clients that trust only what the
-// API server would: the caBundle stored in the webhook configurations at the moment of the call, for the Service's
-// name. Rotations are made due by seeding the Secret with certificates issued in the past.
+// its own client, reading the Secret (src/tls/secret-reader.ts), one of them leading and keeping it
+// (src/controllers/certificates/keeper.ts). What they serve is checked with real TLS clients that trust only what the
+// API server would: the caBundle stored in the MutatingWebhookConfiguration, seen CA_BUNDLE_LAG_MS late, as the API
+// server reads webhook configurations through a cache of its own, for the Service's name. Rotations are made due by
+// seeding the Secret with certificates issued in the past.
 import { X509Certificate } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { connect, type Server as TlsServer } from 'node:tls';
@@ -9,18 +11,24 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
+import { CertificateKeeper } from '../../src/controllers/certificates/keeper.js';
 import { buildApp } from '../../src/http/app.js';
 import {
   issueCa,
   issueServingCertificate,
   SECRET_KEYS,
   serviceDnsNames,
+  signedBy,
+  spkiHash,
   type CertificateData,
 } from '../../src/tls/authority.js';
 import { kubeCertificateApi } from '../../src/tls/certificate-api.js';
-import { SelfManagedCertificates } from '../../src/tls/self-managed.js';
-import { FakeApiServer, type KubeItem } from '../support/fake-apiserver.js';
-import { capturedLogger, eventually } from '../support/log-sink.js';
+import type { KeyPair } from '../../src/tls/certificates.js';
+import { bundleCertificates } from '../../src/tls/pem.js';
+import { SecretCertificateReader } from '../../src/tls/secret-reader.js';
+import { TRUST_ANNOTATION } from '../../src/tls/trust.js';
+import { FakeApiServer, type KubeItem, type RecordedRequest } from '../support/fake-apiserver.js';
+import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
 import { hookJob } from '../support/objects.js';
@@ -36,6 +44,12 @@ const SETTINGS = {
 const NAMES = { namespace: 'hookguard', secretName: 'hookguard-tls', webhookName: 'hookguard' };
 const SERVICE_NAME = 'hookguard.hookguard.svc';
 const HOUR_MS = 3600 * 1000;
+const KINDS = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'] as const;
+/**
+ * How late the TLS clients see a caBundle. Under one round (refreshIntervalMs): a pair signed a round after its CA
+ * reached the caBundles is trusted by then, and one signed in the same round as that write is not.
+ */
+const CA_BUNDLE_LAG_MS = 150;
 
 function webhookConfiguration(kind: string, webhooks: string[]): KubeItem {
   return {
@@ -51,6 +65,9 @@ function webhookConfiguration(kind: string, webhooks: string[]): KubeItem {
   };
 }
 
+const encoded = (data: CertificateData) =>
+  Object.fromEntries(Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString('base64')]));
+
 const secretData = (fake: FakeApiServer): CertificateData => {
   const data = (fake.get('Secret', 'hookguard', 'hookguard-tls')?.data ?? {}) as Record<string, string>;
   return Object.fromEntries(Object.entries(data).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]));
@@ -58,7 +75,7 @@ const secretData = (fake: FakeApiServer): CertificateData => {
 
 /** Every webhook's caBundle, decoded, in both configurations. */
 const caBundles = (fake: FakeApiServer): (string | undefined)[] =>
-  ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'].flatMap((kind) =>
+  KINDS.flatMap((kind) =>
     ((fake.get(kind, '', 'hookguard')?.webhooks ?? []) as { clientConfig: { caBundle?: string } }[]).map((webhook) =>
       webhook.clientConfig.caBundle === undefined
         ? undefined
@@ -66,29 +83,85 @@ const caBundles = (fake: FakeApiServer): (string | undefined)[] =>
     ),
   );
 
+function setCaBundles(fake: FakeApiServer, kinds: readonly string[], bundle: string): void {
+  for (const kind of kinds)
+    fake.modify(kind, '', 'hookguard', (configuration) => {
+      for (const webhook of configuration.webhooks as { clientConfig: { caBundle?: string } }[])
+        webhook.clientConfig.caBundle = Buffer.from(bundle).toString('base64');
+    });
+}
+
+const fingerprints = (bundle: string | undefined) => bundleCertificates(bundle).map((ca) => ca.fingerprint256);
+const fingerprintOf = (pem: string | undefined) => fingerprints(pem)[0];
+
 const secretWrites = (fake: FakeApiServer) =>
   fake.requests.filter((request) => request.path.includes('/secrets') && ['POST', 'PUT'].includes(request.method));
 
-interface Replica {
-  certificates: SelfManagedCertificates;
-  app: FastifyInstance;
-  port: number;
-  lines: Record<string, unknown>[];
+/** When a request first wrote what `holds` looks for (Infinity when none did). */
+function firstWrite(requests: RecordedRequest[], holds: (request: RecordedRequest) => boolean): number {
+  return requests.find((request) => request.status < 300 && holds(request))?.at ?? Infinity;
 }
 
-describe('certificates hookguard manages itself (stand-in API server, real TLS)', () => {
+/**
+ * When each configuration first got a caBundle holding `ca`, and when the Secret first got a serving certificate
+ * `served` accepts; and whether the keeper read both configurations again in between (a new round: it judged the
+ * pair by caBundles it had read back, not by what it had just written).
+ */
+function signingOrder(fake: FakeApiServer, ca: string | undefined, served: (request: RecordedRequest) => boolean) {
+  const requestsOf = (kind: string) =>
+    fake.requests.filter((request) => request.path.endsWith(`/${kind.toLowerCase()}s/hookguard`));
+  const trustedAt = KINDS.map((kind) =>
+    firstWrite(requestsOf(kind), (request) => patchedBundles(request).some((written) => fingerprintOf(written) === ca)),
+  );
+  const servedAt = firstWrite(secretWrites(fake), served);
+  const readBackInBetween = KINDS.every((kind, index) =>
+    requestsOf(kind).some(
+      (request) => request.method === 'GET' && request.at > (trustedAt[index] ?? Infinity) && request.at < servedAt,
+    ),
+  );
+  return { trustedAt: Math.max(...trustedAt), servedAt, readBackInBetween };
+}
+
+/** The CA bundles a webhook configuration PATCH wrote, decoded. */
+const patchedBundles = (request: RecordedRequest): string[] =>
+  request.method === 'PATCH' && request.path.includes('webhookconfigurations')
+    ? (request.body as { path: string; value: string }[])
+        .filter((op) => op.path.endsWith('/caBundle'))
+        .map((op) => Buffer.from(op.value, 'base64').toString())
+    : [];
+
+/** The serving certificate a Secret write carried, decoded. */
+const writtenServing = (request: RecordedRequest): string =>
+  Buffer.from(((request.body as { data?: Record<string, string> }).data ?? {})['tls.crt'] ?? '', 'base64').toString();
+
+interface Replica {
+  reader: SecretCertificateReader;
+  keeper: CertificateKeeper;
+  app: FastifyInstance;
+  port: number;
+  lines: LogLine[];
+  lead(): void;
+  stepAside(): void;
+}
+
+describe('certificates hookguard manages itself (stand-in API server, real TLS, a caBundle seen late)', () => {
   let fake: FakeApiServer;
+  let history: { at: number; bundle: string }[] = [];
+  let watching: NodeJS.Timeout | undefined;
   const replicas: Replica[] = [];
 
   afterEach(async () => {
+    clearInterval(watching);
     for (const replica of replicas.splice(0)) {
-      await replica.certificates.stop();
+      replica.stepAside();
+      await replica.keeper.stop();
+      await replica.reader.stop();
       await replica.app.close();
     }
     await fake?.stop();
   });
 
-  async function world(seed?: CertificateData) {
+  async function world(seed?: CertificateData, bundle?: string) {
     fake = await new FakeApiServer().start();
     fake.put(webhookConfiguration('MutatingWebhookConfiguration', ['mutate.hookguard.io', 'mutate-pods.hookguard.io']));
     fake.put(webhookConfiguration('ValidatingWebhookConfiguration', ['validate.hookguard.io']));
@@ -98,37 +171,56 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
         kind: 'Secret',
         metadata: { name: 'hookguard-tls', namespace: 'hookguard' },
         type: 'kubernetes.io/tls',
-        data: Object.fromEntries(
-          Object.entries(seed).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
-        ),
+        data: encoded(seed),
       });
+    if (bundle !== undefined) setCaBundles(fake, KINDS, bundle);
+    // What the API server's cache sees: every change of the MutatingWebhookConfiguration's first caBundle, timed.
+    // What the world held before the test began, the API server has long seen.
+    history = [{ at: 0, bundle: caBundles(fake)[0] ?? '' }];
+    const look = () => {
+      const [now = ''] = caBundles(fake);
+      if (history.at(-1)?.bundle !== now) history.push({ at: Date.now(), bundle: now });
+    };
+    watching = setInterval(look, 5);
+  }
+
+  /** The caBundle the API server trusts now: the one stored CA_BUNDLE_LAG_MS ago. */
+  function trustedNow(): string {
+    const then = Date.now() - CA_BUNDLE_LAG_MS;
+    return history.findLast((seen) => seen.at <= then)?.bundle ?? '';
   }
 
   /** A replica: its certificates from the Secret, served by the real app over TLS on 127.0.0.1. */
-  async function replica(leads: boolean): Promise<Replica> {
+  async function replica(leads: boolean, observer?: Partial<{ reloaded(pair: KeyPair): void }>): Promise<Replica> {
     const { logger, lines } = capturedLogger('info');
-    const certificates = new SelfManagedCertificates(
-      kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES),
-      SETTINGS,
-      logger,
-    );
-    if (leads) certificates.leadership.started(new AbortController().signal);
-    certificates.start();
-    const pair = await certificates.firstPair();
+    const api = kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES);
+    const reader = new SecretCertificateReader(api, SETTINGS, logger);
+    const keeper = new CertificateKeeper(api, SETTINGS, logger);
+    let leading: AbortController | undefined;
+    const lead = () => {
+      leading = new AbortController();
+      keeper.leadership.started(leading.signal);
+    };
+    const stepAside = () => {
+      leading?.abort();
+      keeper.leadership.stopped();
+    };
+    if (leads) lead();
+    reader.start();
+    const pair = await reader.firstPair();
     const app = buildApp(loadConfig(), { logger: pino({ level: 'silent' }), tls: pair });
     await app.listen({ host: '127.0.0.1', port: 0 });
-    certificates.serveWith(app.server as unknown as TlsServer, {
-      reloaded: () => undefined,
+    reader.serveWith(app.server as unknown as TlsServer, {
+      reloaded: (next) => observer?.reloaded?.(next),
       rejected: () => undefined,
     });
-    const started = { certificates, app, port: (app.server.address() as AddressInfo).port, lines };
+    const started = { reader, keeper, app, port: (app.server.address() as AddressInfo).port, lines, lead, stepAside };
     replicas.push(started);
     return started;
   }
 
   /** The certificate a replica presents now, verified as the API server would: caBundle and Service name. */
-  function presented(port: number): Promise<X509Certificate> {
-    const [ca = ''] = caBundles(fake);
+  function presented(port: number, ca = trustedNow()): Promise<X509Certificate> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host: '127.0.0.1', port, servername: SERVICE_NAME, ca });
       socket.once('secureConnect', () => {
@@ -139,9 +231,8 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
     });
   }
 
-  /** An AdmissionReview over a fresh connection, trusting the caBundle stored at the moment of the call. */
+  /** An AdmissionReview over a fresh connection, trusting the caBundle the API server trusts now. */
   async function admit(port: number, uid: string): Promise<string> {
-    const [ca = ''] = caBundles(fake);
     const body = JSON.stringify(admissionReview({ uid, operation: 'CREATE', object: hookJob() }));
     const reply = await requestOnce(
       {
@@ -150,7 +241,7 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
         path: '/mutate',
         method: 'POST',
         agent: false,
-        ca,
+        ca: trustedNow(),
         servername: SERVICE_NAME,
         headers: { 'content-type': 'application/json' },
       },
@@ -159,7 +250,30 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
     return `${reply.status} ${(JSON.parse(reply.body) as { response: { uid: string } }).response.uid}`;
   }
 
-  it('first start: the leader creates the CA and the serving certificate, writes every caBundle; both replicas serve it', async () => {
+  /** Requests to `port` without pause until stopped: how many were answered, and every failure. */
+  function underLoad(port: number) {
+    const state = { answered: 0, failures: [] as string[], running: true };
+    const done = (async () => {
+      while (state.running) {
+        const uid = `uid-${state.answered}`;
+        const outcome = await admit(port, uid).catch((error: Error) => error.message);
+        if (outcome === `200 ${uid}`) state.answered++;
+        else state.failures.push(outcome);
+      }
+    })();
+    return {
+      state,
+      stop: async () => {
+        state.running = false;
+        await done;
+      },
+    };
+  }
+
+  const certificateLines = (lines: LogLine[]) =>
+    lines.filter((line) => String(line.msg).startsWith('certificates:')).map((line) => line.reason ?? line.msg);
+
+  it('first start: the leader creates the CA and the serving certificate, writes every caBundle and the record; both replicas serve it', async () => {
     await world();
     const leader = await replica(true);
     const follower = await replica(false);
@@ -182,6 +296,12 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
     expect([days(ca), days(cert)]).toEqual([1825, 365]);
     await eventually(() => caBundles(fake).every((bundle) => bundle === data[SECRET_KEYS.caBundle]), 'every caBundle');
     expect(caBundles(fake)).toHaveLength(3);
+    // The record of the CA hookguard made, on both configurations.
+    for (const kind of KINDS)
+      expect((fake.get(kind, '', 'hookguard')?.metadata.annotations as Record<string, string>)[TRUST_ANNOTATION]).toBe(
+        JSON.stringify({ cas: [spkiHash(ca)], retiring: [] }),
+      );
+    await eventually(() => trustedNow() === data[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
     for (const { port } of [leader, follower]) expect((await presented(port)).fingerprint256).toBe(cert.fingerprint256);
     expect(await admit(follower.port, 'uid-first')).toBe('200 uid-first');
     // Created once; nothing to do in the rounds after.
@@ -189,33 +309,22 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
     expect(secretWrites(fake).map((request) => request.method)).toEqual(['POST']);
   });
 
-  it('rotates the CA under load in two steps: every request answered, trusting only the stored caBundle', async () => {
+  it('rotates the CA under load in two steps: the re-sign comes a round after the caBundle write, and every request is answered by clients that see the caBundle late (finding 13)', async () => {
     // A CA with less than a third of its validity left, and a serving certificate it signed that is still good.
     const now = Date.now();
     const oldCa = await issueCa({ ...SETTINGS, caValidityDays: 2 }, now - 40 * HOUR_MS);
     const oldServing = await issueServingCertificate(SETTINGS, oldCa, now);
-    await world({ 'tls.crt': oldServing.cert, 'tls.key': oldServing.key, 'ca.crt': oldCa.cert, 'ca.key': oldCa.key });
-    // The caBundles as they were before: the old CA.
-    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
-      fake.modify(kind, '', 'hookguard', (configuration) => {
-        for (const webhook of configuration.webhooks as { clientConfig: { caBundle?: string } }[])
-          webhook.clientConfig.caBundle = Buffer.from(oldCa.cert).toString('base64');
-      });
+    // The caBundles as they were before: the old CA (no record: as a version before the record left them).
+    await world(
+      { 'tls.crt': oldServing.cert, 'tls.key': oldServing.key, 'ca.crt': oldCa.cert, 'ca.key': oldCa.key },
+      oldCa.cert,
+    );
     const follower = await replica(false);
-    let answered = 0;
-    const failures: string[] = [];
-    let running = true;
-    const load = (async () => {
-      while (running) {
-        const uid = `uid-${answered}`;
-        const outcome = await admit(follower.port, uid).catch((error: Error) => error.message);
-        if (outcome === `200 ${uid}`) answered++;
-        else failures.push(outcome);
-      }
-    })();
+    const load = underLoad(follower.port);
+    let leader: Replica;
     try {
-      await eventually(() => answered >= 20, 'requests answered before the rotation', 10_000);
-      const leader = await replica(true);
+      await eventually(() => load.state.answered >= 20, 'requests answered before the rotation', 10_000);
+      leader = await replica(true);
       // The leader's new serving certificate, signed by the new CA, reaches the follower.
       await eventually(
         async () => {
@@ -225,37 +334,43 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
         'the follower serving a certificate of the new CA',
         10_000,
       );
-      const servedBefore = answered;
-      await eventually(() => answered >= servedBefore + 20, 'requests answered after the rotation', 10_000);
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 20, 'requests answered after the rotation', 10_000);
       expect(await admit(leader.port, 'uid-leader')).toBe('200 uid-leader');
     } finally {
-      running = false;
-      await load;
+      await load.stop();
     }
-    expect(failures).toEqual([]);
+    expect(load.state.failures).toEqual([]);
     const data = secretData(fake);
     const bundle = data[SECRET_KEYS.caBundle] ?? '';
+    const newCa = fingerprintOf(bundle);
     // The new CA first, the old one kept after it until it expires; both in every caBundle.
-    expect(bundle.endsWith(oldCa.cert)).toBe(true);
-    expect(bundle.startsWith(oldCa.cert)).toBe(false);
+    expect(fingerprints(bundle)).toEqual([newCa, fingerprintOf(oldCa.cert)]);
     expect(caBundles(fake)).toEqual([bundle, bundle, bundle]);
-    // Step 1 (new CA, old serving pair kept), step 3 a round later (re-signed): the caBundles between the two.
-    const leaderLines = replicas[1]?.lines ?? [];
-    expect(
-      leaderLines.filter((line) => String(line.msg).startsWith('certificates:')).map((line) => line.reason ?? line.msg),
-    ).toEqual([
+    // The order, from what the API server received: the new CA in both configurations, then in a later round, after
+    // reading both back, the serving pair it signed.
+    const [newCaCertificate] = bundleCertificates(bundle) as [X509Certificate];
+    const order = signingOrder(fake, newCa, (request) =>
+      bundleCertificates(writtenServing(request)).some((cert) => signedBy(cert, newCaCertificate)),
+    );
+    expect(order.servedAt).toBeGreaterThan(order.trustedAt);
+    expect(order.readBackInBetween).toBe(true);
+    expect(certificateLines(replicas[1]?.lines ?? [])).toEqual([
+      'certificates: no record of the CAs hookguard made yet: taking those whose key the Secret holds or that signed its serving certificate',
       'the CA has less than a third of its validity left: created a new one',
       'certificates: caBundle written',
       'certificates: caBundle written',
-      'serving certificate re-signed',
+      'serving certificate re-signed by the new CA',
     ]);
+    // A planned rotation says nothing at warn.
+    expect(replicas[1]?.lines.filter((line) => line.level >= 40)).toEqual([]);
   });
 
   it('re-signs a serving certificate with less than a third of its validity left, under the same CA', async () => {
     const now = Date.now();
     const ca = await issueCa(SETTINGS, now);
     const due = await issueServingCertificate({ ...SETTINGS, certValidityDays: 1 }, ca, now - 20 * HOUR_MS);
-    await world({ 'tls.crt': due.cert, 'tls.key': due.key, 'ca.crt': ca.cert, 'ca.key': ca.key });
+    await world({ 'tls.crt': due.cert, 'tls.key': due.key, 'ca.crt': ca.cert, 'ca.key': ca.key }, ca.cert);
     const leader = await replica(true);
     await eventually(() => secretData(fake)[SECRET_KEYS.cert] !== due.cert, 'a new serving certificate');
     const data = secretData(fake);
@@ -267,6 +382,7 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
     );
     expect(leader.lines).toContainEqual(
       expect.objectContaining({
+        level: 30,
         msg: 'certificates: Secret written',
         reason: 'the serving certificate has less than a third of its validity left: re-signed',
       }),
@@ -294,27 +410,21 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
       const leader = await replica(true);
       const follower = await replica(false);
       const good = secretData(fake);
+      await eventually(() => trustedNow() === good[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
       // The leader steps aside while the Secret is broken, so the follower is seen reading it.
-      leader.certificates.leadership.stopped();
+      leader.stepAside();
       const broken = await breakIt(good);
       fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
-        secret.data = Object.fromEntries(
-          Object.entries(broken).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
-        );
+        secret.data = encoded(broken);
       });
       await eventually(
-        () =>
-          follower.lines.find(
-            (line) => line.msg === 'certificate in the Secret is not usable: keeping the previous certificate',
-          ),
+        () => follower.lines.find((line) => line.msg === 'certificate reload failed: keeping the previous certificate'),
         'the follower refusing the broken pair',
       );
       expect(await admit(follower.port, 'uid-broken')).toBe('200 uid-broken');
-      expect((await presented(follower.port)).fingerprint256).toBe(
-        new X509Certificate(good['tls.crt'] ?? '').fingerprint256,
-      );
+      expect((await presented(follower.port)).fingerprint256).toBe(fingerprintOf(good['tls.crt']));
       // The leader again: the serving pair is re-signed by the same CA, and the follower switches to it.
-      leader.certificates.leadership.started(new AbortController().signal);
+      leader.lead();
       await eventually(
         () => leader.lines.find((line) => line.msg === 'certificates: replaced what the Secret held'),
         'the leader replacing it',
@@ -327,51 +437,37 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
       const repaired = secretData(fake);
       expect(repaired[SECRET_KEYS.caBundle]).toBe(good[SECRET_KEYS.caBundle]);
       await eventually(
-        async () =>
-          (await presented(follower.port)).fingerprint256 ===
-          new X509Certificate(repaired['tls.crt'] ?? '').fingerprint256,
+        async () => (await presented(follower.port)).fingerprint256 === fingerprintOf(repaired['tls.crt']),
         'the follower serving the repaired pair',
       );
       expect(await admit(follower.port, 'uid-repaired')).toBe('200 uid-repaired');
     },
   );
 
-  it('a garbage CA in the Secret: the leader makes a new CA, keeps trusting the old one from the caBundle, and every request is answered', async () => {
+  it('a garbage CA in the Secret: the leader makes a new CA, keeps trusting the old one, and serves nothing it signed before the caBundles trust it (finding 11)', async () => {
     await world();
     const leader = await replica(true);
     const follower = await replica(false);
     const good = secretData(fake);
-    await eventually(() => caBundles(fake)[0] === good[SECRET_KEYS.caBundle], 'the first caBundle');
-    leader.certificates.leadership.stopped();
+    await eventually(() => trustedNow() === good[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
+    leader.stepAside();
     fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
       (secret.data as Record<string, string>)['ca.crt'] = Buffer.from('not a certificate\n').toString('base64');
     });
-    let answered = 0;
-    const failures: string[] = [];
-    let running = true;
-    const load = (async () => {
-      while (running) {
-        const uid = `uid-${answered}`;
-        const outcome = await admit(follower.port, uid).catch((error: Error) => error.message);
-        if (outcome === `200 ${uid}`) answered++;
-        else failures.push(outcome);
-      }
-    })();
+    const load = underLoad(follower.port);
     try {
-      leader.certificates.leadership.started(new AbortController().signal);
+      leader.lead();
       await eventually(
-        async () =>
-          (await presented(follower.port)).fingerprint256 !== new X509Certificate(good['tls.crt'] ?? '').fingerprint256,
+        async () => (await presented(follower.port)).fingerprint256 !== fingerprintOf(good['tls.crt']),
         'the follower serving the new certificate',
         10_000,
       );
-      const servedBefore = answered;
-      await eventually(() => answered >= servedBefore + 10, 'requests answered after the repair', 10_000);
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after the repair', 10_000);
     } finally {
-      running = false;
-      await load;
+      await load.stop();
     }
-    expect(failures).toEqual([]);
+    expect(load.state.failures).toEqual([]);
     expect(leader.lines.find((line) => line.msg === 'certificates: replaced what the Secret held')).toMatchObject({
       level: 40,
       problem: 'ca.crt holds no certificate',
@@ -379,8 +475,17 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS)'
     });
     // The new CA, then the old one, which only the caBundle still had.
     const bundle = secretData(fake)[SECRET_KEYS.caBundle] ?? '';
-    expect(bundle.endsWith(good[SECRET_KEYS.caBundle] ?? '')).toBe(true);
-    expect(bundle).not.toBe(good[SECRET_KEYS.caBundle]);
+    const newCa = fingerprintOf(bundle);
+    expect(fingerprints(bundle)).toEqual([newCa, fingerprintOf(good[SECRET_KEYS.caBundle])]);
     expect(caBundles(fake)).toEqual([bundle, bundle, bundle]);
+    // Nothing the new CA signed was written before both configurations trusted it, nor in the same round.
+    const order = signingOrder(
+      fake,
+      newCa,
+      (request) =>
+        writtenServing(request) !== '' && fingerprintOf(writtenServing(request)) !== fingerprintOf(good['tls.crt']),
+    );
+    expect(order.servedAt).toBeGreaterThan(order.trustedAt);
+    expect(order.readBackInBetween).toBe(true);
   });
 });

@@ -129,6 +129,8 @@ export interface RecordedRequest {
   contentType?: string;
   body?: unknown;
   status: number;
+  /** When it arrived (Date.now()): the order and spacing of writes, for tests that assert them. */
+  at: number;
 }
 
 const REASONS: Readonly<Record<number, string>> = {
@@ -555,6 +557,7 @@ export class FakeApiServer {
       user: userOf(request.headers.authorization),
       query,
       status: 0,
+      at: Date.now(),
     };
     if (request.headers.accept) recorded.accept = request.headers.accept;
     if (request.headers['content-type']) recorded.contentType = request.headers['content-type'];

@@ -2,16 +2,18 @@
 import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  bundleCertificates,
   caProblem,
   dueForRotation,
+  isValidCa,
   issueCa,
+  issuedAt,
   issueServingCertificate,
   pemBundle,
   servingProblem,
-  validCas,
+  spkiHash,
   type CertificateData,
 } from '../../../src/tls/authority.js';
+import { bundleCertificates } from '../../../src/tls/pem.js';
 
 const SETTINGS = { serviceName: 'hookguard', namespace: 'demo', caValidityDays: 1825, certValidityDays: 365 };
 const DAY_MS = 24 * 3600 * 1000;
@@ -94,31 +96,47 @@ describe('servingProblem', () => {
     ['garbage tls.crt', { 'tls.crt': 'garbage' }, 'tls.crt is not a certificate'],
     ["the CA's key as tls.key", { 'tls.key': 'CA_KEY' }, 'tls.key is not the key of tls.crt'],
     ['garbage tls.key', { 'tls.key': 'garbage' }, 'tls.key is not a private key'],
-    ['another CA first in ca.crt', { 'ca.crt': 'OTHER_CA' }, 'tls.crt is not signed by the current CA'],
   ] as const)('%s: %s', (_what, change, problem) => {
     const data = Object.fromEntries(
-      Object.entries({ ...good, ...change }).map(([key, value]) => [
-        key,
-        value === 'CA_KEY' ? ca.key : value === 'OTHER_CA' ? pemBundle([otherCa.cert, ca.cert]) : value,
-      ]),
+      Object.entries({ ...good, ...change }).map(([key, value]) => [key, value === 'CA_KEY' ? ca.key : value]),
     ) as CertificateData;
-    expect(servingProblem(data, SETTINGS, NOW)).toBe(problem);
+    expect(servingProblem(data, SETTINGS, NOW, [new X509Certificate(ca.cert)])).toBe(problem);
+  });
+
+  it('judged against the CAs the caBundles hold, not the Secret: signed by none of them is a problem', () => {
+    // ca.crt names the signing CA first, but the caBundles trust only another one (issue 25, finding 11).
+    expect(servingProblem(good, SETTINGS, NOW, [new X509Certificate(otherCa.cert)])).toBe(
+      'tls.crt is not signed by a CA every caBundle trusts',
+    );
+    expect(servingProblem(good, SETTINGS, NOW, [])).toBe('tls.crt is not signed by a CA every caBundle trusts');
+    const both = [new X509Certificate(otherCa.cert), new X509Certificate(ca.cert)];
+    expect(servingProblem({ ...good, 'ca.crt': 'garbage' }, SETTINGS, NOW, both)).toBeUndefined();
   });
 
   it('another Service name, and expiry', () => {
-    expect(servingProblem(good, { ...SETTINGS, serviceName: 'webhook' }, NOW)).toBe(
+    const trusted = [new X509Certificate(ca.cert)];
+    expect(servingProblem(good, { ...SETTINGS, serviceName: 'webhook' }, NOW, trusted)).toBe(
       'tls.crt is not valid for webhook.demo.svc',
     );
-    expect(servingProblem(good, SETTINGS, NOW + 366 * DAY_MS)).toMatch(/^tls\.crt expired on /);
+    expect(servingProblem(good, SETTINGS, NOW + 366 * DAY_MS, trusted)).toMatch(/^tls\.crt expired on /);
   });
 });
 
-describe('validCas', () => {
-  it('keeps the CAs of a bundle that are not expired, in order, and leaves out garbage and serving certificates', async () => {
-    const shortLived = await issueCa({ ...SETTINGS, caValidityDays: 2 }, NOW);
-    const bundle = pemBundle([ca.cert, 'garbage', serving.cert, shortLived.cert, otherCa.cert]);
-    const fingerprints = (pems: string[]) => pems.map((pem) => new X509Certificate(pem).fingerprint256);
-    expect(fingerprints(validCas(bundle, NOW))).toEqual(fingerprints([ca.cert, shortLived.cert, otherCa.cert]));
-    expect(fingerprints(validCas(bundle, NOW + 3 * DAY_MS))).toEqual(fingerprints([ca.cert, otherCa.cert]));
+describe('what identifies a CA', () => {
+  it('isValidCa: a CA not expired; a serving certificate is none', async () => {
+    const shortLived = new X509Certificate((await issueCa({ ...SETTINGS, caValidityDays: 2 }, NOW)).cert);
+    expect([isValidCa(shortLived, NOW), isValidCa(shortLived, NOW + 3 * DAY_MS)]).toEqual([true, false]);
+    expect(isValidCa(new X509Certificate(serving.cert), NOW)).toBe(false);
+  });
+
+  it('spkiHash: the SHA-256 of the public key, the same for the same key, another for another CA', () => {
+    const caCert = new X509Certificate(ca.cert);
+    expect(spkiHash(caCert)).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    expect(spkiHash(new X509Certificate(pemBundle([ca.cert])))).toBe(spkiHash(caCert));
+    expect(spkiHash(new X509Certificate(otherCa.cert))).not.toBe(spkiHash(caCert));
+  });
+
+  it('issuedAt: when hookguard made it (certificates start an hour back)', () => {
+    expect(issuedAt(new X509Certificate(serving.cert))).toBe(NOW);
   });
 });

@@ -1,0 +1,365 @@
+// certificates.mode self, on the replica holding the certificates' Lease: the CA, the serving pair and the webhooks'
+// caBundles kept right, once a round, as Gatekeeper's cert-controller rotator does (open-policy-agent/cert-controller
+// v0.16.0, pkg/rotator/rotator.go: refreshCertIfNeeded, then ensureCerts/injecting the CA into each webhook). What
+// every replica serves is read from the Secret by src/tls/secret-reader.ts. What differs from cert-controller:
+// - Trust: only CAs hookguard made are trusted, recorded where only it writes (src/tls/trust.ts). Any other CA found
+//   in ca.crt or a caBundle is removed, with a warning and hookguard_certificates_untrusted_cas_removed_total.
+// - Order: a serving pair is judged against the CAs the caBundles hold when the round starts, never the Secret's
+//   ca.crt, and re-signed by a CA only once the caBundles have held it for a round (the API server reads webhook
+//   configurations through a cache of its own), so no replica serves a pair the API server does not trust yet.
+// A round:
+// 1. the CA: made when there is none or it is broken (garbage, not one hookguard made, a key that is not its key,
+//    expired), replaced when less than a third of its validity is left. The new CA goes first in ca.crt and the
+//    older CAs hookguard made stay after it until they expire. A deleted Secret starts a new chain: the old CAs stay
+//    only until the new chain's serving pair has been in the Secret for two reads of every replica;
+// 2. the caBundle of every webhook of both configurations: ca.crt, with the record of its CAs;
+// 3. the serving pair: signed anew by the current CA when it is broken, not signed by the current CA, for other
+//    names, or has less than a third of its validity left; only once every caBundle held that CA when the round began.
+// A write that conflicts (409) or fails is tried again next round; nothing here ever ends the process.
+import type { X509Certificate } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { apiFailure } from '../../kube/api-failure.js';
+import type { Leadership } from '../../kube/leader-election.js';
+import {
+  caProblem,
+  dueForRotation,
+  isValidCa,
+  issueCa,
+  issuedAt,
+  issueServingCertificate,
+  pemBundle,
+  SECRET_KEYS,
+  servingProblem,
+  signedBy,
+  spkiHash,
+  type AuthoritySettings,
+  type CertificateData,
+} from '../../tls/authority.js';
+import type { CertificateApi, WebhookCaBundles, WebhookKind } from '../../tls/certificate-api.js';
+import { bundleCertificates } from '../../tls/pem.js';
+import { coalesced } from '../../tls/switcher.js';
+import { parseTrustRecord, renderTrustRecord } from '../../tls/trust.js';
+
+export interface KeeperSettings extends AuthoritySettings {
+  refreshIntervalMs: number;
+  /** One API call gets no longer than this. */
+  requestTimeoutMs: number;
+}
+
+/** Where a CA hookguard did not make was found. */
+export type UntrustedCaPlace = 'secret' | 'caBundle';
+
+const WEBHOOK_KINDS: readonly WebhookKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
+
+/** What the round reads first: the Secret, and both configurations as they are now. */
+interface Observed {
+  data: CertificateData;
+  resourceVersion: string | undefined;
+  configurations: Map<WebhookKind, WebhookCaBundles>;
+}
+
+const uniqueCas = (cas: readonly X509Certificate[]): X509Certificate[] => {
+  const seen = new Set<string>();
+  return cas.filter((ca) => !seen.has(ca.fingerprint256) && seen.add(ca.fingerprint256));
+};
+
+export class CertificateKeeper {
+  private leading: AbortSignal | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly stopping = new AbortController();
+  private readonly missingConfigurations = new Set<WebhookKind>();
+  /** CAs made by this replica whose record may not be written yet (a round that failed between its steps). */
+  private readonly made = new Set<string>();
+  /** Untrusted CAs already reported, by place and SPKI hash, so that one is warned about once while it stays. */
+  private readonly reported = new Set<string>();
+  private readonly removed: Record<UntrustedCaPlace, number> = { secret: 0, caBundle: 0 };
+
+  constructor(
+    private readonly api: CertificateApi,
+    private readonly settings: KeeperSettings,
+    private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** For the LeaderElector of the certificates' Lease: a round at once, then one every refreshIntervalMs. */
+  readonly leadership: Leadership = {
+    started: (signal) => {
+      this.leading = signal;
+      const stop = AbortSignal.any([signal, this.stopping.signal]);
+      this.loop = (async () => {
+        while (!stop.aborted) {
+          await this.round().catch((error: unknown) =>
+            this.logger.error({ err: error }, 'certificates: the round failed; trying again next round'),
+          );
+          await sleep(this.settings.refreshIntervalMs, undefined, { signal: stop }).catch(() => undefined);
+        }
+      })();
+    },
+    stopped: () => {
+      this.leading = undefined;
+    },
+  };
+
+  /** Untrusted CAs removed so far, by where they were found (a counter for the metrics). */
+  untrustedCasRemoved(): Readonly<Record<UntrustedCaPlace, number>> {
+    return this.removed;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.loop;
+  }
+
+  /** One round, while leading; resolves once done (a round asked for meanwhile runs after it). */
+  readonly round = coalesced(async () => {
+    if (!this.leading || this.leading.aborted) return;
+    const signal = AbortSignal.any([
+      this.stopping.signal,
+      this.leading,
+      AbortSignal.timeout(this.settings.requestTimeoutMs),
+    ]);
+    try {
+      await this.upkeep(signal);
+    } catch (error) {
+      if (!this.stopping.signal.aborted)
+        this.logger.warn(
+          { secret: this.api.describe(), error: apiFailure(error).message },
+          'certificates: API call failed; trying again next round',
+        );
+    }
+  });
+
+  private async observe(signal: AbortSignal): Promise<Observed & { exists: boolean }> {
+    const stored = await this.api.getSecret(signal);
+    const configurations = new Map<WebhookKind, WebhookCaBundles>();
+    for (const kind of WEBHOOK_KINDS) {
+      const current = await this.api.getWebhooks(kind, signal);
+      if (current === undefined) {
+        if (!this.missingConfigurations.has(kind)) {
+          this.missingConfigurations.add(kind);
+          this.logger.warn({ kind }, 'certificates: no webhook configuration of that name to write the CA into');
+        }
+        continue;
+      }
+      this.missingConfigurations.delete(kind);
+      configurations.set(kind, current);
+    }
+    return {
+      exists: stored !== undefined,
+      data: stored?.data ?? {},
+      resourceVersion: stored?.resourceVersion,
+      configurations,
+    };
+  }
+
+  /** The three steps (see the top of this file). */
+  private async upkeep(signal: AbortSignal): Promise<void> {
+    const nowMs = this.now();
+    const { exists, data: read, resourceVersion: readVersion, configurations } = await this.observe(signal);
+    let data = read;
+    let resourceVersion = readVersion;
+    const write = async (next: CertificateData, reason: string, problem?: string) => {
+      resourceVersion = await this.api.writeSecret(next, resourceVersion, signal);
+      data = next;
+      const fields = { secret: this.api.describe(), reason, ...(problem ? { problem } : {}) };
+      if (problem) this.logger.warn(fields, 'certificates: replaced what the Secret held');
+      else this.logger.info(fields, 'certificates: Secret written');
+    };
+
+    // What the API server trusts: the CAs of the caBundles as this round found them, in every webhook, and in any.
+    const bundles = [...configurations.values()].flatMap((configuration) =>
+      configuration.caBundles.map((bundle) => bundleCertificates(bundle)),
+    );
+    const inAnyBundle = uniqueCas(bundles.flat());
+    const inEveryBundle =
+      bundles.length === 0
+        ? []
+        : inAnyBundle.filter((ca) =>
+            bundles.every((bundle) => bundle.some((one) => one.fingerprint256 === ca.fingerprint256)),
+          );
+    const secretCertificates = bundleCertificates(read[SECRET_KEYS.caBundle]);
+    const [firstInSecret] = secretCertificates;
+
+    // Which CAs hookguard made: the record, or (none written yet: a first start, or an upgrade from a version that
+    // kept none) the CA whose key the Secret holds and the caBundle's CA that signed the serving certificate.
+    const records = [...configurations.values()].map((configuration) => parseTrustRecord(configuration.trustRecord));
+    const ours = new Set<string>(this.made);
+    const retiring = new Set<string>();
+    for (const record of records) {
+      for (const hash of record?.cas ?? []) ours.add(hash);
+      for (const hash of record?.retiring ?? []) retiring.add(hash);
+    }
+    if (records.every((record) => record === undefined)) {
+      const adopted = this.adopt(read, secretCertificates, inAnyBundle, nowMs);
+      for (const ca of adopted) ours.add(spkiHash(ca));
+      if (adopted.length > 0)
+        this.logger.info(
+          { cas: adopted.map((ca) => ca.subject.replace(/^CN=/, '')) },
+          'certificates: no record of the CAs hookguard made yet: taking those whose key the Secret holds or that signed its serving certificate',
+        );
+    }
+    for (const hash of records.flatMap((record) => [...(record?.cas ?? [])])) this.made.delete(hash);
+    const isOurs = (ca: X509Certificate) => ours.has(spkiHash(ca));
+    this.reportUntrusted(secretCertificates, inAnyBundle, isOurs, nowMs);
+
+    // A chain whose Secret was deleted is trusted until the new chain's serving pair has been read by every replica.
+    const serving = certificateOf(read[SECRET_KEYS.cert]);
+    const liveEverywhere =
+      serving !== undefined &&
+      inEveryBundle.some((ca) => !retiring.has(spkiHash(ca)) && isOurs(ca) && signedBy(serving, ca)) &&
+      nowMs - issuedAt(serving) >= this.retireAfterMs();
+    const trusted = (ca: X509Certificate) =>
+      isValidCa(ca, nowMs) && isOurs(ca) && !(liveEverywhere && retiring.has(spkiHash(ca)));
+    const older = uniqueCas([...secretCertificates, ...inAnyBundle]).filter(trusted);
+
+    // 1. The CA.
+    const broken = !exists
+      ? undefined
+      : firstInSecret !== undefined && firstInSecret.ca && !isOurs(firstInSecret)
+        ? `the first certificate of ${SECRET_KEYS.caBundle} is not a CA hookguard made`
+        : caProblem(read, nowMs);
+    if (!exists || broken !== undefined || (firstInSecret && dueForRotation(firstInSecret, nowMs))) {
+      const ca = await issueCa(this.settings, nowMs);
+      this.made.add(spkiHash(certificateOf(ca.cert) as X509Certificate));
+      const keptCas = older.filter((old) => old.fingerprint256 !== certificateOf(ca.cert)?.fingerprint256);
+      const chain = {
+        [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...keptCas.map(String)]),
+        [SECRET_KEYS.caKey]: ca.key,
+      };
+      if (exists) {
+        await write(
+          { ...read, ...chain },
+          broken === undefined
+            ? 'the CA has less than a third of its validity left: created a new one'
+            : 'the CA was not usable: created a new one',
+          broken,
+        );
+      } else if (older.length === 0) {
+        // Nothing was trusted before: the serving pair goes out at once, as nothing could be served before it.
+        const pair = await issueServingCertificate(this.settings, ca, nowMs);
+        await write(
+          { [SECRET_KEYS.cert]: pair.cert, [SECRET_KEYS.key]: pair.key, ...chain },
+          'no Secret: created a CA and a serving certificate',
+        );
+      } else {
+        // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
+        for (const old of keptCas) retiring.add(spkiHash(old));
+        await write(
+          { [SECRET_KEYS.cert]: '', [SECRET_KEYS.key]: '', ...chain },
+          'the Secret was deleted: created a new CA; the old CAs are trusted until its serving certificate is served everywhere',
+        );
+      }
+    } else {
+      const kept = pemBundle(
+        [firstInSecret as X509Certificate, ...older.filter((ca) => ca !== firstInSecret)].map(String),
+      );
+      if (kept !== read[SECRET_KEYS.caBundle])
+        await write(
+          { ...read, [SECRET_KEYS.caBundle]: kept },
+          'dropped expired, unreadable, retired or unknown certificates from ca.crt',
+        );
+    }
+
+    // 2. The caBundles, with the record of their CAs.
+    const caBundle = data[SECRET_KEYS.caBundle] ?? '';
+    const record = renderTrustRecord(bundleCertificates(caBundle), retiring);
+    for (const [kind, current] of configurations) {
+      if (current.trustRecord === record && current.caBundles.every((bundle) => bundle === caBundle)) continue;
+      await this.api.setCaBundles(kind, current, caBundle, record, signal);
+      this.logger.info({ kind, webhooks: current.caBundles.length }, 'certificates: caBundle written');
+    }
+
+    // 3. The serving pair, signed by the current CA once every caBundle held it when this round began.
+    const [currentCa] = bundleCertificates(caBundle);
+    if (currentCa === undefined) return;
+    const problem = servingProblem(data, this.settings, nowMs, inEveryBundle.filter(trusted));
+    const now = certificateOf(data[SECRET_KEYS.cert]);
+    const due = problem === undefined && now !== undefined && dueForRotation(now, nowMs);
+    const otherCa = problem === undefined && now !== undefined && !signedBy(now, currentCa);
+    if (problem === undefined && !due && !otherCa) return;
+    if (!inEveryBundle.some((ca) => ca.fingerprint256 === currentCa.fingerprint256)) {
+      this.logger.debug(
+        { problem },
+        'certificates: the serving certificate waits a round for the caBundles to trust the CA',
+      );
+      return;
+    }
+    const pair = await issueServingCertificate(
+      this.settings,
+      { cert: currentCa.toString(), key: data[SECRET_KEYS.caKey] ?? '' },
+      nowMs,
+    );
+    const planned = due || otherCa || data[SECRET_KEYS.cert] === '';
+    await write(
+      { ...data, [SECRET_KEYS.cert]: pair.cert, [SECRET_KEYS.key]: pair.key },
+      due
+        ? 'the serving certificate has less than a third of its validity left: re-signed'
+        : otherCa
+          ? 'serving certificate re-signed by the new CA'
+          : data[SECRET_KEYS.cert] === ''
+            ? 'serving certificate signed by the new CA'
+            : 'serving certificate re-signed',
+      planned ? undefined : problem,
+    );
+  }
+
+  /**
+   * How long a new chain's serving pair must have been in the Secret before the old chain's CAs go: every replica
+   * reads the Secret once per refreshIntervalMs (two reads, each within a request timeout), and certificate times
+   * are whole seconds.
+   */
+  private retireAfterMs(): number {
+    return 2 * this.settings.refreshIntervalMs + this.settings.requestTimeoutMs + 1000;
+  }
+
+  /** With no record: the CA whose key the Secret holds, and the caBundle's CA that signed the serving certificate. */
+  private adopt(
+    data: CertificateData,
+    secretCertificates: readonly X509Certificate[],
+    inAnyBundle: readonly X509Certificate[],
+    nowMs: number,
+  ): X509Certificate[] {
+    const [first] = secretCertificates;
+    const keyed = first && caProblem(data, nowMs) === undefined ? [first] : [];
+    const serving = certificateOf(data[SECRET_KEYS.cert]);
+    const issuer = serving ? inAnyBundle.filter((ca) => ca.ca && signedBy(serving, ca)) : [];
+    return uniqueCas([...keyed, ...issuer]);
+  }
+
+  /** Warns once about each CA hookguard did not make, where it was found, and counts it: the round removes it. */
+  private reportUntrusted(
+    secretCertificates: readonly X509Certificate[],
+    inAnyBundle: readonly X509Certificate[],
+    isOurs: (ca: X509Certificate) => boolean,
+    nowMs: number,
+  ): void {
+    const seen = new Set<string>();
+    const places: [UntrustedCaPlace, readonly X509Certificate[]][] = [
+      ['secret', secretCertificates],
+      ['caBundle', inAnyBundle],
+    ];
+    for (const [place, cas] of places)
+      for (const ca of cas) {
+        if (!isValidCa(ca, nowMs) || isOurs(ca)) continue;
+        const key = `${place} ${spkiHash(ca)}`;
+        seen.add(key);
+        if (this.reported.has(key)) continue;
+        this.reported.add(key);
+        this.removed[place]++;
+        this.logger.warn(
+          {
+            where: place === 'secret' ? `${this.api.describe()} ${SECRET_KEYS.caBundle}` : 'caBundle',
+            subject: ca.subject,
+            fingerprint256: ca.fingerprint256,
+          },
+          'certificates: removed a CA hookguard did not make',
+        );
+      }
+    for (const key of this.reported) if (!seen.has(key)) this.reported.delete(key);
+  }
+}
+
+function certificateOf(pem: string | undefined): X509Certificate | undefined {
+  return bundleCertificates(pem)[0];
+}
