@@ -13,9 +13,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { CertificateKeeper } from '../../src/controllers/certificates/keeper.js';
 import { buildApp } from '../../src/http/app.js';
+import { Metrics } from '../../src/http/metrics.js';
 import {
   issueCa,
   issueServingCertificate,
+  pemBundle,
   SECRET_KEYS,
   serviceDnsNames,
   signedBy,
@@ -487,5 +489,142 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     );
     expect(order.servedAt).toBeGreaterThan(order.trustedAt);
     expect(order.readBackInBetween).toBe(true);
+  });
+
+  it('a CA appended to ca.crt or a caBundle is never trusted: removed, warned about and counted; a deleted Secret starts a new chain and the old CA goes once its pair is served (finding 3)', async () => {
+    await world();
+    const leader = await replica(true);
+    const follower = await replica(false);
+    const good = secretData(fake);
+    const oldCa = good[SECRET_KEYS.caBundle] ?? '';
+    await eventually(() => trustedNow() === oldCa, 'the API server seeing the caBundle');
+    const attacker = await issueCa({ ...SETTINGS, caValidityDays: 36_500 }, Date.now());
+    const attackerFingerprint = fingerprintOf(attacker.cert) ?? 'none';
+    const everTrusted = () =>
+      history.some((seen) => fingerprints(seen.bundle).includes(attackerFingerprint)) ||
+      fake.requests.some((request) =>
+        patchedBundles(request).some((bundle) => fingerprints(bundle).includes(attackerFingerprint)),
+      );
+    const removals = () =>
+      leader.lines.filter((line) => line.msg === 'certificates: removed a CA hookguard did not make');
+
+    // Appended to the Secret's ca.crt: dropped from it, never written into a caBundle.
+    fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
+      (secret.data as Record<string, string>)['ca.crt'] = Buffer.from(pemBundle([oldCa, attacker.cert])).toString(
+        'base64',
+      );
+    });
+    await eventually(() => secretData(fake)[SECRET_KEYS.caBundle] === oldCa, 'the CA dropped from ca.crt');
+    await new Promise((resolve) => setTimeout(resolve, 3 * SETTINGS.refreshIntervalMs));
+    expect(everTrusted()).toBe(false);
+    expect(removals()).toEqual([
+      expect.objectContaining({
+        level: 40,
+        where: 'hookguard/hookguard-tls ca.crt',
+        subject: new X509Certificate(attacker.cert).subject,
+        fingerprint256: attackerFingerprint,
+      }),
+    ]);
+
+    // Put into one configuration's caBundle: removed within a round.
+    setCaBundles(fake, ['ValidatingWebhookConfiguration'], pemBundle([oldCa, attacker.cert]));
+    await eventually(() => caBundles(fake).every((bundle) => bundle === oldCa), 'the caBundles back to hookguard CA');
+    expect(removals().map((line) => line.where)).toEqual(['hookguard/hookguard-tls ca.crt', 'caBundle']);
+    const metrics = new Metrics({ untrustedCasRemoved: () => leader.keeper.untrustedCasRemoved() });
+    expect((await metrics.registry.metrics()).split('\n').filter((line) => line.startsWith('hookguard_cert'))).toEqual([
+      'hookguard_certificates_untrusted_cas_removed_total{where="secret"} 1',
+      'hookguard_certificates_untrusted_cas_removed_total{where="caBundle"} 1',
+    ]);
+
+    // The Secret deleted (what one does after ca.key leaked), under load: a new CA, trusted beside the old one until
+    // the new pair has been served everywhere, then alone; the attacker's CA in neither.
+    const load = underLoad(follower.port);
+    let newCa: string | undefined;
+    try {
+      fake.remove('Secret', 'hookguard', 'hookguard-tls');
+      await eventually(() => {
+        const bundle = secretData(fake)[SECRET_KEYS.caBundle];
+        return fingerprints(bundle).length === 2 && bundle;
+      }, 'a new CA');
+      newCa = fingerprintOf(secretData(fake)[SECRET_KEYS.caBundle]);
+      expect(fingerprints(secretData(fake)[SECRET_KEYS.caBundle])).toEqual([newCa, fingerprintOf(oldCa)]);
+      const [newCaCertificate] = bundleCertificates(secretData(fake)[SECRET_KEYS.caBundle]) as [X509Certificate];
+      await eventually(
+        async () => signedBy(await presented(follower.port), newCaCertificate),
+        'the follower serving a pair of the new CA',
+        10_000,
+      );
+      await eventually(
+        () => caBundles(fake).every((bundle) => fingerprints(bundle).join() === newCa),
+        'the old CA gone from every caBundle',
+        10_000,
+      );
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+    } finally {
+      await load.stop();
+    }
+    expect(load.state.failures).toEqual([]);
+    expect(fingerprints(secretData(fake)[SECRET_KEYS.caBundle])).toEqual([newCa]);
+    expect(everTrusted()).toBe(false);
+    expect(certificateLines(leader.lines)).toContain(
+      'the Secret was deleted: created a new CA; the old CAs are trusted until its serving certificate is served everywhere',
+    );
+  });
+
+  it('512 KiB of BEGIN lines in ca.crt: the keeper reads at most 64 KiB of it, drops the junk, keeps the CA (finding 4)', async () => {
+    await world();
+    const leader = await replica(true);
+    const good = secretData(fake);
+    await eventually(() => trustedNow() === good[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
+    const junk = '-----BEGIN CERTIFICATE-----\n'.repeat((512 * 1024) / 28);
+    fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
+      (secret.data as Record<string, string>)['ca.crt'] = Buffer.from(`${good[SECRET_KEYS.caBundle]}${junk}`).toString(
+        'base64',
+      );
+    });
+    await eventually(
+      () => secretData(fake)[SECRET_KEYS.caBundle] === good[SECRET_KEYS.caBundle],
+      'the junk dropped from ca.crt',
+    );
+    expect(leader.lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'certificates: Secret written',
+        reason: 'dropped expired, unreadable, retired or unknown certificates from ca.crt',
+      }),
+    );
+    expect(caBundles(fake)).toEqual([
+      good[SECRET_KEYS.caBundle],
+      good[SECRET_KEYS.caBundle],
+      good[SECRET_KEYS.caBundle],
+    ]);
+    expect((await presented(leader.port)).fingerprint256).toBe(fingerprintOf(good[SECRET_KEYS.cert]));
+  });
+
+  it('a reload whose observer throws does not stop the replica reading the Secret (finding 12)', async () => {
+    await world();
+    let throws = 1;
+    const leader = await replica(true);
+    const follower = await replica(false, {
+      reloaded: () => {
+        if (throws-- > 0) throw new Error('the metrics could not take it');
+      },
+    });
+    const good = secretData(fake);
+    await eventually(() => trustedNow() === good[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
+    leader.stepAside();
+    const ca = { cert: good[SECRET_KEYS.caBundle] ?? '', key: good[SECRET_KEYS.caKey] ?? '' };
+    for (const uid of ['uid-second', 'uid-third']) {
+      const pair = await issueServingCertificate(SETTINGS, ca, Date.now());
+      fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
+        secret.data = encoded({ ...good, 'tls.crt': pair.cert, 'tls.key': pair.key });
+      });
+      await eventually(
+        async () => (await presented(follower.port)).fingerprint256 === fingerprintOf(pair.cert),
+        `the follower serving the pair for ${uid}`,
+      );
+      expect(await admit(follower.port, uid)).toBe(`200 ${uid}`);
+    }
+    expect(throws).toBe(-1);
   });
 });
