@@ -241,7 +241,7 @@ export const KEYS = {
       doc: 'From SIGTERM to exit at most: connections still open then are cut (exit status 1).',
     }),
   },
-  // certificates.mode self: src/tls/self-managed.ts, docs/server.md ("Certificates hookguard manages itself").
+  // certificates.mode self: src/tls/secret-reader.ts, src/controllers/certificates/, docs/server.md ("Certificates hookguard manages itself").
   certificates: {
     mode: oneOf(['files', 'self'], {
       default: 'files',
