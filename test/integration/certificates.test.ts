@@ -572,6 +572,32 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     );
   });
 
+  it('an upgrade from a version that kept no record, with a foreign CA already in ca.crt and the caBundles: only the CA whose key the Secret holds is taken', async () => {
+    const now = Date.now();
+    const ca = await issueCa(SETTINGS, now);
+    const serving = await issueServingCertificate(SETTINGS, ca, now);
+    const foreign = await issueCa({ ...SETTINGS, caValidityDays: 36_500 }, now);
+    const bundle = pemBundle([ca.cert, foreign.cert]);
+    await world({ 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key }, bundle);
+    const leader = await replica(true);
+    await eventually(
+      () => caBundles(fake).every((written) => written === ca.cert),
+      'the caBundles holding its CA only',
+    );
+    expect(secretData(fake)).toEqual({
+      'tls.crt': serving.cert,
+      'tls.key': serving.key,
+      'ca.crt': ca.cert,
+      'ca.key': ca.key,
+    });
+    expect(leader.keeper.untrustedCasRemoved()).toEqual({ secret: 1, caBundle: 1 });
+    expect(leader.lines.filter((line) => line.level >= 40).map((line) => line.where)).toEqual([
+      'hookguard/hookguard-tls ca.crt',
+      'caBundle',
+    ]);
+    expect((await presented(leader.port)).fingerprint256).toBe(fingerprintOf(serving.cert));
+  });
+
   it('512 KiB of BEGIN lines in ca.crt: the keeper reads at most 64 KiB of it, drops the junk, keeps the CA (finding 4)', async () => {
     await world();
     const leader = await replica(true);

@@ -52,11 +52,35 @@ export type UntrustedCaPlace = 'secret' | 'caBundle';
 
 const WEBHOOK_KINDS: readonly WebhookKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
 
-/** What the round reads first: the Secret, and both configurations as they are now. */
+/** What a round reads first: the Secret, and both configurations as they are now. */
 interface Observed {
+  exists: boolean;
   data: CertificateData;
   resourceVersion: string | undefined;
   configurations: Map<WebhookKind, WebhookCaBundles>;
+}
+
+/** What a round trusts, judged once from what it observed. */
+interface Trust {
+  /** The CAs every webhook's caBundle held when the round began: what the API server trusts everywhere. */
+  inEveryBundle: X509Certificate[];
+  /** The CAs any webhook's caBundle held when the round began. */
+  inAnyBundle: X509Certificate[];
+  /** The CAs hookguard made of those marked retiring in the record (a deleted Secret's chain). */
+  retiring: Set<string>;
+  isOurs(ca: X509Certificate): boolean;
+  /** A CA to keep trusting: one hookguard made, valid, and not a retired chain's. */
+  trusted(ca: X509Certificate): boolean;
+}
+
+/** One round's state: the Secret as last written, for the steps after a write. */
+interface Round {
+  nowMs: number;
+  signal: AbortSignal;
+  observed: Observed;
+  trust: Trust;
+  data: CertificateData;
+  resourceVersion: string | undefined;
 }
 
 const uniqueCas = (cas: readonly X509Certificate[]): X509Certificate[] => {
@@ -74,6 +98,8 @@ export class CertificateKeeper {
   /** Untrusted CAs already reported, by place and SPKI hash, so that one is warned about once while it stays. */
   private readonly reported = new Set<string>();
   private readonly removed: Record<UntrustedCaPlace, number> = { secret: 0, caBundle: 0 };
+  /** The CAs adopt() last said it took, so that a round that cannot write the record does not say it again. */
+  private adoptedSaid: string | undefined;
 
   constructor(
     private readonly api: CertificateApi,
@@ -130,7 +156,7 @@ export class CertificateKeeper {
     }
   });
 
-  private async observe(signal: AbortSignal): Promise<Observed & { exists: boolean }> {
+  private async observe(signal: AbortSignal): Promise<Observed> {
     const stored = await this.api.getSecret(signal);
     const configurations = new Map<WebhookKind, WebhookCaBundles>();
     for (const kind of WEBHOOK_KINDS) {
@@ -156,19 +182,36 @@ export class CertificateKeeper {
   /** The three steps (see the top of this file). */
   private async upkeep(signal: AbortSignal): Promise<void> {
     const nowMs = this.now();
-    const { exists, data: read, resourceVersion: readVersion, configurations } = await this.observe(signal);
-    let data = read;
-    let resourceVersion = readVersion;
-    const write = async (next: CertificateData, reason: string, problem?: string) => {
-      resourceVersion = await this.api.writeSecret(next, resourceVersion, signal);
-      data = next;
-      const fields = { secret: this.api.describe(), reason, ...(problem ? { problem } : {}) };
-      if (problem) this.logger.warn(fields, 'certificates: replaced what the Secret held');
-      else this.logger.info(fields, 'certificates: Secret written');
+    const observed = await this.observe(signal);
+    const trust = this.judgeTrust(observed, nowMs);
+    const round: Round = {
+      nowMs,
+      signal,
+      observed,
+      trust,
+      data: observed.data,
+      resourceVersion: observed.resourceVersion,
     };
+    await this.keepCa(round);
+    await this.writeCaBundles(round);
+    await this.keepServing(round);
+  }
 
-    // What the API server trusts: the CAs of the caBundles as this round found them, in every webhook, and in any.
-    const bundles = [...configurations.values()].flatMap((configuration) =>
+  private async write(round: Round, next: CertificateData, reason: string, problem?: string): Promise<void> {
+    round.resourceVersion = await this.api.writeSecret(next, round.resourceVersion, round.signal);
+    round.data = next;
+    const fields = { secret: this.api.describe(), reason, ...(problem ? { problem } : {}) };
+    if (problem) this.logger.warn(fields, 'certificates: replaced what the Secret held');
+    else this.logger.info(fields, 'certificates: Secret written');
+  }
+
+  /**
+   * Which CAs to trust: those the record names (or, with no record written yet, a first start or an upgrade from a
+   * version that kept none, those adopt() takes), valid, and not of a deleted Secret's chain once the new chain's
+   * pair has been read by every replica. Any other CA found is reported.
+   */
+  private judgeTrust(observed: Observed, nowMs: number): Trust {
+    const bundles = [...observed.configurations.values()].flatMap((configuration) =>
       configuration.caBundles.map((bundle) => bundleCertificates(bundle)),
     );
     const inAnyBundle = uniqueCas(bundles.flat());
@@ -178,111 +221,117 @@ export class CertificateKeeper {
         : inAnyBundle.filter((ca) =>
             bundles.every((bundle) => bundle.some((one) => one.fingerprint256 === ca.fingerprint256)),
           );
-    const secretCertificates = bundleCertificates(read[SECRET_KEYS.caBundle]);
-    const [firstInSecret] = secretCertificates;
+    const secretCertificates = bundleCertificates(observed.data[SECRET_KEYS.caBundle]);
 
-    // Which CAs hookguard made: the record, or (none written yet: a first start, or an upgrade from a version that
-    // kept none) the CA whose key the Secret holds and the caBundle's CA that signed the serving certificate.
-    const records = [...configurations.values()].map((configuration) => parseTrustRecord(configuration.trustRecord));
+    const records = [...observed.configurations.values()].map((configuration) =>
+      parseTrustRecord(configuration.trustRecord),
+    );
     const ours = new Set<string>(this.made);
     const retiring = new Set<string>();
     for (const record of records) {
-      for (const hash of record?.cas ?? []) ours.add(hash);
+      for (const hash of record?.cas ?? []) {
+        ours.add(hash);
+        this.made.delete(hash);
+      }
       for (const hash of record?.retiring ?? []) retiring.add(hash);
     }
-    if (records.every((record) => record === undefined)) {
-      const adopted = this.adopt(read, secretCertificates, inAnyBundle, nowMs);
-      for (const ca of adopted) ours.add(spkiHash(ca));
-      if (adopted.length > 0)
-        this.logger.info(
-          { cas: adopted.map((ca) => ca.subject.replace(/^CN=/, '')) },
-          'certificates: no record of the CAs hookguard made yet: taking those whose key the Secret holds or that signed its serving certificate',
-        );
-    }
-    for (const hash of records.flatMap((record) => [...(record?.cas ?? [])])) this.made.delete(hash);
+    if (records.every((record) => record === undefined))
+      for (const ca of this.adopt(observed.data, secretCertificates, inAnyBundle, nowMs)) ours.add(spkiHash(ca));
     const isOurs = (ca: X509Certificate) => ours.has(spkiHash(ca));
     this.reportUntrusted(secretCertificates, inAnyBundle, isOurs, nowMs);
 
-    // A chain whose Secret was deleted is trusted until the new chain's serving pair has been read by every replica.
-    const serving = certificateOf(read[SECRET_KEYS.cert]);
-    const liveEverywhere =
+    const serving = certificateOf(observed.data[SECRET_KEYS.cert]);
+    const newChainLive =
       serving !== undefined &&
       inEveryBundle.some((ca) => !retiring.has(spkiHash(ca)) && isOurs(ca) && signedBy(serving, ca)) &&
       nowMs - issuedAt(serving) >= this.retireAfterMs();
-    const trusted = (ca: X509Certificate) =>
-      isValidCa(ca, nowMs) && isOurs(ca) && !(liveEverywhere && retiring.has(spkiHash(ca)));
-    const older = uniqueCas([...secretCertificates, ...inAnyBundle]).filter(trusted);
+    return {
+      inEveryBundle,
+      inAnyBundle,
+      retiring,
+      isOurs,
+      trusted: (ca) => isValidCa(ca, nowMs) && isOurs(ca) && !(newChainLive && retiring.has(spkiHash(ca))),
+    };
+  }
 
-    // 1. The CA.
+  /** Step 1: the CA, and ca.crt holding only the CAs to trust. */
+  private async keepCa(round: Round): Promise<void> {
+    const { exists, data: read } = round.observed;
+    const { isOurs, trusted, retiring, inAnyBundle } = round.trust;
+    const secretCertificates = bundleCertificates(read[SECRET_KEYS.caBundle]);
+    const older = uniqueCas([...secretCertificates, ...inAnyBundle]).filter(trusted);
+    const [first] = secretCertificates;
     const broken = !exists
       ? undefined
-      : firstInSecret !== undefined && firstInSecret.ca && !isOurs(firstInSecret)
+      : first?.ca && !isOurs(first)
         ? `the first certificate of ${SECRET_KEYS.caBundle} is not a CA hookguard made`
-        : caProblem(read, nowMs);
-    if (!exists || broken !== undefined || (firstInSecret && dueForRotation(firstInSecret, nowMs))) {
-      const ca = await issueCa(this.settings, nowMs);
-      this.made.add(spkiHash(certificateOf(ca.cert) as X509Certificate));
-      const keptCas = older.filter((old) => old.fingerprint256 !== certificateOf(ca.cert)?.fingerprint256);
-      const chain = {
-        [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...keptCas.map(String)]),
-        [SECRET_KEYS.caKey]: ca.key,
-      };
-      if (exists) {
-        await write(
-          { ...read, ...chain },
-          broken === undefined
-            ? 'the CA has less than a third of its validity left: created a new one'
-            : 'the CA was not usable: created a new one',
-          broken,
-        );
-      } else if (older.length === 0) {
-        // Nothing was trusted before: the serving pair goes out at once, as nothing could be served before it.
-        const pair = await issueServingCertificate(this.settings, ca, nowMs);
-        await write(
-          { [SECRET_KEYS.cert]: pair.cert, [SECRET_KEYS.key]: pair.key, ...chain },
-          'no Secret: created a CA and a serving certificate',
-        );
-      } else {
-        // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
-        for (const old of keptCas) retiring.add(spkiHash(old));
-        await write(
-          { [SECRET_KEYS.cert]: '', [SECRET_KEYS.key]: '', ...chain },
-          'the Secret was deleted: created a new CA; the old CAs are trusted until its serving certificate is served everywhere',
-        );
-      }
-    } else {
-      const kept = pemBundle(
-        [firstInSecret as X509Certificate, ...older.filter((ca) => ca !== firstInSecret)].map(String),
-      );
+        : caProblem(read, round.nowMs);
+    if (exists && broken === undefined && first && !dueForRotation(first, round.nowMs)) {
+      const kept = pemBundle([first, ...older.filter((ca) => ca.fingerprint256 !== first.fingerprint256)].map(String));
       if (kept !== read[SECRET_KEYS.caBundle])
-        await write(
+        await this.write(
+          round,
           { ...read, [SECRET_KEYS.caBundle]: kept },
           'dropped expired, unreadable, retired or unknown certificates from ca.crt',
         );
+      return;
     }
+    const ca = await issueCa(this.settings, round.nowMs);
+    this.made.add(spkiHash(certificateOf(ca.cert) as X509Certificate));
+    const chain = { [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...older.map(String)]), [SECRET_KEYS.caKey]: ca.key };
+    if (exists) {
+      await this.write(
+        round,
+        { ...read, ...chain },
+        broken === undefined
+          ? 'the CA has less than a third of its validity left: created a new one'
+          : 'the CA was not usable: created a new one',
+        broken,
+      );
+    } else if (older.length === 0) {
+      // Nothing was trusted before, so nothing could be served before: the serving pair goes out at once.
+      const pair = await issueServingCertificate(this.settings, ca, round.nowMs);
+      await this.write(
+        round,
+        { [SECRET_KEYS.cert]: pair.cert, [SECRET_KEYS.key]: pair.key, ...chain },
+        'no Secret: created a CA and a serving certificate',
+      );
+    } else {
+      // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
+      // The serving pair stays empty until the caBundles trust the new CA; the replicas keep serving theirs.
+      for (const old of older) retiring.add(spkiHash(old));
+      await this.write(
+        round,
+        { [SECRET_KEYS.cert]: '', [SECRET_KEYS.key]: '', ...chain },
+        'the Secret was deleted: created a new CA; the old CAs are trusted until its serving certificate is served everywhere',
+      );
+    }
+  }
 
-    // 2. The caBundles, with the record of their CAs.
-    const caBundle = data[SECRET_KEYS.caBundle] ?? '';
-    const record = renderTrustRecord(bundleCertificates(caBundle), retiring);
-    for (const [kind, current] of configurations) {
+  /** Step 2: every webhook's caBundle is ca.crt, with the record of its CAs. */
+  private async writeCaBundles(round: Round): Promise<void> {
+    const caBundle = round.data[SECRET_KEYS.caBundle] ?? '';
+    const record = renderTrustRecord(bundleCertificates(caBundle), round.trust.retiring);
+    for (const [kind, current] of round.observed.configurations) {
       if (current.trustRecord === record && current.caBundles.every((bundle) => bundle === caBundle)) continue;
-      await this.api.setCaBundles(kind, current, caBundle, record, signal);
+      await this.api.setCaBundles(kind, current, caBundle, record, round.signal);
       this.logger.info({ kind, webhooks: current.caBundles.length }, 'certificates: caBundle written');
     }
+  }
 
-    // 3. The serving pair, signed by the current CA once every caBundle held it when this round began.
-    const [currentCa] = bundleCertificates(caBundle);
+  /** Step 3: the serving pair, signed by the current CA once every caBundle held it when the round began. */
+  private async keepServing(round: Round): Promise<void> {
+    const { data, nowMs } = round;
+    const { inEveryBundle, trusted } = round.trust;
+    const [currentCa] = bundleCertificates(data[SECRET_KEYS.caBundle]);
     if (currentCa === undefined) return;
     const problem = servingProblem(data, this.settings, nowMs, inEveryBundle.filter(trusted));
-    const now = certificateOf(data[SECRET_KEYS.cert]);
-    const due = problem === undefined && now !== undefined && dueForRotation(now, nowMs);
-    const otherCa = problem === undefined && now !== undefined && !signedBy(now, currentCa);
+    const serving = certificateOf(data[SECRET_KEYS.cert]);
+    const due = problem === undefined && serving !== undefined && dueForRotation(serving, nowMs);
+    const otherCa = problem === undefined && serving !== undefined && !signedBy(serving, currentCa);
     if (problem === undefined && !due && !otherCa) return;
     if (!inEveryBundle.some((ca) => ca.fingerprint256 === currentCa.fingerprint256)) {
-      this.logger.debug(
-        { problem },
-        'certificates: the serving certificate waits a round for the caBundles to trust the CA',
-      );
+      this.logger.debug({ problem }, 'certificates: the serving certificate waits for the caBundles to trust the CA');
       return;
     }
     const pair = await issueServingCertificate(
@@ -290,17 +339,19 @@ export class CertificateKeeper {
       { cert: currentCa.toString(), key: data[SECRET_KEYS.caKey] ?? '' },
       nowMs,
     );
-    const planned = due || otherCa || data[SECRET_KEYS.cert] === '';
-    await write(
+    const empty = data[SECRET_KEYS.cert] === '';
+    await this.write(
+      round,
       { ...data, [SECRET_KEYS.cert]: pair.cert, [SECRET_KEYS.key]: pair.key },
       due
         ? 'the serving certificate has less than a third of its validity left: re-signed'
         : otherCa
           ? 'serving certificate re-signed by the new CA'
-          : data[SECRET_KEYS.cert] === ''
+          : empty
             ? 'serving certificate signed by the new CA'
             : 'serving certificate re-signed',
-      planned ? undefined : problem,
+      // Planned work is said at info; what replaces a broken pair, at warn with the problem.
+      due || otherCa || empty ? undefined : problem,
     );
   }
 
@@ -324,7 +375,16 @@ export class CertificateKeeper {
     const keyed = first && caProblem(data, nowMs) === undefined ? [first] : [];
     const serving = certificateOf(data[SECRET_KEYS.cert]);
     const issuer = serving ? inAnyBundle.filter((ca) => ca.ca && signedBy(serving, ca)) : [];
-    return uniqueCas([...keyed, ...issuer]);
+    const adopted = uniqueCas([...keyed, ...issuer]);
+    const names = adopted.map((ca) => ca.subject.replace(/^CN=/, '')).join(',');
+    if (adopted.length > 0 && names !== this.adoptedSaid) {
+      this.adoptedSaid = names;
+      this.logger.info(
+        { cas: adopted.map((ca) => ca.subject.replace(/^CN=/, '')) },
+        'certificates: no record of the CAs hookguard made yet: taking those whose key the Secret holds or that signed its serving certificate',
+      );
+    }
+    return adopted;
   }
 
   /** Warns once about each CA hookguard did not make, where it was found, and counts it: the round removes it. */
