@@ -68,9 +68,9 @@ interface Trust {
   inAnyBundle: X509Certificate[];
   /** The CAs hookguard made of those marked retiring in the record (a deleted Secret's chain). */
   retiring: Set<string>;
-  isOurs(ca: X509Certificate): boolean;
+  isOurs: (ca: X509Certificate) => boolean;
   /** A CA to keep trusting: one hookguard made, valid, and not a retired chain's. */
-  trusted(ca: X509Certificate): boolean;
+  trusted: (ca: X509Certificate) => boolean;
 }
 
 /** One round's state: the Secret as last written, for the steps after a write. */
