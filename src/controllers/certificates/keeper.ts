@@ -1,7 +1,9 @@
 // certificates.mode self, on the replica holding the certificates' Lease: the CA, the serving pair and the webhooks'
 // caBundles kept right, once a round, as Gatekeeper's cert-controller rotator does (open-policy-agent/cert-controller
-// v0.16.0, pkg/rotator/rotator.go: refreshCertIfNeeded, then ensureCerts/injecting the CA into each webhook). What
-// every replica serves is read from the Secret by src/tls/secret-reader.ts. What differs from cert-controller:
+// v0.16.0, pkg/rotator/rotator.go: refreshCertIfNeeded and refreshCerts for the Secret, ReconcileWH.ensureCerts and
+// injectCertToWebhook for the caBundles). What every replica serves is read from the Secret by
+// src/tls/secret-reader.ts. What differs from cert-controller, whose refreshCerts(true) writes a new CA and a server
+// certificate it signed in one Secret write, before any caBundle holds that CA:
 // - Trust: only CAs hookguard made are trusted, recorded where only it writes (src/tls/trust.ts). Any other CA found
 //   in ca.crt or a caBundle is removed, with a warning and hookguard_certificates_untrusted_cas_removed_total.
 // - Order: a serving pair is judged against the CAs the caBundles hold when the round starts, never the Secret's
