@@ -8,7 +8,7 @@ import { kubeValue, PARSE_OPTIONS } from '../../src/offline/yaml11.js';
 import type { Operation } from '../../src/core/types.js';
 
 function fix(text: string, operations: Operation[]): string {
-  return fixDocumentText(text, operations, kubeValue(parseDocument(text, PARSE_OPTIONS)));
+  return fixDocumentText(text, operations, kubeValue(parseDocument(text, PARSE_OPTIONS))).text;
 }
 
 const JOB = `# a hook
