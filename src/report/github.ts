@@ -31,8 +31,10 @@ export function renderGithub({ results, notes }: CheckReport): string {
     const { file, line, rendered } = reportLocation(result.source);
     for (const finding of result.findings) {
       const audit = finding.action === 'deny' && result.allowed ? ' (audit mode: denied in enforce mode only)' : '';
+      // Named once: most messages name no object, a few (version-race's) start with it.
+      const named = finding.message.startsWith(`${result.label} `) ? '' : `${result.label}: `;
       const message = [
-        printable(`${result.label}: ${finding.message}${audit}`),
+        printable(`${named}${finding.message}${audit}`),
         ...(finding.note ? [printable(finding.note)] : []),
         ...(rendered ? [printable(`rendered at ${rendered}`)] : []),
       ].join('\n');

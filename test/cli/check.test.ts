@@ -223,7 +223,12 @@ describe('hookguard check exit status', () => {
       CONFIGMAP,
       /^hookguard check: --output: must be one of text, json, sarif, junit, github, got "xml"\n$/,
     ],
-    ['an unknown flag', ['check', '-', '--frobnicate'], CONFIGMAP, /Unknown option '--frobnicate'/],
+    [
+      'an unknown flag, in balanced quotes',
+      ['check', '-', '--frobnicate'],
+      CONFIGMAP,
+      /^hookguard check: unknown option --frobnicate \(--help lists the options\); to name a file that starts with -, put it after --: -- --frobnicate\n$/,
+    ],
     [
       'a bad --argocd-version, named as typed',
       ['check', '-', '--argocd-version', 'v3.x'],
