@@ -1,6 +1,6 @@
 import { isAbsolute, posix, relative, resolve, sep } from 'node:path';
 import { checkObject, type CheckResult } from '../offline/check.js';
-import { fixDocumentText } from '../offline/fix.js';
+import { fixDocument } from '../offline/fix.js';
 import { readInputs } from '../offline/inputs.js';
 import { readDocuments, type InputDocument, type SourceObject } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
@@ -118,7 +118,7 @@ function renderFixed(
             })),
           );
           if (operations.length === 0) return document.text;
-          const fixed = fixDocumentText(document.text, operations, document.value);
+          const fixed = fixDocument(document, operations, document.value);
           const label = document.objects[0]?.label.replace(/ item \d+$/, '');
           if (fixed.rewritten !== undefined)
             io.stderr(

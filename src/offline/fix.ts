@@ -6,7 +6,18 @@
 // made in place (a node reached through an alias or a merge key is written out in full at the first place the
 // document owns), or the result would differ, the document is written anew from the patched object.
 import { isDeepStrictEqual } from 'node:util';
-import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, Scalar, type Node, type Pair } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  parseDocument,
+  Scalar,
+  type Document,
+  type Node,
+  type Pair,
+} from 'yaml';
 import { applyPatch } from '../core/json-patch.js';
 import type { Operation } from '../core/types.js';
 import { isMergeKey, kubeValue, PARSE_OPTIONS, resolvePlain, scalarKey } from './yaml11.js';
@@ -137,7 +148,12 @@ interface Edit {
 class DocumentText {
   private readonly edits: Edit[] = [];
 
-  constructor(public readonly text: string) {}
+  /** `text` is the whole input as parsed; the document is its `[from, to)`, and every offset is the input's. */
+  constructor(
+    public readonly text: string,
+    private readonly from: number,
+    public readonly to: number,
+  ) {}
 
   column(offset: number): number {
     return offset - (this.text.lastIndexOf('\n', offset - 1) + 1);
@@ -166,17 +182,17 @@ class DocumentText {
     }
   }
 
-  /** The text with every edit made. */
+  /** The document's text with every edit made. */
   edited(): string {
     const edits = [...this.edits].sort((a, b) => a.start - b.start || a.order - b.order);
     const pieces: string[] = [];
-    let at = 0;
+    let at = this.from;
     for (const edit of edits) {
       if (edit.start < at) throw new NotInPlace('two edits of the same text');
       pieces.push(this.text.slice(at, edit.start), edit.text);
       at = edit.end;
     }
-    pieces.push(this.text.slice(at));
+    pieces.push(this.text.slice(at, this.to));
     return pieces.join('');
   }
 }
@@ -288,7 +304,7 @@ function insertItem(doc: DocumentText, seq: Collection, index: number, value: Js
 function removeLines(doc: DocumentText, start: number, end: number): void {
   const from = doc.lineStart(start);
   if (doc.text.slice(from, start).trim() !== '') throw new NotInPlace('a node that does not start its line');
-  const to = doc.text[end - 1] === '\n' ? end : Math.min(doc.lineEnd(end) + 1, doc.text.length);
+  const to = doc.text[end - 1] === '\n' ? end : Math.min(doc.lineEnd(end) + 1, doc.to);
   doc.splice(from, to, '');
 }
 
@@ -355,19 +371,39 @@ export interface FixedDocument {
   rewritten?: string;
 }
 
+/** A document as read: the whole input's text, the document's `[start, end)` in it, and its parse (from that text). */
+export interface ParsedDocument {
+  input: string;
+  start: number;
+  end: number;
+  parsed: Document.Parsed;
+}
+
 /**
  * The text of one document (as readDocuments() kept it, separator and comments included) with `operations` applied
  * (paths from the document's root: a List's items under `/items/N`); `before` is its value as Kubernetes reads it.
- * The text is parsed once and read back once, whatever the number of operations.
  */
 export function fixDocumentText(text: string, operations: readonly Operation[], before: unknown): FixedDocument {
+  const document = { input: text, start: 0, end: text.length, parsed: parseDocument(text, PARSE_OPTIONS) };
+  return fixDocument(document, operations, before);
+}
+
+/**
+ * fixDocumentText() on a document read already: its parse is the one the edits are placed by, and the result is
+ * read back once, whatever the number of operations (two parses of the document in all, with the read's).
+ */
+export function fixDocument(
+  document: ParsedDocument,
+  operations: readonly Operation[],
+  before: unknown,
+): FixedDocument {
+  const { input, start, end, parsed } = document;
   // Applied in place to one copy (fast-json-patch validates nothing here, and copies nothing per operation).
   const expected = applyPatch(structuredClone(before), structuredClone(operations), false, true).newDocument;
-  const parsed = parseDocument(text, PARSE_OPTIONS);
   let why: string;
   try {
     if (parsed.errors.length > 0) throw new NotInPlace('the text does not parse');
-    const doc = new DocumentText(text);
+    const doc = new DocumentText(input, start, end);
     for (const operation of operations) placeEdit(doc, parsed.contents, operation, expected as Json);
     const edited = doc.edited();
     if (readBack(edited, expected)) return { text: edited };
@@ -377,7 +413,7 @@ export function fixDocumentText(text: string, operations: readonly Operation[], 
     why = `it could not be edited in place (${error.message})`;
   }
   // Written anew, after the separator and comments that open the document.
-  const opening = parsed.contents ? text.slice(0, rangeOf(parsed.contents)[0]) : '';
+  const opening = parsed.contents ? input.slice(start, rangeOf(parsed.contents)[0]) : '';
   const rewritten = `${opening}${opening === '' || opening.endsWith('\n') ? '' : '\n'}${renderDocument(expected)}`;
   if (!readBack(rewritten, expected)) throw new Error('the fixed document does not read back as the patched object');
   return { text: rewritten, rewritten: why };

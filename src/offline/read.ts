@@ -4,6 +4,7 @@ import { parseAllDocuments } from 'yaml';
 import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 import { InputError } from '../errors.js';
+import type { ParsedDocument } from './fix.js';
 import { kubeValue, PARSE_OPTIONS, YamlReadError } from './yaml11.js';
 
 /** Where an object came from; the shape the output formats (text, JSON, SARIF, JUnit) consume. */
@@ -28,7 +29,7 @@ export interface Source {
 }
 
 /** One document of an input, with the objects it holds (none when empty, a List's items). */
-export interface InputDocument {
+export interface InputDocument extends ParsedDocument {
   /** Its text: from the end of the previous document to its own end, so an input's documents' texts make it up. */
   text: string;
   /** Its value as Kubernetes reads it; null when it is empty. */
@@ -154,7 +155,9 @@ export function readDocuments(text: string, file: string, chartRoot?: string): I
       const at = lines.where(problem.offset);
       throw new InputError(`${label}, line ${at.line}: ${problem.message} (${at.text})`);
     }
-    if (value === null || !document.contents) return { text: own, value: null, objects: [] };
+    // Kept for --fix, which places its edits by this very parse (src/offline/fix.ts fixDocument()).
+    const place = { input: text, start: begin, end, parsed: document };
+    if (value === null || !document.contents) return { ...place, text: own, value: null, objects: [] };
     const object = kubeObject(value, label);
     const line = firstLineOf(lines, begin, document.contents.range[0]);
     const source: Source = {
@@ -165,7 +168,12 @@ export function readDocuments(text: string, file: string, chartRoot?: string): I
       ...(chartRoot === undefined ? {} : { chartRoot }),
     };
     if (!isList(object))
-      return { text: own, value, objects: [{ source: withTemplate(source, object), label, pointer: '', object }] };
+      return {
+        ...place,
+        text: own,
+        value,
+        objects: [{ source: withTemplate(source, object), label, pointer: '', object }],
+      };
     const objects = (object.items as unknown[]).map((item, itemIndex) => {
       const where = `${label} item ${itemIndex + 1}`;
       const object = kubeObject(item, where);
@@ -176,6 +184,6 @@ export function readDocuments(text: string, file: string, chartRoot?: string): I
         object,
       };
     });
-    return { text: own, value, objects };
+    return { ...place, text: own, value, objects };
   });
 }

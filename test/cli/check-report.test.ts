@@ -173,6 +173,64 @@ describe('hookguard check --helm-version', () => {
   });
 });
 
+describe('hookguard check --fix', () => {
+  it('names on stderr a document it had to write anew, losing its comments', async () => {
+    const anchored = `# kept only in place
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: a
+  namespace: demo
+  annotations: &shared
+    helm.sh/hook: pre-install
+  labels: *shared
+spec:
+  ttlSecondsAfterFinished: 60
+  activeDeadlineSeconds: 600
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: alpine:3.20}]
+`;
+    const run = await runCommand(
+      ['check', '-', '--fix', '--helm-version', '4.2.2'],
+      `---\n${anchored}---\n${HELM_POD}`,
+    );
+    expect(run.status).toBe(0);
+    expect(run.stderr).toBe(
+      'hookguard check: stdin document 1 written anew from the patched object, its comments and layout lost: the text edited in place would not read back as the patched object\n',
+    );
+    // The comments before the document stay; its layout (the flow sequence) goes.
+    expect(run.stdout.slice(0, run.stdout.indexOf('---\n', 4))).toBe(
+      [
+        '---',
+        '# kept only in place',
+        'apiVersion: batch/v1',
+        'kind: Job',
+        'metadata:',
+        '  name: a',
+        '  namespace: demo',
+        '  annotations:',
+        '    helm.sh/hook: pre-install',
+        '    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+        '    helm.sh/hook-output-log-policy: hook-failed',
+        '  labels:',
+        '    helm.sh/hook: pre-install',
+        'spec:',
+        '  ttlSecondsAfterFinished: 60',
+        '  activeDeadlineSeconds: 600',
+        '  template:',
+        '    spec:',
+        '      restartPolicy: Never',
+        '      containers:',
+        '        - name: main',
+        '          image: alpine:3.20',
+        '',
+      ].join('\n'),
+    );
+  });
+});
+
 describe("README's flag table", () => {
   it('lists exactly the flags check takes', () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
