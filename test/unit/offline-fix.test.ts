@@ -2,7 +2,8 @@
 // write, with the exact text that comes out; everything the patch does not touch keeps its bytes.
 import fc from 'fast-check';
 import { parseDocument } from 'yaml';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { charactersSliced as countSliced } from '../support/work.js';
 import { fixDocumentText, renderDocument } from '../../src/offline/fix.js';
 import { kubeValue, PARSE_OPTIONS } from '../../src/offline/yaml11.js';
 import type { Operation } from '../../src/core/types.js';
@@ -109,24 +110,24 @@ describe('what the document does not own', () => {
     );
   });
 
-  it('an edit that would change what an alias reads makes the document written anew, and says why', () => {
-    const text = '# kept\na: &x {b: 1}\nc: *x\n';
-    expect(
-      fixDocumentText(text, [{ op: 'add', path: '/a/d', value: 2 }], kubeValue(parseDocument(text, PARSE_OPTIONS))),
-    ).toEqual({
-      text: '# kept\na:\n  b: 1\n  d: 2\nc:\n  b: 1\n',
-      rewritten: 'the text edited in place would not read back as the patched object',
-    });
-  });
-
-  it('so does an anchored node the patch replaces', () => {
-    const text = 'a: &x 1\nc: *x\n';
-    expect(
-      fixDocumentText(text, [{ op: 'replace', path: '/a', value: 2 }], kubeValue(parseDocument(text, PARSE_OPTIONS))),
-    ).toEqual({
-      text: 'a: 2\nc: 1\n',
-      rewritten: 'it could not be edited in place (an anchored node (its aliases would change))',
-    });
+  it.each([
+    [
+      'an edit that would change what an alias reads',
+      '# kept\na: &x {b: 1}\nc: *x\n',
+      { op: 'add', path: '/a/d', value: 2 },
+      '# kept\na:\n  b: 1\n  d: 2\nc:\n  b: 1\n',
+      'the text edited in place would not read back as the patched object',
+    ],
+    [
+      'an anchored node the patch replaces',
+      'a: &x 1\nc: *x\n',
+      { op: 'replace', path: '/a', value: 2 },
+      'a: 2\nc: 1\n',
+      'it could not be edited in place (an anchored node (its aliases would change))',
+    ],
+  ] as const)('%s makes the document written anew, and says why', (_name, text, operation, fixed, why) => {
+    const before = kubeValue(parseDocument(text, PARSE_OPTIONS));
+    expect(fixDocumentText(text, [operation as Operation], before)).toEqual({ text: fixed, rewritten: why });
   });
 });
 
@@ -144,21 +145,11 @@ describe('work linear in the document', () => {
       { op: 'add', path: `/items/${index}/spec/ttlSecondsAfterFinished`, value: 600 },
     ]).flat();
     const before = kubeValue(parseDocument(text, PARSE_OPTIONS));
-    let copied = 0;
-    const slice = String.prototype.slice;
-    const spy = vi.spyOn(String.prototype, 'slice').mockImplementation(function (this: string, ...range) {
-      const piece = slice.apply(this, range);
-      copied += piece.length;
-      return piece;
-    });
-    try {
+    return countSliced(() => {
       const fixed = fixDocumentText(text, operations, before);
       expect(fixed.rewritten).toBeUndefined();
       expect(fixed.text.match(/ttlSecondsAfterFinished: 600/g)).toHaveLength(items);
-    } finally {
-      spy.mockRestore();
-    }
-    return copied;
+    });
   }
 
   it('4x the items of a List copy at most ~5x the characters', () => {
