@@ -15,10 +15,24 @@ export function parseArguments<T extends ParseArgsConfig>(
     // Node throws plain TypeErrors told apart only by code (ERR_PARSE_ARGS_UNKNOWN_OPTION and its siblings).
     const code = (error as { code?: unknown }).code;
     if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
-      throw new UsageError((error as Error).message, { cause: error });
+      throw new UsageError(usageProblem(code, (error as Error).message), { cause: error });
     }
     throw error;
   }
+}
+
+/**
+ * What parseArgs refused, in hookguard's words. Node's own text for an unknown option ends in an unbalanced quote
+ * (`as in '-- "--x"`: node lib/internal/errors.js, ERR_PARSE_ARGS_UNKNOWN_OPTION): said here whole.
+ */
+function usageProblem(code: string, message: string): string {
+  const unknown = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '(.*?)'/.exec(message)?.[1] : undefined;
+  if (unknown === undefined) return message;
+  // Node suggests `--` only where the command takes positional arguments.
+  const positional = message.includes("after '--'")
+    ? `; to name a file that starts with -, put it after --: -- ${unknown}`
+    : '';
+  return `unknown option ${unknown} (--help lists the options)${positional}`;
 }
 
 /** A command-line flag that sets a config key, and the value it was given (undefined: not given). */

@@ -1,25 +1,35 @@
+import { isAbsolute, posix, relative, resolve, sep } from 'node:path';
 import { checkObject, type CheckResult } from '../offline/check.js';
-import { fixDocumentText } from '../offline/fix.js';
+import { fixDocument } from '../offline/fix.js';
 import { readInputs } from '../offline/inputs.js';
-import { readDocuments, type InputDocument, type Source, type SourceObject } from '../offline/read.js';
+import { readDocuments, type InputDocument, type SourceObject } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
-import { isRecord } from '../core/objects.js';
-import type { KubeObject } from '../core/types.js';
+import type { DecisionContext } from '../core/context.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
-import { renderJunit } from '../offline/junit.js';
-import { renderSarif, type SarifRuleSource } from '../offline/sarif.js';
+import { renderGithub } from '../report/github.js';
+import { renderJson } from '../report/json.js';
+import { renderJunit } from '../report/junit.js';
+import { printable, REPORT_FORMATS, type CheckReport, type ReportFormat } from '../report/report.js';
+import { renderSarif, type SarifRuleSource } from '../report/sarif.js';
+import { describeDenial, renderText } from '../report/text.js';
 import { builtInRules, catalogOf, describeStages } from '../rules/index.js';
 import { packageVersion } from './version.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--helm-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit|github] [--chart-root DIR] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
 Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
-directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones skipped.
+directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones and symbolic links out of it
+skipped; a directory holding Chart.yaml is rendered with the helm on PATH (helm template DIR).
   --argocd-version V   the objects will be applied by this Argo CD version (also HOOKGUARD_ARGOCD_VERSION, or
                        argocd.version in the config; without any: applied by plain Helm)
-  -o, --output F       text (default), json, sarif (SARIF 2.1.0 for code scanning) or junit (JUnit XML)
+  --helm-version V     the Helm that will run the hooks (also HOOKGUARD_HELM_VERSION, or helm.version; without
+                       any: every Helm advisory may apply, and the summary says what that changed)
+  -o, --output F       text (default), json, sarif (SARIF 2.1.0 for code scanning), junit (JUnit XML) or github
+                       (GitHub Actions workflow commands: one annotation per finding)
+  --chart-root DIR     the chart's directory in the repository: sarif, junit and github point at the template a
+                       document's "# Source: chart/templates/x.yaml" names, DIR/templates/x.yaml
   --fix                print the manifests as hookguard would store them (YAML, documents in order); only the
                        nodes hookguard patches change; each denial goes to stderr: the object, the rule, why, and
                        where it was read (not with -o)
@@ -27,6 +37,20 @@ directory stands for its *.yaml, *.yml and *.json files, recursively, hidden one
                        sets no runAsUser/runAsGroup (rules.minRuntime.openshift)
   --max-input-bytes N  refuse more input than N bytes in all (check.maxInputBytes, default 32 MiB)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
+
+/** check's flags, as node:util parseArgs takes them (README's flag table is held equal to them by a test). */
+export const CHECK_OPTIONS = {
+  'argocd-version': { type: 'string' },
+  'helm-version': { type: 'string' },
+  mode: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  'chart-root': { type: 'string' },
+  fix: { type: 'boolean', default: false },
+  openshift: { type: 'boolean', default: false },
+  config: { type: 'string' },
+  'max-input-bytes': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
 
 const HELM_USER = 'hookguard-check:helm-user';
 
@@ -36,8 +60,6 @@ function choice<T extends string>(flag: string, value: string | undefined, allow
     throw new UsageError(`--${flag}: must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
 }
-
-const OUTPUTS = ['text', 'json', 'sarif', 'junit'] as const;
 
 /** The catalog as SARIF rules: one per id, with each side of it (a rule may mutate and deny) in its own words. */
 function sarifRules(): SarifRuleSource[] {
@@ -50,53 +72,41 @@ function sarifRules(): SarifRuleSource[] {
   return [...rules].map(([id, sides]) => ({ id, sides }));
 }
 
-function describeResult(result: CheckResult): string {
-  return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
-}
-
-/** Helm 4 names each document's template in this annotation of what it pipes to a post-renderer (helm v4.1.4 pkg/action/action.go). */
-const HELM_TEMPLATE_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
-
-/** The template Helm rendered an object from, when Helm said so. */
-function helmTemplate(object: KubeObject): string | undefined {
-  const annotations = isRecord(object.metadata) ? object.metadata.annotations : undefined;
-  const template = isRecord(annotations) ? annotations[HELM_TEMPLATE_ANNOTATION] : undefined;
-  return typeof template === 'string' ? template : undefined;
-}
-
-/** `  at chart.yaml:12 (document 2): # Source: chart/templates/job.yaml`: where a result's object was read. */
-function describeSource({ file, line, document, item, firstLine }: Source, template?: string): string {
-  const within = `document ${document}${item === undefined ? '' : `, item ${item}`}${template ? `, template ${template}` : ''}`;
-  return `  at ${file === '-' ? 'stdin' : file}:${line} (${within})${firstLine ? `: ${firstLine}` : ''}`;
-}
-
-function renderText(results: readonly CheckResult[]): string {
-  const lines: string[] = [];
-  for (const result of results) {
-    const where = describeResult(result);
-    const verdict = result.allowed ? 'allowed' : 'DENIED';
-    lines.push(
-      `${where}: ${verdict}${result.patch.length ? `, ${result.patch.length} patch op(s)` : ''}${result.findings.length === 0 && result.patch.length === 0 ? ', unchanged' : ''}`,
-      describeSource(result.source),
-    );
-    for (const finding of result.findings) {
-      lines.push(
-        `  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`,
-      );
-      if (finding.note) lines.push(`         note: ${finding.note}`);
-    }
+function render(format: ReportFormat, report: CheckReport): string {
+  switch (format) {
+    case 'json':
+      return renderJson(report);
+    case 'sarif':
+      return renderSarif(report, sarifRules(), packageVersion());
+    case 'junit':
+      return renderJunit(report);
+    case 'github':
+      return renderGithub(report);
+    case 'text':
+      return renderText(report);
   }
-  const denied = results.filter((result) => !result.allowed).length;
-  const changed = results.filter((result) => result.patch.length > 0).length;
-  lines.push(`${results.length} object(s): ${changed} would be changed, ${denied} would be denied`);
-  return `${lines.join('\n')}\n`;
 }
 
 /**
- * Every input's documents in order, each as hookguard would store it: only the nodes a patch touches change (a
- * List's items together); a document hookguard leaves alone keeps its exact text.
+ * The chart root as reports name it: relative to the working directory (the repository's checkout, in CI) when it
+ * lies within it, with forward slashes.
  */
-function renderFixed(inputs: readonly InputDocument[][], results: ReadonlyMap<SourceObject, CheckResult>): string {
+function repositoryPath(directory: string): string {
+  const rest = relative(process.cwd(), resolve(directory));
+  const inside = rest === '' || (!rest.startsWith('..') && !isAbsolute(rest));
+  return inside ? posix.normalize(rest.split(sep).join('/') || '.') : resolve(directory);
+}
+
+/**
+ * Every input's documents in order, each as hookguard would store them: only the nodes a patch touches change (a
+ * List's items together); a document hookguard leaves alone keeps its exact text. A document that had to be written
+ * anew (losing its comments and layout) is named on stderr.
+ */
+function renderFixed(
+  inputs: readonly InputDocument[][],
+  results: ReadonlyMap<SourceObject, CheckResult>,
+  io: CommandIO,
+): string {
   return inputs
     .map((documents) =>
       documents
@@ -107,7 +117,14 @@ function renderFixed(inputs: readonly InputDocument[][], results: ReadonlyMap<So
               path: `${object.pointer}${operation.path}`,
             })),
           );
-          return operations.length > 0 ? fixDocumentText(document.text, operations, document.value) : document.text;
+          if (operations.length === 0) return document.text;
+          const fixed = fixDocument(document, operations, document.value);
+          const label = document.objects[0]?.label.replace(/ item \d+$/, '');
+          if (fixed.rewritten !== undefined)
+            io.stderr(
+              `${printable(`hookguard check: ${label} written anew from the patched object, its comments and layout lost: ${fixed.rewritten}`)}\n`,
+            );
+          return fixed.text;
         })
         .join(''),
     )
@@ -116,25 +133,37 @@ function renderFixed(inputs: readonly InputDocument[][], results: ReadonlyMap<So
     .join('---\n');
 }
 
+/**
+ * When no Helm version was given, every Helm advisory may apply: what that changed, against a Helm none affects (the
+ * same objects judged without them), said in a sentence; nothing when the version is known or it changed nothing.
+ */
+function helmAssumption(
+  objects: readonly SourceObject[],
+  results: readonly CheckResult[],
+  context: DecisionContext,
+  username: string,
+): string[] {
+  if (context.helmVersion !== undefined || context.helmAdvisories.length === 0) return [];
+  const unaffected: DecisionContext = { ...context, helmAdvisories: [] };
+  const changed = objects.filter((object, index) => {
+    const other = checkObject(object.object, object.source, index, unaffected, { username });
+    const result = results[index]!;
+    return JSON.stringify([other.patch, other.findings]) !== JSON.stringify([result.patch, result.findings]);
+  }).length;
+  if (changed === 0) return [];
+  const ids = context.helmAdvisories.map((advisory) => advisory.id).join(', ');
+  return [
+    `Helm version unknown: judged as if any Helm may run the hooks, so ${ids} applied; ${changed} object(s) judged otherwise than for a Helm it does not affect (name the Helm with --helm-version V or HOOKGUARD_HELM_VERSION)`,
+  ];
+}
+
 export async function runCheck(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseArguments(argv, {
-    allowPositionals: true,
-    options: {
-      'argocd-version': { type: 'string' },
-      mode: { type: 'string' },
-      output: { type: 'string', short: 'o' },
-      fix: { type: 'boolean', default: false },
-      openshift: { type: 'boolean', default: false },
-      config: { type: 'string' },
-      'max-input-bytes': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
+  const { values, positionals } = parseArguments(argv, { allowPositionals: true, options: CHECK_OPTIONS });
   if (values.help) {
     io.stdout(`${CHECK_USAGE}\n`);
     return EXIT.ok;
   }
-  const output = choice('output', values.output, OUTPUTS, 'text');
+  const output = choice('output', values.output, REPORT_FORMATS, 'text');
   // --fix prints manifests, which no report format can carry: asked for both, it says so rather than pick one.
   if (values.fix && values.output !== undefined)
     throw new UsageError(
@@ -145,6 +174,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   const config = loadConfigWithFlags(io, values.config, [
     { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
+    { flag: 'helm-version', key: 'helm.version', value: values['helm-version'] },
     { flag: 'openshift', key: 'rules.minRuntime.openshift', value: values.openshift ? 'true' : undefined },
     { flag: 'max-input-bytes', key: 'check.maxInputBytes', value: values['max-input-bytes'] },
   ]);
@@ -153,9 +183,16 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   const appliedByArgo = config.argocd.version !== null;
   const username = appliedByArgo ? (config.argocd.controllerUsernames[0] ?? HELM_USER) : HELM_USER;
   const context = decisionContext(config, undefined, 'render');
+  const chartRoot = values['chart-root'] === undefined ? undefined : repositoryPath(values['chart-root']);
 
-  const inputs = (await readInputs(positionals, { maxBytes: config.check.maxInputBytes, readStdin: io.readStdin })).map(
-    ({ file, text }) => readDocuments(text, file),
+  const read = await readInputs(positionals, {
+    maxBytes: config.check.maxInputBytes,
+    readStdin: io.readStdin,
+    env: io.env,
+    note: (text) => io.stderr(`${printable(`hookguard check: ${text}`)}\n`),
+  });
+  const inputs = read.map((input) =>
+    readDocuments(input.text, input.file, input.chartRoot === undefined ? chartRoot : repositoryPath(input.chartRoot)),
   );
   const objects = inputs.flat().flatMap((document) => document.objects);
   const results = objects.map((object, index): CheckResult => {
@@ -173,19 +210,12 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   }
 
   if (values.fix) {
-    io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, results[index]!]))));
+    io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, results[index]!])), io));
     // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr.
-    results.forEach((result, index) => {
-      const where = describeSource(result.source, helmTemplate(objects[index]!.object));
+    for (const result of results)
       for (const finding of result.findings)
-        if (finding.action === 'deny')
-          io.stderr(
-            `hookguard check: ${describeResult(result)} denied by ${finding.rule}: ${finding.message}\n${where}\n`,
-          );
-    });
-  } else if (output === 'json') io.stdout(`${JSON.stringify({ results }, null, 2)}\n`);
-  else if (output === 'sarif') io.stdout(renderSarif(results, sarifRules(), packageVersion()));
-  else if (output === 'junit') io.stdout(renderJunit(results));
-  else io.stdout(renderText(results));
+        if (finding.action === 'deny' && !result.allowed)
+          io.stderr(describeDenial(result, finding.rule, finding.message));
+  } else io.stdout(render(output, { results, notes: helmAssumption(objects, results, context, username) }));
   return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;
 }

@@ -41,12 +41,17 @@ export function containersOf(podSpec: PodSpec): Container[] {
   return lists.flatMap((list) => (Array.isArray(list) ? list.filter(isRecord) : []));
 }
 
-export function describeObject(object: KubeObject): string {
+/**
+ * How hookguard names an object to people, in every message and report: `Job ns/name`, `Job ns/migrate-*` for one
+ * named by `generateName` (the API server adds the suffix), `<unnamed>` with neither.
+ */
+export function objectLabel(object: KubeObject): string {
   const metadata = metadataOf(object);
-  const name = metadata?.name ?? (metadata?.generateName ? `${metadata.generateName}*` : '<unnamed>');
-  return metadata?.namespace
-    ? `${object.kind ?? 'object'} ${metadata.namespace}/${name}`
-    : `${object.kind ?? 'object'} ${name}`;
+  const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  const generateName = text(metadata?.generateName);
+  const name = text(metadata?.name) ?? (generateName ? `${generateName}*` : '<unnamed>');
+  const namespace = text(metadata?.namespace);
+  return `${text(object.kind) ?? 'object'} ${namespace ? `${namespace}/` : ''}${name}`;
 }
 
 /** The object's finalizers that are strings; none when metadata.finalizers is missing or not a list. */

@@ -5,8 +5,8 @@ import type { DecisionContext } from '../core/context.js';
 import { hookKindOf } from '../core/hook.js';
 import { ARGO_NEVER_APPLIES, computedPatch, decide, type Decision } from '../core/decide.js';
 import { ARGOCD_HOOK, HELM_HOOK } from '../core/annotations.js';
-import { annotation, isRecord } from '../core/objects.js';
-import type { Finding, KubeObject, Operation } from '../core/types.js';
+import { annotation, isRecord, objectLabel } from '../core/objects.js';
+import type { Finding, KubeObject, Mode, Operation } from '../core/types.js';
 import type { Source } from './read.js';
 
 export interface CheckResult {
@@ -14,7 +14,11 @@ export interface CheckResult {
   kind: string;
   namespace?: string;
   name?: string;
+  /** How every report names it: objectLabel() (`Job ns/name`, `Job ns/migrate-*` for a generateName). */
+  label: string;
   allowed: boolean;
+  /** audit: nothing is denied and the patch is withheld (the config's mode, or `hookguard.io/mode: audit`). */
+  mode: Mode;
   patch: Operation[];
   findings: Finding[];
   source: Source;
@@ -27,7 +31,7 @@ export const NOT_JUDGED = 'not-judged';
  * A finding for an object that says it is a hook but that hookguard passed through unjudged, saying why: never a
  * silent "allowed, unchanged" for a hook.
  */
-function notJudged(object: KubeObject, decision: Decision, name: string): Finding | undefined {
+function notJudged(object: KubeObject, decision: Decision): Finding | undefined {
   // At render time a hook of another kind is read for its delete policy only (the tools read that from the manifest).
   const judged =
     decision.hook === undefined ? 'that no rule judged' : 'of which hookguard judged only the delete policy';
@@ -49,7 +53,7 @@ function notJudged(object: KubeObject, decision: Decision, name: string): Findin
   return {
     rule: NOT_JUDGED,
     action: 'warn',
-    message: `${kind} ${name} is ${hook} ${judged}: ${why}`,
+    message: `${objectLabel(object)} is ${hook} ${judged}: ${why}`,
   };
 }
 
@@ -84,19 +88,15 @@ export function checkObject(
         ? metadata.generateName
         : undefined;
   const unjudged =
-    mutation.hook !== undefined && hookKindOf(object) !== 'Other'
-      ? undefined
-      : notJudged(
-          object,
-          mutation,
-          `${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${name ?? '<unnamed>'}`,
-        );
+    mutation.hook !== undefined && hookKindOf(object) !== 'Other' ? undefined : notJudged(object, mutation);
   return {
     apiVersion: object.apiVersion as string,
     kind: object.kind as string,
     ...(typeof metadata.namespace === 'string' ? { namespace: metadata.namespace } : {}),
     ...(name === undefined ? {} : { name }),
+    label: objectLabel(object),
     allowed: mutation.allowed && validation.allowed,
+    mode: mutation.mode,
     patch,
     findings: [...mutation.findings, ...validation.findings, ...(unjudged ? [unjudged] : [])],
     source,

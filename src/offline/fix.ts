@@ -6,7 +6,18 @@
 // made in place (a node reached through an alias or a merge key is written out in full at the first place the
 // document owns), or the result would differ, the document is written anew from the patched object.
 import { isDeepStrictEqual } from 'node:util';
-import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, Scalar, type Node, type Pair } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  parseDocument,
+  Scalar,
+  type Document,
+  type Node,
+  type Pair,
+} from 'yaml';
 import { applyPatch } from '../core/json-patch.js';
 import type { Operation } from '../core/types.js';
 import { isMergeKey, kubeValue, PARSE_OPTIONS, resolvePlain, scalarKey } from './yaml11.js';
@@ -121,9 +132,28 @@ export function renderDocument(value: unknown): string {
   return isNested(value as Json) ? block(value as Json, 0) : `${inline(value as Json, 2)}\n`;
 }
 
-/** Text edits on one document, each made on the text as the previous one left it. */
+/** One replacement of the original text's `[start, end)`; `order` keeps edits at one place in the patch's order. */
+interface Edit {
+  start: number;
+  end: number;
+  text: string;
+  order: number;
+}
+
+/**
+ * Text edits on one document, each placed by offsets in the text as written (parsed once), then made together in one
+ * pass: the work is linear in the document however many operations the patch holds (a List's items each have
+ * theirs). Edits that overlap cannot be made this way: the document is then written anew.
+ */
 class DocumentText {
-  constructor(public text: string) {}
+  private readonly edits: Edit[] = [];
+
+  /** `text` is the whole input as parsed; the document is its `[from, to)`, and every offset is the input's. */
+  constructor(
+    public readonly text: string,
+    private readonly from: number,
+    public readonly to: number,
+  ) {}
 
   column(offset: number): number {
     return offset - (this.text.lastIndexOf('\n', offset - 1) + 1);
@@ -140,7 +170,7 @@ class DocumentText {
   }
 
   splice(start: number, end: number, replacement: string): void {
-    this.text = this.text.slice(0, start) + replacement + this.text.slice(end);
+    this.edits.push({ start, end, text: replacement, order: this.edits.length });
   }
 
   /** Inserts whole lines (ending with a line break) after the node that ends at `end`. */
@@ -150,6 +180,20 @@ class DocumentText {
       const at = this.lineEnd(end);
       this.splice(at, at, `\n${lines.slice(0, -1)}`);
     }
+  }
+
+  /** The document's text with every edit made. */
+  edited(): string {
+    const edits = [...this.edits].sort((a, b) => a.start - b.start || a.order - b.order);
+    const pieces: string[] = [];
+    let at = this.from;
+    for (const edit of edits) {
+      if (edit.start < at) throw new NotInPlace('two edits of the same text');
+      pieces.push(this.text.slice(at, edit.start), edit.text);
+      at = edit.end;
+    }
+    pieces.push(this.text.slice(at, this.to));
+    return pieces.join('');
   }
 }
 
@@ -197,7 +241,7 @@ function replaceValue(doc: DocumentText, node: unknown, value: Json, parent: Col
   const onOwnLine = collection !== undefined && !collection.flow;
   if (!isNested(value)) {
     const text = inline(value, (onOwnLine ? doc.column(start) : doc.column(rangeOf(key ?? node)[0]) + 2) || 2);
-    const lead = /[:-]$/.test(doc.text.slice(0, start)) ? ' ' : '';
+    const lead = /[:-]/.test(doc.text[start - 1] ?? '') ? ' ' : '';
     doc.splice(start, end, `${lead}${text.endsWith('\n') ? text.slice(0, -1) : text}${endsLine ? '\n' : ''}`);
     return;
   }
@@ -260,27 +304,34 @@ function insertItem(doc: DocumentText, seq: Collection, index: number, value: Js
 function removeLines(doc: DocumentText, start: number, end: number): void {
   const from = doc.lineStart(start);
   if (doc.text.slice(from, start).trim() !== '') throw new NotInPlace('a node that does not start its line');
-  const to = doc.text[end - 1] === '\n' ? end : Math.min(doc.lineEnd(end) + 1, doc.text.length);
+  const to = doc.text[end - 1] === '\n' ? end : Math.min(doc.lineEnd(end) + 1, doc.to);
   doc.splice(from, to, '');
 }
 
-/** Makes one JSON Patch operation on the text; `after` is the document's value once it is applied. */
-function applyInPlace(doc: DocumentText, operation: Operation, after: Json): void {
-  const parsed = parseDocument(doc.text, PARSE_OPTIONS);
-  if (parsed.errors.length > 0) throw new NotInPlace('the text no longer parses');
+/**
+ * Places one JSON Patch operation's edit in the text as written (`contents`, its parse); `after` is the document's
+ * value once the whole patch is applied. The patch is hookguard's diff (src/core/json-patch.ts compare()): no
+ * operation reaches below a node another one adds, replaces or removes, and items are added to the end of a sequence
+ * and removed from its end, so every path names a node of the text as written.
+ */
+function placeEdit(doc: DocumentText, contents: unknown, operation: Operation, after: Json): void {
   const segments = decodePointer(operation.path);
   if (segments.length === 0) throw new NotInPlace('the whole document');
-  let container = ownCollection(parsed.contents);
+  let container = ownCollection(contents);
   let valueAt: Json = after;
   for (const [depth, segment] of segments.entries()) {
     if (!container) throw new NotInPlace('a path through a scalar');
     const lastSegment = depth === segments.length - 1;
     const index = isSeq(container) ? (segment === '-' ? container.items.length : Number(segment)) : -1;
-    const next: Json | undefined = Array.isArray(valueAt)
-      ? valueAt[index]
-      : isObject(valueAt)
-        ? valueAt[segment]
-        : undefined;
+    // The operation's own value where it has one: an item inserted before others moves them in `after`.
+    const next: Json | undefined =
+      lastSegment && 'value' in operation
+        ? (operation.value as Json)
+        : Array.isArray(valueAt)
+          ? valueAt[index]
+          : isObject(valueAt)
+            ? valueAt[segment]
+            : undefined;
     if (isMap(container)) {
       const pair = ownPair(container, segment);
       const child = ownCollection(pair?.value);
@@ -314,29 +365,58 @@ function applyInPlace(doc: DocumentText, operation: Operation, after: Json): voi
   }
 }
 
+/** The fixed text of a document; `rewritten` says why it was written anew from the patched object, when it was. */
+export interface FixedDocument {
+  text: string;
+  rewritten?: string;
+}
+
+/** A document as read: the whole input's text, the document's `[start, end)` in it, and its parse (from that text). */
+export interface ParsedDocument {
+  input: string;
+  start: number;
+  end: number;
+  parsed: Document.Parsed;
+}
+
 /**
  * The text of one document (as readDocuments() kept it, separator and comments included) with `operations` applied
  * (paths from the document's root: a List's items under `/items/N`); `before` is its value as Kubernetes reads it.
  */
-export function fixDocumentText(text: string, operations: readonly Operation[], before: unknown): string {
-  const expected = applyPatch(structuredClone(before), structuredClone(operations), false, false).newDocument;
-  const doc = new DocumentText(text);
-  let value = structuredClone(before);
+export function fixDocumentText(text: string, operations: readonly Operation[], before: unknown): FixedDocument {
+  const document = { input: text, start: 0, end: text.length, parsed: parseDocument(text, PARSE_OPTIONS) };
+  return fixDocument(document, operations, before);
+}
+
+/**
+ * fixDocumentText() on a document read already: its parse is the one the edits are placed by, and the result is
+ * read back once, whatever the number of operations (two parses of the document in all, with the read's).
+ */
+export function fixDocument(
+  document: ParsedDocument,
+  operations: readonly Operation[],
+  before: unknown,
+): FixedDocument {
+  const { input, start, end, parsed } = document;
+  // Applied in place to one copy (fast-json-patch validates nothing here, and copies nothing per operation).
+  const expected = applyPatch(structuredClone(before), structuredClone(operations), false, true).newDocument;
+  let why: string;
   try {
-    for (const operation of operations) {
-      value = applyPatch(value, [structuredClone(operation)], false, false).newDocument;
-      applyInPlace(doc, operation, value as Json);
-    }
-    if (readBack(doc.text, expected)) return doc.text;
+    if (parsed.errors.length > 0) throw new NotInPlace('the text does not parse');
+    const doc = new DocumentText(input, start, end);
+    for (const operation of operations) placeEdit(doc, parsed.contents, operation, expected as Json);
+    const edited = doc.edited();
+    if (readBack(edited, expected)) return { text: edited };
+    why = 'the text edited in place would not read back as the patched object';
   } catch (error) {
     if (!(error instanceof NotInPlace)) throw error;
+    why = `it could not be edited in place (${error.message})`;
   }
   // Written anew, after the separator and comments that open the document.
-  const parsed = parseDocument(text, PARSE_OPTIONS);
-  const opening = parsed.contents ? text.slice(0, rangeOf(parsed.contents)[0]) : '';
+  const opening = parsed.contents ? input.slice(start, rangeOf(parsed.contents)[0]) : '';
   const rewritten = `${opening}${opening === '' || opening.endsWith('\n') ? '' : '\n'}${renderDocument(expected)}`;
   if (!readBack(rewritten, expected)) throw new Error('the fixed document does not read back as the patched object');
-  return rewritten;
+  return { text: rewritten, rewritten: why };
 }
 
 function readBack(text: string, expected: unknown): boolean {

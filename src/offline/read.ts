@@ -4,6 +4,7 @@ import { parseAllDocuments } from 'yaml';
 import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 import { InputError } from '../errors.js';
+import type { ParsedDocument } from './fix.js';
 import { kubeValue, PARSE_OPTIONS, YamlReadError } from './yaml11.js';
 
 /** Where an object came from; the shape the output formats (text, JSON, SARIF, JUnit) consume. */
@@ -18,10 +19,17 @@ export interface Source {
   firstLine: string;
   /** 1-based index of the object in the document's `items`, when the document is a List. */
   item?: number;
+  /** The template Helm 4 rendered the object from, as it tells a post-renderer (its annotation). */
+  template?: string;
+  /**
+   * The chart's directory in the repository (`--chart-root`, or the chart `check` rendered): reports then point at
+   * the template a document's `# Source:` names (src/report/report.ts reportLocation()).
+   */
+  chartRoot?: string;
 }
 
 /** One document of an input, with the objects it holds (none when empty, a List's items). */
-export interface InputDocument {
+export interface InputDocument extends ParsedDocument {
   /** Its text: from the end of the previous document to its own end, so an input's documents' texts make it up. */
   text: string;
   /** Its value as Kubernetes reads it; null when it is empty. */
@@ -82,6 +90,16 @@ function isList(value: Record<string, unknown>): boolean {
   return typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
 }
 
+/** Helm 4 names each document's template in this annotation of what it pipes to a post-renderer (helm v4.1.4 pkg/action/action.go). */
+const HELM_TEMPLATE_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
+
+/** The source with the template Helm rendered the object from, when Helm said so. */
+function withTemplate(source: Source, object: KubeObject): Source {
+  const annotations = isRecord(object.metadata) ? object.metadata.annotations : undefined;
+  const template = isRecord(annotations) ? annotations[HELM_TEMPLATE_ANNOTATION] : undefined;
+  return typeof template === 'string' ? { ...source, template } : source;
+}
+
 function kubeObject(value: unknown, where: string): KubeObject {
   if (!isRecord(value))
     throw new InputError(
@@ -111,7 +129,7 @@ function firstLineOf(lines: LineIndex, start: number, contentsStart: number): nu
  * Splits a multi-document YAML or JSON text into its documents and the Kubernetes objects they hold, read as
  * Kubernetes reads them (kubeValue(), src/offline/yaml11.ts); a List gives its items.
  */
-export function readDocuments(text: string, file: string): InputDocument[] {
+export function readDocuments(text: string, file: string, chartRoot?: string): InputDocument[] {
   const parsed = parseAllDocuments(text, PARSE_OPTIONS);
   // yaml returns an EmptyStream for input with no documents at all.
   if (!Array.isArray(parsed) || parsed.length === 0) return [];
@@ -137,20 +155,35 @@ export function readDocuments(text: string, file: string): InputDocument[] {
       const at = lines.where(problem.offset);
       throw new InputError(`${label}, line ${at.line}: ${problem.message} (${at.text})`);
     }
-    if (value === null || !document.contents) return { text: own, value: null, objects: [] };
+    // Kept for --fix, which places its edits by this very parse (src/offline/fix.ts fixDocument()).
+    const place = { input: text, start: begin, end, parsed: document };
+    if (value === null || !document.contents) return { ...place, text: own, value: null, objects: [] };
     const object = kubeObject(value, label);
     const line = firstLineOf(lines, begin, document.contents.range[0]);
-    const source: Source = { file, document: index + 1, line, firstLine: lines.textOf(line) };
-    if (!isList(object)) return { text: own, value, objects: [{ source, label, pointer: '', object }] };
+    const source: Source = {
+      file,
+      document: index + 1,
+      line,
+      firstLine: lines.textOf(line),
+      ...(chartRoot === undefined ? {} : { chartRoot }),
+    };
+    if (!isList(object))
+      return {
+        ...place,
+        text: own,
+        value,
+        objects: [{ source: withTemplate(source, object), label, pointer: '', object }],
+      };
     const objects = (object.items as unknown[]).map((item, itemIndex) => {
       const where = `${label} item ${itemIndex + 1}`;
+      const object = kubeObject(item, where);
       return {
-        source: { ...source, item: itemIndex + 1 },
+        source: withTemplate({ ...source, item: itemIndex + 1 }, object),
         label: where,
         pointer: `/items/${itemIndex}`,
-        object: kubeObject(item, where),
+        object,
       };
     });
-    return { text: own, value, objects };
+    return { ...place, text: own, value, objects };
   });
 }

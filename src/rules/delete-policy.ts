@@ -49,10 +49,15 @@ export const deletePolicy: MutationRule = {
       const kept = withoutHookSucceeded(value);
       setAnnotation(object, key, kept);
       const helm = helmVersion === undefined ? 'the Helm version is unknown and' : `Helm ${helmVersion}`;
+      // hook-ttl gives a Job its TTL; a Pod has none (ttlSecondsAfterFinished is a Job's field only).
+      const instead =
+        hook.kind === 'Pod'
+          ? 'a Pod has no TTL: the finished Pod stays until before-hook-creation deletes it at the next run'
+          : 'a TTL removes the finished hook instead';
       return report({
         mutations: [
           `set ${key}: ${kept}, without hook-succeeded: ${helm} may wait its whole --timeout after that deletion ` +
-            `(${hanging.id}); a TTL removes the finished hook instead`,
+            `(${hanging.id}); ${instead}`,
         ],
       });
     }

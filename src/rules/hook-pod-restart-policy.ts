@@ -1,4 +1,4 @@
-import { describeObject, podSpecOf } from '../core/objects.js';
+import { objectLabel, podSpecOf } from '../core/objects.js';
 import { report, type CreateValidator, type MutationRule } from '../core/rule.js';
 
 const ID = 'hook-pod-restart-policy';
@@ -59,7 +59,7 @@ export const hookPodRestartPolicyAtRender: CreateValidator = {
       {
         rule: ID,
         action: 'deny',
-        message: `${describeObject(object)}: restartPolicy Always keeps this hook from ever finishing: its containers restart after they exit, so the Pod never reaches Succeeded (Helm waits until its timeout; Argo CD counts it done once it runs, before its command ends). Set restartPolicy: Never`,
+        message: `${objectLabel(object)}: restartPolicy Always keeps this hook from ever finishing: its containers restart after they exit, so the Pod never reaches Succeeded (Helm waits until its timeout; Argo CD counts it done once it runs, before its command ends). Set restartPolicy: Never`,
       },
     ];
   },

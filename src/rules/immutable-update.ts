@@ -1,6 +1,6 @@
 import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
 import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
-import { describeObject, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
+import { objectLabel, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
 import type { RuleContext, UpdateJudge } from '../core/rule.js';
 import type { KubeObject } from '../core/types.js';
 
@@ -62,7 +62,7 @@ export const immutableUpdate: UpdateJudge = {
     return {
       rule: IMMUTABLE_UPDATE_ID,
       action: 'deny',
-      message: `${describeObject(newObject)}: spec.template is immutable and this update changes it, so the API server would reject it ("field is immutable"). ${explainCause(oldObject, newObject, where, context)}`,
+      message: `${objectLabel(newObject)}: spec.template is immutable and this update changes it, so the API server would reject it ("field is immutable"). ${explainCause(oldObject, newObject, where, context)}`,
       ...(advisory ? { advisory } : {}),
     };
   },

@@ -1,5 +1,5 @@
 import { HOOKGUARD_SKIP } from '../core/annotations.js';
-import { cloneJson, describeObject, jsonEqual } from '../core/objects.js';
+import { cloneJson, objectLabel, jsonEqual } from '../core/objects.js';
 import type { CreateValidator, MutationRule, RuleContext } from '../core/rule.js';
 import type { Advisory, Finding, KubeObject } from '../core/types.js';
 
@@ -53,7 +53,7 @@ function finding(
       action: 'warn',
       advisory: advisory.id,
       missingMitigation: rule.id,
-      message: `${describeObject(object)} lacks ${rule.id} (was the mutating webhook bypassed?) and ${race}; allowed, since only hookguard's own change is missing.${fixed}`,
+      message: `${objectLabel(object)} lacks ${rule.id} (was the mutating webhook bypassed?) and ${race}; allowed, since only hookguard's own change is missing.${fixed}`,
     };
   }
   const reason = shortfall.kind === 'unmet' ? shortfall.reason : `opted out with ${HOOKGUARD_SKIP}`;
@@ -61,7 +61,7 @@ function finding(
     rule: VERSION_RACE_ID,
     action: 'deny',
     advisory: advisory.id,
-    message: `${describeObject(object)} ${race}: ${rule.id} ${reason}.${fixed}`,
+    message: `${objectLabel(object)} ${race}: ${rule.id} ${reason}.${fixed}`,
   };
 }
 

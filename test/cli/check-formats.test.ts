@@ -138,6 +138,27 @@ describe('hookguard check --output sarif', () => {
     const sarif = JSON.parse((await runCommand(['check', relativePath, '-o', 'sarif'])).stdout);
     expect(sarif.runs[0].results[0].locations[0].physicalLocation.artifactLocation.uri).toBe(relativePath);
   });
+
+  it('with --chart-root, points at the template Helm names, repository-relative, and still validates', async () => {
+    const rendered = `---\n${OPTED_OUT_JOB}`;
+    const run = await runCommand(
+      ['check', '-', '-o', 'sarif', '--argocd-version', '3.1.0', '--chart-root', './charts/app/'],
+      rendered,
+    );
+    const sarif = JSON.parse(run.stdout);
+    expect(validate(sarif), JSON.stringify(validate.errors, null, 2)).toBe(true);
+    const [denial] = sarif.runs[0].results.filter((result: { level: string }) => result.level === 'error');
+    expect(denial.locations[0].physicalLocation).toEqual({
+      artifactLocation: { uri: 'charts/app/templates/job.yaml' },
+      region: { startLine: 1 },
+    });
+    expect(denial.properties).toEqual({
+      object: 'Job apps/fast',
+      document: 1,
+      advisory: 'argocd-fast-hook-finalizer-race',
+      rendered: 'stdin:2',
+    });
+  });
 });
 
 describe('hookguard check --output junit', () => {
@@ -161,6 +182,19 @@ describe('hookguard check --output junit', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('with --chart-root, one test suite per template, each case at the template and where it was rendered', async () => {
+    const run = await runCommand(
+      ['check', '-', '-o', 'junit', '--argocd-version', '3.1.0', '--chart-root', 'charts/app'],
+      `---\n${OPTED_OUT_JOB}`,
+    );
+    const file = 'charts/app/templates/job.yaml';
+    expect(run.stdout.split('\n').slice(2, 5)).toEqual([
+      `  <testsuite name="${file}" tests="1" failures="1" errors="0" skipped="0">`,
+      `    <testcase name="Job apps/fast" classname="${file}" file="${file}" line="1">`,
+      `      <failure type="version-race" message="version-race: ${RACE}">Job apps/fast at ${file} (stdin:2, document 1)`,
+    ]);
   });
 
   it('escapes what XML would otherwise read as markup', async () => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   isKubectlImage,
   makeKubectlDeletesIdempotent,
@@ -7,6 +7,7 @@ import {
   type DeleteRewrite,
 } from '../../src/core/kubectl-delete.js';
 import { KYVERNO_SCALE_TO_ZERO } from '../support/scripts.js';
+import { charactersSliced as countSliced } from '../support/work.js';
 
 const KUBECTL_IMAGES = ['bitnami/kubectl', 'registry.k8s.io/kubectl'];
 const FLAG = '--ignore-not-found';
@@ -759,21 +760,7 @@ describe('properties', () => {
 describe('work linear in the script', () => {
   // Counted, not timed: the characters String.prototype.slice copies while the script is scanned and rewritten.
   // Rebuilding the whole script once per insertion copied (deletes x length) of them: 8x the script, 64x the work.
-  function charactersSliced(script: string): number {
-    let copied = 0;
-    const slice = String.prototype.slice;
-    const spy = vi.spyOn(String.prototype, 'slice').mockImplementation(function (this: string, ...range) {
-      const piece = slice.apply(this, range);
-      copied += piece.length;
-      return piece;
-    });
-    try {
-      expect(rewriteScript(script)).toBeDefined();
-    } finally {
-      spy.mockRestore();
-    }
-    return copied;
-  }
+  const charactersSliced = (script: string): number => countSliced(() => expect(rewriteScript(script)).toBeDefined());
 
   it('8x the deletes in a script copy at most ~10x the characters', () => {
     const small = charactersSliced('kubectl delete x;'.repeat(1_000));

@@ -58,6 +58,16 @@ describe('delete-policy', () => {
     expect(report).toEqual({ mutations: [message], warnings: [] });
   });
 
+  it('tells a hook Pod what stays of it: a Pod has no TTL', () => {
+    const pod = hookPod({ 'helm.sh/hook': 'pre-install' });
+    const report = deletePolicy.mutate(pod, contextFor(pod, { config: {} }));
+    expect(report.mutations).toEqual([
+      'set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: the Helm version is unknown and ' +
+        'may wait its whole --timeout after that deletion (helm-hook-delete-wait); a Pod has no TTL: the finished Pod ' +
+        'stays until before-hook-creation deletes it at the next run',
+    ]);
+  });
+
   it.each(['4.2.0', '4.2.2', '3.21.1', '4.1.4'])('keeps hook-succeeded under Helm %s', (version) => {
     const job = hookJob({ 'helm.sh/hook': 'post-install' });
     deletePolicy.mutate(job, contextFor(job, { config: { 'helm.version': version } }));

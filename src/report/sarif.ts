@@ -2,8 +2,8 @@
 // DevOps). One run; the rules in tool.driver.rules with their help; one result per finding, at the file and line of
 // the document it was found in.
 import type { FindingAction } from '../core/types.js';
-import type { CheckResult } from './check.js';
-import type { Source } from './read.js';
+import type { CheckResult } from '../offline/check.js';
+import { reportLocation, type CheckReport } from './report.js';
 
 /** What a SARIF rule is made from: a rule of the catalog (one id may act in both webhooks, e.g. mutate and deny). */
 export interface SarifRuleSource {
@@ -20,25 +20,31 @@ const SARIF_SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
 /** error: would be denied; warning: warned about; note: changed. */
 const LEVELS: Record<FindingAction, 'error' | 'warning' | 'note'> = { deny: 'error', warn: 'warning', mutate: 'note' };
 
-/** A SARIF artifact URI for a file as named on the command line: relative paths stay relative, absolute become file: URIs. */
+/**
+ * A SARIF artifact URI for a report's file: relative paths (as named on the command line, or a template's path under
+ * the chart root) stay relative, so code scanning resolves them from the repository's root; absolute ones become
+ * file: URIs.
+ */
 function artifactUri(file: string): string {
-  if (file === '-') return 'stdin';
   const path = file.replaceAll('\\', '/');
   return path.startsWith('/') ? `file://${encodeURI(path)}` : encodeURI(path);
 }
 
-function objectName(result: CheckResult): string {
-  return `${result.kind} ${result.namespace ? `${result.namespace}/` : ''}${result.name ?? '<unnamed>'}`;
+function location(result: CheckResult) {
+  const { file, line, rendered } = reportLocation(result.source);
+  // The snippet is the rendered document's first line: only where the location is that document.
+  const snippet =
+    rendered === undefined && result.source.firstLine ? { snippet: { text: result.source.firstLine } } : {};
+  return {
+    physicalLocation: { artifactLocation: { uri: artifactUri(file) }, region: { startLine: line, ...snippet } },
+    logicalLocations: [{ fullyQualifiedName: result.label, kind: 'object' }],
+  };
 }
 
-function location(source: Source, result: CheckResult) {
-  return {
-    physicalLocation: {
-      artifactLocation: { uri: artifactUri(source.file) },
-      region: { startLine: source.line, ...(source.firstLine ? { snippet: { text: source.firstLine } } : {}) },
-    },
-    logicalLocations: [{ fullyQualifiedName: objectName(result), kind: 'object' }],
-  };
+/** Where the object is in the rendered manifests, when the location is its template. */
+function rendered(result: CheckResult): { rendered?: string } {
+  const { rendered: at } = reportLocation(result.source);
+  return at === undefined ? {} : { rendered: at };
 }
 
 /** The first sentence of a doc line: SARIF's short description. */
@@ -48,11 +54,7 @@ function firstSentence(text: string): string {
 }
 
 /** The SARIF log of one `hookguard check` run. */
-export function renderSarif(
-  results: readonly CheckResult[],
-  rules: readonly SarifRuleSource[],
-  version: string,
-): string {
+export function renderSarif({ results }: CheckReport, rules: readonly SarifRuleSource[], version: string): string {
   const ruleIndex = new Map(rules.map((rule, index) => [rule.id, index]));
   const sarif = {
     $schema: SARIF_SCHEMA,
@@ -82,12 +84,13 @@ export function renderSarif(
             ...(ruleIndex.has(finding.rule) ? { ruleIndex: ruleIndex.get(finding.rule) } : {}),
             level: LEVELS[finding.action],
             message: { text: finding.note ? `${finding.message}\n${finding.note}` : finding.message },
-            locations: [location(result.source, result)],
+            locations: [location(result)],
             properties: {
-              object: objectName(result),
+              object: result.label,
               document: result.source.document,
               ...(result.source.item === undefined ? {} : { item: result.source.item }),
               ...(finding.advisory ? { advisory: finding.advisory } : {}),
+              ...rendered(result),
             },
           })),
         ),
