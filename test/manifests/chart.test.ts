@@ -47,6 +47,51 @@ interface Case {
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 const CA_BUNDLE = Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64');
 
+/** Every knob of issue 28's list that a platform sets, away from its default. */
+const PLATFORM_KNOBS = {
+  commonLabels: { team: 'platform', 'cost-center': 'c42' },
+  podAnnotations: { 'sidecar.istio.io/inject': 'false', 'checksum/config': 'not this' },
+  podLabels: { tier: 'admission' },
+  serviceAccount: {
+    create: true,
+    name: '',
+    annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/hookguard' },
+  },
+  podSecurityContext: {
+    runAsNonRoot: true,
+    runAsUser: 10001,
+    runAsGroup: 10001,
+    fsGroup: 10001,
+    seccompProfile: { type: 'RuntimeDefault' },
+  },
+  extraEnv: [
+    { name: 'HTTPS_PROXY', value: 'http://proxy.internal:3128' },
+    { name: 'NODE_OPTIONS', value: '--max-old-space-size=192' },
+  ],
+  extraVolumes: [{ name: 'corporate-ca', configMap: { name: 'corporate-ca' } }],
+  extraVolumeMounts: [{ name: 'corporate-ca', mountPath: '/etc/ssl/corporate', readOnly: true }],
+  readinessProbe: { periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 2 },
+  livenessProbe: { initialDelaySeconds: 5, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 5 },
+  service: { annotations: { 'prometheus.io/scrape': 'false' } },
+  webhook: {
+    namespaceSelector: { matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['sandbox'] }] },
+    objectSelector: { matchExpressions: [{ key: 'hookguard.io/ignore', operator: 'DoesNotExist' }] },
+  },
+  nodeSelector: { 'kubernetes.io/os': 'linux', pool: 'system' },
+  sweep: {
+    priorityClassName: 'batch-low',
+    nodeSelector: { 'kubernetes.io/os': 'linux', pool: 'batch' },
+    tolerations: [{ key: 'batch', operator: 'Exists', effect: 'NoSchedule' }],
+    affinity: {
+      nodeAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 1, preference: { matchExpressions: [{ key: 'spot', operator: 'In', values: ['true'] }] } },
+        ],
+      },
+    },
+  },
+};
+
 /** The matrix: each value of the issue's list set away from its default in at least one case. */
 const CASES: Case[] = [
   { name: 'defaults, in hookguard', namespace: 'hookguard', values: {} },
@@ -98,6 +143,23 @@ const CASES: Case[] = [
     },
   },
   {
+    name: 'the knobs platforms set, in platform',
+    namespace: 'platform',
+    values: PLATFORM_KNOBS,
+  },
+  {
+    // OpenShift: no value is needed (the pods set no UID, so restricted-v2 assigns one from the namespace's range);
+    // what an OpenShift GitOps user sets beside, and the opt-ins they would turn on.
+    name: 'OpenShift-like, in openshift-hookguard',
+    namespace: 'openshift-hookguard',
+    values: {
+      argocd: { instanceVersions: { 'openshift-gitops': '2.14.8' } },
+      excludedNamespaces: ['openshift-gitops'],
+      serviceMonitor: { enabled: true },
+      prometheusRule: { enabled: true },
+    },
+  },
+  {
     name: 'no sweep, no self-test, no PodDisruptionBudget',
     namespace: 'hookguard',
     values: { sweep: { enabled: false }, selfTest: { enabled: false }, podDisruptionBudget: { enabled: false } },
@@ -128,6 +190,9 @@ const value = (each: Case, path: string): any => {
   const given = read(each.values);
   return given === undefined ? read(chartValues) : given;
 };
+/** A value as the templates render it: an empty string, list or mapping is left out. */
+const asRendered = (given: unknown): unknown =>
+  given === '' || given === null || (typeof given === 'object' && Object.keys(given).length === 0) ? undefined : given;
 const certificateMode = (each: Case) => value(each, 'certificates.mode') as 'self' | 'cert-manager' | 'secret';
 
 const CLUSTER_SCOPED = [
@@ -199,6 +264,17 @@ function expectedNames(each: Case): string[] {
     ...(value(each, 'prometheusRule.enabled') ? ['PrometheusRule/hookguard'] : []),
   ].sort();
 }
+
+const extraMounts = (each: Case) =>
+  Object.fromEntries((value(each, 'extraVolumeMounts') as Manifest[]).map((mount) => [mount.name, mount.mountPath]));
+
+/** Every pod the chart runs: the server's, the sweep's. */
+const podsOf = (each: Case): Manifest[] => [
+  find(objects(each), 'Deployment', 'hookguard').spec.template.spec,
+  ...(value(each, 'sweep.enabled')
+    ? [find(objects(each), 'CronJob', 'hookguard-sweep').spec.jobTemplate.spec.template.spec]
+    : []),
+];
 
 const excludedNamespaces = (each: Case) => [
   ...new Set(['kube-system', each.namespace, ...(value(each, 'excludedNamespaces') as string[])]),
@@ -288,9 +364,16 @@ describe.each(CASES)('the chart: $name', (each) => {
       failurePolicy: value(each, 'webhook.failurePolicy'),
       timeoutSeconds: value(each, 'webhook.timeoutSeconds'),
       matchPolicy: 'Equivalent',
+      // webhook.namespaceSelector's expressions after hookguard's own exclusion: both hold.
       namespaceSelector: {
-        matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: excludedNamespaces(each) }],
+        matchExpressions: [
+          { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: excludedNamespaces(each) },
+          ...(value(each, 'webhook.namespaceSelector.matchExpressions') ?? []),
+        ],
       },
+      ...(asRendered(value(each, 'webhook.objectSelector'))
+        ? { objectSelector: value(each, 'webhook.objectSelector') }
+        : {}),
       matchConditions: HOOK_CONDITION,
     };
     const clientConfig = (path: string) => ({
@@ -326,8 +409,14 @@ describe.each(CASES)('the chart: $name', (each) => {
     const service = find(objects(each), 'Service', 'hookguard');
     const [container] = deployment.spec.template.spec.containers;
     expect(deployment.spec.selector.matchLabels).toEqual(POD_LABELS);
-    expect(deployment.spec.template.metadata.labels).toEqual(POD_LABELS);
+    // podLabels and commonLabels beside the selector's, which they cannot change.
+    expect(deployment.spec.template.metadata.labels).toEqual({
+      ...value(each, 'commonLabels'),
+      ...value(each, 'podLabels'),
+      ...POD_LABELS,
+    });
     expect(service.spec.selector).toEqual(POD_LABELS);
+    expect(service.metadata.annotations).toEqual(asRendered(value(each, 'service.annotations')));
     expect(container.ports).toEqual([
       { name: 'https', containerPort: value(each, 'webhook.port'), protocol: 'TCP' },
       { name: 'http-probes', containerPort: value(each, 'probePort'), protocol: 'TCP' },
@@ -336,8 +425,14 @@ describe.each(CASES)('the chart: $name', (each) => {
       { name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' },
       { name: 'http-metrics', port: value(each, 'probePort'), targetPort: 'http-probes', protocol: 'TCP' },
     ]);
-    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http-probes', scheme: 'HTTP' });
-    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http-probes', scheme: 'HTTP' });
+    expect(container.readinessProbe).toEqual({
+      httpGet: { path: '/readyz', port: 'http-probes', scheme: 'HTTP' },
+      ...value(each, 'readinessProbe'),
+    });
+    expect(container.livenessProbe).toEqual({
+      httpGet: { path: '/healthz', port: 'http-probes', scheme: 'HTTP' },
+      ...value(each, 'livenessProbe'),
+    });
     const { config } = loadRenderedConfig(each, 'ports');
     expect(config.server.port).toBe(value(each, 'webhook.port'));
   });
@@ -369,7 +464,8 @@ describe.each(CASES)('the chart: $name', (each) => {
         : ['hookguard:0.1.0', 'IfNotPresent'],
     );
     const scheduling = ['imagePullSecrets', 'priorityClassName', 'nodeSelector', 'tolerations', 'affinity'];
-    for (const key of scheduling) expect(pod[key], key).toEqual(each.values[key]);
+    for (const key of scheduling) expect(pod[key], key).toEqual(asRendered(value(each, key)));
+    expect(pod.nodeSelector['kubernetes.io/os']).toBe('linux');
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(DEFAULT_SHUTDOWN_TIMEOUT_S);
     if (value(each, 'podDisruptionBudget.enabled'))
       expect(find(objects(each), 'PodDisruptionBudget', 'hookguard').spec).toEqual({
@@ -383,7 +479,10 @@ describe.each(CASES)('the chart: $name', (each) => {
     const deployment = find(objects(each), 'Deployment', 'hookguard');
     const [container] = deployment.spec.template.spec.containers;
     expect(container.args).toEqual(['serve']);
-    expect(container.env).toEqual([{ name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' }]);
+    expect(container.env).toEqual([
+      { name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' },
+      ...value(each, 'extraEnv'),
+    ]);
     expect(config.mode).toBe(value(each, 'mode'));
     expect(config.excludedNamespaces).toEqual(excludedNamespaces(each));
     expect(config.leaderElection.leaseNamespace).toBe(ns);
@@ -413,14 +512,19 @@ describe.each(CASES)('the chart: $name', (each) => {
         webhookName: 'hookguard',
       });
       expect(config.server.tls).toMatchObject({ certFile: null, keyFile: null });
-      expect(mounts).toEqual({ config: '/etc/hookguard/config', tmp: '/tmp' });
+      expect(mounts).toEqual({ config: '/etc/hookguard/config', tmp: '/tmp', ...extraMounts(each) });
     } else {
       expect(settings.certificates).toEqual({ mode: 'files' });
       expect(config.server.tls).toMatchObject({
         certFile: '/etc/hookguard/tls/tls.crt',
         keyFile: '/etc/hookguard/tls/tls.key',
       });
-      expect(mounts).toEqual({ tls: '/etc/hookguard/tls', config: '/etc/hookguard/config', tmp: '/tmp' });
+      expect(mounts).toEqual({
+        tls: '/etc/hookguard/tls',
+        config: '/etc/hookguard/config',
+        tmp: '/tmp',
+        ...extraMounts(each),
+      });
       expect(volumes.tls.secret).toEqual({ secretName });
     }
     if (certificateMode(each) === 'cert-manager') {
@@ -436,7 +540,9 @@ describe.each(CASES)('the chart: $name', (each) => {
   });
 
   it.runIf(certificateMode(each) === 'self')(
-    'lets the server keep its own certificate: get, update, patch on its Secret and on both webhook configurations, by name',
+    // src/tls/certificate-api.ts reads, creates and replaces the Secret, and reads and JSON-patches the webhook
+    // configurations: nothing else (issue 25.9: no patch on the Secret, no update on the configurations).
+    'lets the server keep its own certificate: get, update on its Secret, get, patch on both webhook configurations, by name',
     () => {
       expect(find(objects(each), 'Role', 'hookguard-certificates').rules).toEqual([
         { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
@@ -444,7 +550,7 @@ describe.each(CASES)('the chart: $name', (each) => {
           apiGroups: [''],
           resources: ['secrets'],
           resourceNames: ['hookguard-tls'],
-          verbs: ['get', 'update', 'patch'],
+          verbs: ['get', 'update'],
         },
       ]);
       expect(find(objects(each), 'ClusterRole', 'hookguard-webhook-ca').rules).toEqual([
@@ -452,7 +558,7 @@ describe.each(CASES)('the chart: $name', (each) => {
           apiGroups: ['admissionregistration.k8s.io'],
           resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
           resourceNames: ['hookguard'],
-          verbs: ['get', 'update', 'patch'],
+          verbs: ['get', 'patch'],
         },
       ]);
       for (const [kind, name] of [
@@ -482,7 +588,12 @@ describe.each(CASES)('the chart: $name', (each) => {
         { name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' },
         // npm run bench:sweep measures the sweep with this NODE_OPTIONS (docs/sweep.md: the sweep at scale).
         { name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' },
+        ...(value(each, 'extraEnv') as Manifest[]).filter((env) => env.name !== 'NODE_OPTIONS'),
       ]);
+      // The sweep's own scheduling; null takes the server's.
+      for (const key of ['priorityClassName', 'nodeSelector', 'tolerations'])
+        expect(pod[key], key).toEqual(asRendered(value(each, `sweep.${key}`) ?? value(each, key)));
+      expect(pod.affinity).toEqual(asRendered(value(each, 'sweep.affinity')));
       const { file } = loadRenderedConfig(each, 'sweep');
       const run = await runCommand(container.args, undefined, { HOOKGUARD_CONFIG: file, HOME: dir });
       expect([run.status, run.stderr]).toEqual([
@@ -584,16 +695,124 @@ describe.each(CASES)('the chart: $name', (each) => {
   );
 
   it('passes Pod Security "restricted" in every pod it runs, with a read-only root file system and no CPU limit', () => {
-    const pods = [find(objects(each), 'Deployment', 'hookguard').spec.template.spec];
-    if (value(each, 'sweep.enabled'))
-      pods.push(find(objects(each), 'CronJob', 'hookguard-sweep').spec.jobTemplate.spec.template.spec);
-    for (const pod of pods) expect(restrictedViolations(pod)).toEqual([]);
+    for (const pod of podsOf(each)) expect(restrictedViolations(pod)).toEqual([]);
+  });
+
+  const forcedUid = value(each, 'podSecurityContext.runAsUser') as number | undefined;
+  it(`${forcedUid === undefined ? 'passes' : 'is refused by'} OpenShift's restricted-v2 in a namespace with the UID range 1000680000/10000${forcedUid === undefined ? ': no UID forced' : `: runAsUser ${forcedUid} is outside it`}`, () => {
+    const violations = podsOf(each).flatMap((pod) => restrictedV2Violations(pod, OPENSHIFT_UID_RANGE));
+    expect(violations).toEqual(
+      forcedUid === undefined
+        ? []
+        : podsOf(each).flatMap((pod) => [
+            ...pod.containers.map(
+              (container: Manifest) => `container ${container.name}: runAsUser ${forcedUid} outside 1000680000/10000`,
+            ),
+            `fsGroup ${forcedUid} outside 1000680000/10000`,
+          ]),
+    );
   });
 
   it('renders the same objects with Helm 3.18.0 as with Helm 4.1.4 (Helm 3 orders unknown kinds otherwise)', async () => {
     const byName = (list: Manifest[]) =>
       new Map(list.map((object) => [`${object.kind}/${object.metadata.namespace}/${object.metadata.name}`, object]));
     expect(byName(await renderChart(options(each, 3)))).toEqual(byName(objects(each)));
+  });
+});
+
+describe('the knobs platforms set (issue 28.1)', () => {
+  const each = CASES.find((candidate) => candidate.values === PLATFORM_KNOBS)!;
+
+  it("labels every object with commonLabels, under the chart's own labels", () => {
+    for (const object of objects(each)) {
+      if (object.kind === 'CustomResourceDefinition') continue; // crds/ is not templated
+      expect(object.metadata.labels, `${object.kind}/${object.metadata.name}`).toMatchObject(
+        PLATFORM_KNOBS.commonLabels,
+      );
+    }
+  });
+
+  it("gives every pod podLabels, commonLabels and podAnnotations, the chart's checksum winning", () => {
+    const cronJob = find(objects(each), 'CronJob', 'hookguard-sweep');
+    for (const template of [
+      find(objects(each), 'Deployment', 'hookguard').spec.template,
+      cronJob.spec.jobTemplate.spec.template,
+    ]) {
+      expect(template.metadata.labels).toMatchObject({ tier: 'admission', team: 'platform', 'cost-center': 'c42' });
+      expect(template.metadata.annotations['sidecar.istio.io/inject']).toBe('false');
+      expect(template.metadata.annotations['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
+    }
+    expect(cronJob.spec.jobTemplate.spec.template.metadata.labels['app.kubernetes.io/component']).toBe('sweep');
+  });
+
+  it('annotates the service account, forces the UID given, mounts the extra volumes', () => {
+    expect(find(objects(each), 'ServiceAccount', 'hookguard').metadata.annotations).toEqual(
+      PLATFORM_KNOBS.serviceAccount.annotations,
+    );
+    const pod = find(objects(each), 'Deployment', 'hookguard').spec.template.spec;
+    expect(pod.securityContext).toEqual(PLATFORM_KNOBS.podSecurityContext);
+    expect(pod.volumes.at(-1)).toEqual(PLATFORM_KNOBS.extraVolumes[0]);
+    expect(pod.containers[0].volumeMounts.at(-1)).toEqual(PLATFORM_KNOBS.extraVolumeMounts[0]);
+  });
+
+  it.each([3, 4] as const)('helm %s refuses what would break hookguard, naming it', async (major) => {
+    const refused = async (values: Record<string, unknown>) => {
+      const run = await helmTemplate({ values, helm: major });
+      return run.status === 0 ? 'rendered' : run.stderr;
+    };
+    expect(await refused({ commonLabels: { 'app.kubernetes.io/name': 'other' } })).toMatch(/app\.kubernetes\.io\/name/);
+    expect(await refused({ podLabels: { 'app.kubernetes.io/component': 'other' } })).toMatch(
+      /app\.kubernetes\.io\/component/,
+    );
+    expect(await refused({ extraEnv: [{ name: 'HOOKGUARD_MODE', value: 'audit' }] })).toMatch(/extraEnv/);
+    expect(await refused({ extraVolumeMounts: [{ name: 'x', mountPath: '/tmp' }] })).toMatch(/extraVolumeMounts/);
+    expect(await refused({ readinessProbe: { httpGet: { path: '/' } } })).toMatch(/readinessProbe/);
+    expect(await refused({ serviceAccount: { create: false } })).toMatch(/serviceAccount/);
+  });
+});
+
+describe('fullnameOverride and a service account made elsewhere', () => {
+  let objectsRendered: Manifest[] = [];
+  beforeAll(async () => {
+    objectsRendered = await renderChart({
+      namespace: 'platform',
+      values: { fullnameOverride: 'guard', serviceAccount: { create: false, name: 'platform-guard' } },
+      includeCrds: true,
+    });
+  });
+
+  it('renames every object but the CRD and the HookGuard object, and tells the server the names', () => {
+    const names = objectsRendered
+      .filter((object) => !['CustomResourceDefinition', 'HookGuard'].includes(object.kind))
+      .map((object) => object.metadata.name as string);
+    expect(names.filter((name) => !name.startsWith('guard') && name !== 'hookguard-selftest')).toEqual([]);
+    expect(find(objectsRendered, 'HookGuard', 'hookguard').metadata.name).toBe('hookguard');
+    const config = parse(find(objectsRendered, 'ConfigMap', 'guard-config').data['config.yaml']);
+    expect([config.certificates.serviceName, config.certificates.webhookName, config.leaderElection.leaseName]).toEqual(
+      ['guard', 'guard', 'guard'],
+    );
+    const [webhook] = find(objectsRendered, 'MutatingWebhookConfiguration', 'guard').webhooks;
+    expect(webhook.clientConfig.service.name).toBe('guard');
+    expect(find(objectsRendered, 'ClusterRole', 'guard-webhook-ca').rules[0].resourceNames).toEqual(['guard']);
+    expect(find(objectsRendered, 'Role', 'guard-leader-election').rules[1].resourceNames).toEqual([
+      'guard',
+      'guard-certificates',
+    ]);
+  });
+
+  it('binds the service account given, and makes none for the server', () => {
+    expect(
+      objectsRendered.filter((object) => object.kind === 'ServiceAccount').map((object) => object.metadata.name),
+    ).toEqual(['guard-sweep']);
+    expect(find(objectsRendered, 'Deployment', 'guard').spec.template.spec.serviceAccountName).toBe('platform-guard');
+    for (const binding of objectsRendered.filter((object) => object.kind.endsWith('RoleBinding')))
+      expect(binding.subjects[0].name, binding.metadata.name).toBe(
+        binding.metadata.name === 'guard-sweep' ? 'guard-sweep' : 'platform-guard',
+      );
+    expect(
+      find(objectsRendered, 'ValidatingAdmissionPolicy', 'guard-sweep-finalizers-only').spec.matchConditions[0]
+        .expression,
+    ).toBe("request.userInfo.username == 'system:serviceaccount:platform:guard-sweep'");
   });
 });
 
@@ -1202,6 +1421,57 @@ describe('the Argo CD Config Management Plugin component (manifests/argocd-cmp)'
 const DEFAULT_SHUTDOWN_TIMEOUT_S = 20;
 
 /** The "restricted" Pod Security Standard (kubernetes.io/docs/concepts/security/pod-security-standards), checked field by field. */
+/** openshift.io/sa.scc.uid-range of a namespace, as cluster-policy-controller writes it: first UID / size. */
+const OPENSHIFT_UID_RANGE = { first: 1000680000, size: 10000 };
+
+/**
+ * What OpenShift's restricted-v2 SCC (security.openshift.io/v1, shipped with every OpenShift 4.11+) refuses in a
+ * pod, by its strategies: runAsUser MustRunAsRange and fsGroup MustRunAs in the namespace's range (a UID left unset
+ * is assigned from it: openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go),
+ * seLinuxContext MustRunAs (an seLinuxOptions given must be the namespace's: none is), allowPrivilegeEscalation
+ * false, requiredDropCapabilities ALL, allowedCapabilities NET_BIND_SERVICE, seccompProfiles runtime/default, its
+ * volume types, no host namespaces or ports. runAsNonRoot is what the pods promise besides.
+ */
+function restrictedV2Violations(pod: Manifest, range: { first: number; size: number }): string[] {
+  const violations: string[] = [];
+  const inRange = (id: number) => id >= range.first && id < range.first + range.size;
+  const rangeText = `${range.first}/${range.size}`;
+  const podContext = pod.securityContext ?? {};
+  for (const key of ['hostNetwork', 'hostPID', 'hostIPC']) if (pod[key]) violations.push(key);
+  const allowedVolumes = [
+    'configMap',
+    'csi',
+    'downwardAPI',
+    'emptyDir',
+    'ephemeral',
+    'persistentVolumeClaim',
+    'projected',
+    'secret',
+  ];
+  for (const volume of pod.volumes ?? [])
+    for (const type of Object.keys(volume).filter((key) => key !== 'name'))
+      if (!allowedVolumes.includes(type)) violations.push(`volume ${volume.name}: ${type}`);
+  for (const container of [...(pod.initContainers ?? []), ...pod.containers]) {
+    const context = container.securityContext ?? {};
+    const at = `container ${container.name}`;
+    const uid = context.runAsUser ?? podContext.runAsUser;
+    if (uid !== undefined && !inRange(uid)) violations.push(`${at}: runAsUser ${uid} outside ${rangeText}`);
+    if ((context.runAsNonRoot ?? podContext.runAsNonRoot) !== true) violations.push(`${at}: runAsNonRoot is not true`);
+    if (context.privileged) violations.push(`${at}: privileged`);
+    if (context.allowPrivilegeEscalation !== false) violations.push(`${at}: allowPrivilegeEscalation is not false`);
+    if (!(context.capabilities?.drop ?? []).includes('ALL')) violations.push(`${at}: does not drop ALL capabilities`);
+    if ((context.capabilities?.add ?? []).some((capability: string) => capability !== 'NET_BIND_SERVICE'))
+      violations.push(`${at}: adds capabilities`);
+    const seccomp = context.seccompProfile?.type ?? podContext.seccompProfile?.type;
+    if (seccomp !== 'RuntimeDefault') violations.push(`${at}: seccompProfile ${String(seccomp)}`);
+    if (context.seLinuxOptions ?? podContext.seLinuxOptions) violations.push(`${at}: seLinuxOptions set`);
+    if (container.ports?.some((port: Manifest) => port.hostPort)) violations.push(`${at}: hostPort`);
+  }
+  if (podContext.fsGroup !== undefined && !inRange(podContext.fsGroup))
+    violations.push(`fsGroup ${podContext.fsGroup} outside ${rangeText}`);
+  return violations;
+}
+
 function restrictedViolations(pod: Manifest): string[] {
   const violations: string[] = [];
   const allowedVolumes = [
