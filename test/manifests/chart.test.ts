@@ -18,7 +18,7 @@ import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { schemaValidator } from '../support/fake-admission.js';
 import { probeJob } from '../../src/selftest/probe.js';
 import { Metrics } from '../../src/http/metrics.js';
-import { promqlErrors } from '../support/promql.js';
+import { metricNames, promqlErrors } from '../support/promql.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
@@ -114,6 +114,7 @@ const CASES: Case[] = [
       networkPolicy: { enabled: true, controlPlaneCIDRs: ['172.16.0.0/28'], monitoringNamespace: 'observability' },
       serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
       prometheusRule: { enabled: true },
+      grafanaDashboard: { enabled: true, namespace: 'observability' },
       excludedNamespaces: ['istio-system', 'platform-tools'],
       sweep: {
         schedule: '*/10 * * * *',
@@ -262,6 +263,7 @@ function expectedNames(each: Case): string[] {
     ...(value(each, 'networkPolicy.enabled') ? ['NetworkPolicy/hookguard'] : []),
     ...(value(each, 'serviceMonitor.enabled') ? ['ServiceMonitor/hookguard'] : []),
     ...(value(each, 'prometheusRule.enabled') ? ['PrometheusRule/hookguard'] : []),
+    ...(value(each, 'grafanaDashboard.enabled') ? ['ConfigMap/hookguard-dashboard'] : []),
   ].sort();
 }
 
@@ -334,8 +336,15 @@ describe.each(CASES)('the chart: $name', (each) => {
       expect(object.metadata.labels?.['app.kubernetes.io/part-of'], name).toBe('hookguard');
       expect(object.metadata.labels?.['app.kubernetes.io/instance'], name).toBe('hookguard');
       const inSelfTestNamespace = object.metadata.name === 'hookguard-self-test';
+      // The Grafana dashboard goes where Grafana's sidecar looks (grafanaDashboard.namespace), by default here.
+      const dashboardNamespace =
+        object.metadata.name === 'hookguard-dashboard' && value(each, 'grafanaDashboard.namespace');
       expect(object.metadata.namespace, name).toBe(
-        CLUSTER_SCOPED.includes(object.kind) ? undefined : inSelfTestNamespace ? value(each, 'selfTest.namespace') : ns,
+        CLUSTER_SCOPED.includes(object.kind)
+          ? undefined
+          : inSelfTestNamespace
+            ? value(each, 'selfTest.namespace')
+            : dashboardNamespace || ns,
       );
     }
   });
@@ -860,24 +869,97 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
     expect(service.spec.ports.map((port: Manifest) => port.name)).toContain('http-metrics');
   });
 
-  it('alerts when the self-test has not succeeded for 10 minutes and when the certificate expires within 14 days', async () => {
+  it('alerts on the self-test (absent too), the certificate, latency near timeoutSeconds, failing open, refused calls, errors', () => {
     const rule = find(objects(everything), 'PrometheusRule', 'hookguard');
     const rules = rule.spec.groups.flatMap((group: Manifest) => group.rules);
-    expect(rules.map((each: Manifest) => [each.alert, each.expr, each.for])).toEqual([
-      ['HookguardSelfTestFailing', 'time() - max(hookguard_selftest_last_success_timestamp_seconds) > 600', '1m'],
+    const webhooks = 'mutate\\\\.hookguard\\\\.io|validate\\\\.hookguard\\\\.io';
+    const ns = everything.namespace;
+    expect(rules.map((each: Manifest) => [each.alert, each.expr, each.for, each.labels.severity])).toEqual([
+      [
+        'HookguardSelfTestFailing',
+        `absent(hookguard_selftest_last_success_timestamp_seconds{namespace="${ns}"}) or time() - max(hookguard_selftest_last_success_timestamp_seconds{namespace="${ns}"}) > 600`,
+        '1m',
+        'critical',
+      ],
+      [
+        'HookguardWebhookSlow',
+        `histogram_quantile(0.99, sum by (name, le) (rate(apiserver_admission_webhook_admission_duration_seconds_bucket{name=~"${webhooks}"}[5m]))) > 8`,
+        '10m',
+        'warning',
+      ],
+      [
+        'HookguardWebhookFailingOpen',
+        `sum by (name, type) (increase(apiserver_admission_webhook_fail_open_count{name=~"${webhooks}"}[10m])) > 0`,
+        undefined,
+        'warning',
+      ],
+      [
+        'HookguardWebhookCallsRefused',
+        `sum by (name, error_type) (increase(apiserver_admission_webhook_rejection_count{name=~"${webhooks}", error_type!="no_error"}[10m])) > 0`,
+        undefined,
+        'critical', // failurePolicy Fail in this case: a failed call refuses the hook
+      ],
+      [
+        'HookguardErrors',
+        `sum by (source) (increase(hookguard_errors_total{namespace="${ns}"}[10m])) > 0`,
+        undefined,
+        'warning',
+      ],
       [
         'HookguardCertificateExpiresSoon',
-        'min(hookguard_tls_certificate_not_after_timestamp_seconds) - time() < 14 * 86400',
+        `min(hookguard_tls_certificate_not_after_timestamp_seconds{namespace="${ns}"}) - time() < 14 * 86400`,
         undefined,
+        'warning',
       ],
     ]);
-    const served = (await new Metrics({ selfTest: true }).exposition()).text;
-    for (const each of rules) {
-      expect(promqlErrors(each.expr), each.alert).toEqual([]);
-      for (const metric of each.expr.match(/hookguard_[a-z_]+/g) ?? [])
-        expect(served, metric).toContain(`# TYPE ${metric} `);
-    }
+    for (const each of rules) expect(promqlErrors(each.expr), each.alert).toEqual([]);
     expect(promqlErrors('time() - max(hookguard_selftest_last_success_timestamp_seconds) >')).not.toEqual([]);
+  });
+
+  it('selects in the PromQL of the alerts and the Grafana dashboard only metrics hookguard or the API server serves', async () => {
+    const dashboard = JSON.parse(find(objects(everything), 'ConfigMap', 'hookguard-dashboard').data['hookguard.json']);
+    const expressions: Array<[string, string]> = [
+      ...find(objects(everything), 'PrometheusRule', 'hookguard')
+        .spec.groups.flatMap((group: Manifest) => group.rules)
+        .map((rule: Manifest) => [rule.alert, rule.expr]),
+      ...dashboard.panels.flatMap((panel: Manifest) =>
+        (panel.targets ?? []).map((target: Manifest) => [`${panel.title} ${target.refId}`, target.expr]),
+      ),
+    ];
+    const served = (await new Metrics({ selfTest: true, logLinesDropped: () => 0 }).exposition()).text;
+    const families = new Set(
+      [...served.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) =>
+        type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!],
+      ),
+    );
+    const unknown = expressions.flatMap(([where, expr]) => [
+      ...promqlErrors(expr).map((error) => `${where}: ${error}`),
+      ...metricNames(expr)
+        .filter((metric) => !families.has(metric) && !API_SERVER_METRICS.includes(metric))
+        .map((metric) => `${where}: ${metric}`),
+    ]);
+    expect(unknown).toEqual([]);
+    const named = new Set(expressions.flatMap(([, expr]) => metricNames(expr)));
+    // The dashboard shows what issue 28.5 lists: decisions, latency, rule actions, opt-outs, errors, self-test age.
+    for (const metric of [
+      'hookguard_admission_requests_total',
+      'hookguard_admission_duration_seconds_bucket',
+      'hookguard_rule_actions_total',
+      'hookguard_opt_outs_total',
+      'hookguard_errors_total',
+      'hookguard_selftest_last_success_timestamp_seconds',
+      'apiserver_admission_webhook_fail_open_count',
+      'apiserver_admission_webhook_rejection_count',
+    ])
+      expect(named, metric).toContain(metric);
+    expect(metricNames('sum(rate(not_a_metric_total[5m])) / on() absent(other)')).toEqual([
+      'not_a_metric_total',
+      'other',
+    ]);
+    expect(find(objects(everything), 'ConfigMap', 'hookguard-dashboard').metadata).toMatchObject({
+      namespace: 'observability',
+      labels: { grafana_dashboard: '1' },
+    });
   });
 
   it('tells how to renew the certificate the way it was made', async () => {
@@ -886,7 +968,8 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
         await renderChart({ values: { prometheusRule: { enabled: true }, certificates } }),
         'PrometheusRule',
         'hookguard',
-      ).spec.groups[0].rules[1].annotations.description as string;
+      ).spec.groups[0].rules.find((rule: Manifest) => rule.alert === 'HookguardCertificateExpiresSoon').annotations
+        .description as string;
     expect(await renewal({ mode: 'self' })).toContain('hookguard renews it itself well before expiry');
     expect(await renewal({ mode: 'cert-manager' })).toContain('kubectl describe certificate hookguard-serving');
     expect(await renewal({ mode: 'secret', secretName: 'mine' })).toContain('Renew the Secret mine;');
@@ -1421,6 +1504,20 @@ describe('the Argo CD Config Management Plugin component (manifests/argocd-cmp)'
 const DEFAULT_SHUTDOWN_TIMEOUT_S = 20;
 
 /** The "restricted" Pod Security Standard (kubernetes.io/docs/concepts/security/pod-security-standards), checked field by field. */
+/**
+ * The API server's admission webhook metrics (kubernetes staging/src/k8s.io/apiserver/pkg/admission/metrics/
+ * metrics.go, newAdmissionMetrics, as stored at 01b9f4b6): the histogram webhook_admission_duration_seconds and the
+ * counters webhook_rejection_count, webhook_fail_open_count, webhook_request_total, under apiserver_admission_.
+ */
+const API_SERVER_METRICS = [
+  'apiserver_admission_webhook_admission_duration_seconds_bucket',
+  'apiserver_admission_webhook_admission_duration_seconds_sum',
+  'apiserver_admission_webhook_admission_duration_seconds_count',
+  'apiserver_admission_webhook_rejection_count',
+  'apiserver_admission_webhook_fail_open_count',
+  'apiserver_admission_webhook_request_total',
+];
+
 /** openshift.io/sa.scc.uid-range of a namespace, as cluster-policy-controller writes it: first UID / size. */
 const OPENSHIFT_UID_RANGE = { first: 1000680000, size: 10000 };
 

@@ -115,3 +115,8 @@ those keys in `config`, so nothing is silently overridden).
 -}}
 {{- mergeOverwrite $config $owned | toYaml -}}
 {{- end }}
+
+{{/* Both webhooks' names, as the API server's admission metrics label them (name), for a PromQL regex. */}}
+{{- define "hookguard.webhookNames" -}}
+mutate\\.hookguard\\.io|validate\\.hookguard\\.io
+{{- end }}
