@@ -264,18 +264,29 @@ function expectedNames(each: Case): string[] {
     ...(value(each, 'serviceMonitor.enabled') ? ['ServiceMonitor/hookguard'] : []),
     ...(value(each, 'prometheusRule.enabled') ? ['PrometheusRule/hookguard'] : []),
     ...(value(each, 'grafanaDashboard.enabled') ? ['ConfigMap/hookguard-dashboard'] : []),
+    // Hooks (helm template prints them): helm test, and the upgrade's CRD and the uninstall's webhooks.
+    ...(value(each, 'selfTest.enabled') ? ['Pod/hookguard-test'] : []),
+    'ServiceAccount/hookguard-lifecycle',
+    'ClusterRole/hookguard-lifecycle',
+    'ClusterRoleBinding/hookguard-lifecycle',
+    'ConfigMap/hookguard-crds',
+    'Job/hookguard-upgrade-crds',
+    'Job/hookguard-delete-webhooks',
   ].sort();
 }
 
 const extraMounts = (each: Case) =>
   Object.fromEntries((value(each, 'extraVolumeMounts') as Manifest[]).map((mount) => [mount.name, mount.mountPath]));
 
-/** Every pod the chart runs: the server's, the sweep's. */
+/** Every pod the chart runs: the server's, the sweep's, helm test's, the lifecycle hooks'. */
 const podsOf = (each: Case): Manifest[] => [
   find(objects(each), 'Deployment', 'hookguard').spec.template.spec,
   ...(value(each, 'sweep.enabled')
     ? [find(objects(each), 'CronJob', 'hookguard-sweep').spec.jobTemplate.spec.template.spec]
     : []),
+  ...(value(each, 'selfTest.enabled') ? [find(objects(each), 'Pod', 'hookguard-test').spec] : []),
+  find(objects(each), 'Job', 'hookguard-upgrade-crds').spec.template.spec,
+  find(objects(each), 'Job', 'hookguard-delete-webhooks').spec.template.spec,
 ];
 
 const excludedNamespaces = (each: Case) => [
@@ -812,11 +823,11 @@ describe('fullnameOverride and a service account made elsewhere', () => {
   it('binds the service account given, and makes none for the server', () => {
     expect(
       objectsRendered.filter((object) => object.kind === 'ServiceAccount').map((object) => object.metadata.name),
-    ).toEqual(['guard-sweep']);
+    ).toEqual(['guard-sweep', 'guard-lifecycle']);
     expect(find(objectsRendered, 'Deployment', 'guard').spec.template.spec.serviceAccountName).toBe('platform-guard');
     for (const binding of objectsRendered.filter((object) => object.kind.endsWith('RoleBinding')))
       expect(binding.subjects[0].name, binding.metadata.name).toBe(
-        binding.metadata.name === 'guard-sweep' ? 'guard-sweep' : 'platform-guard',
+        ['guard-sweep', 'guard-lifecycle'].includes(binding.metadata.name) ? binding.metadata.name : 'platform-guard',
       );
     expect(
       find(objectsRendered, 'ValidatingAdmissionPolicy', 'guard-sweep-finalizers-only').spec.matchConditions[0]

@@ -78,6 +78,7 @@ const KIND_GROUPS: Record<string, string> = {
   Lease: 'coordination.k8s.io',
   Deployment: 'apps',
   StatefulSet: 'apps',
+  CustomResourceDefinition: 'apiextensions.k8s.io',
   MutatingWebhookConfiguration: 'admissionregistration.k8s.io',
   ValidatingWebhookConfiguration: 'admissionregistration.k8s.io',
 };
