@@ -740,6 +740,55 @@ describe.each(CASES)('the chart: $name', (each) => {
   });
 });
 
+describe('the lifecycle hooks (issue 28.4)', () => {
+  const each = CASES[0] as Case;
+  const annotations = (object: Manifest) => object.metadata.annotations as Record<string, string>;
+
+  it('helm test runs `hookguard self-test` as the server itself, with its config', () => {
+    const pod = find(objects(each), 'Pod', 'hookguard-test');
+    expect(annotations(pod)).toEqual({ 'helm.sh/hook': 'test', 'helm.sh/hook-delete-policy': 'before-hook-creation' });
+    expect(pod.spec.serviceAccountName).toBe('hookguard');
+    expect(pod.spec.containers[0].args).toEqual(['self-test']);
+    expect(pod.spec.volumes).toEqual([{ name: 'config', configMap: { name: 'hookguard-config' } }]);
+  });
+
+  it('applies the CRD of crds/ before an upgrade, and deletes both webhook configurations before an uninstall', () => {
+    const upgrade = find(objects(each), 'Job', 'hookguard-upgrade-crds');
+    const uninstall = find(objects(each), 'Job', 'hookguard-delete-webhooks');
+    expect([annotations(upgrade)['helm.sh/hook'], upgrade.spec.template.spec.containers[0].args]).toEqual([
+      'pre-upgrade',
+      ['chart-hook', 'upgrade-crds', '/etc/hookguard/crds/hookguards.hookguard.io.yaml'],
+    ]);
+    expect(parse(find(objects(each), 'ConfigMap', 'hookguard-crds').data['hookguards.hookguard.io.yaml'])).toEqual(
+      find(objects(each), 'CustomResourceDefinition', 'hookguards.hookguard.io'),
+    );
+    expect([annotations(uninstall)['helm.sh/hook'], uninstall.spec.template.spec.containers[0].args]).toEqual([
+      'pre-delete',
+      ['chart-hook', 'delete-webhooks', 'hookguard'],
+    ]);
+    // What runs them exists before them (weight -10 < 0) and can do only that.
+    for (const kind of ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'])
+      expect(annotations(find(objects(each), kind, 'hookguard-lifecycle')), kind).toMatchObject({
+        'helm.sh/hook': 'pre-upgrade,pre-delete',
+        'helm.sh/hook-weight': '-10',
+      });
+    expect(find(objects(each), 'ClusterRole', 'hookguard-lifecycle').rules).toEqual([
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        resourceNames: ['hookguards.hookguard.io'],
+        verbs: ['patch'],
+      },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+        resourceNames: ['hookguard'],
+        verbs: ['delete'],
+      },
+    ]);
+  });
+});
+
 describe('the knobs platforms set (issue 28.1)', () => {
   const each = CASES.find((candidate) => candidate.values === PLATFORM_KNOBS)!;
 
