@@ -1083,8 +1083,8 @@ describe("the chart README's helm commands", () => {
       .map((line) => line.split(/\s+/));
   })();
 
-  it('install, upgrade and uninstall', () => {
-    expect(commands.map((words) => words[1]).sort()).toEqual(['install', 'uninstall', 'upgrade']);
+  it('install, upgrade, test and uninstall', () => {
+    expect(commands.map((words) => words[1]).sort()).toEqual(['install', 'test', 'uninstall', 'upgrade']);
   });
 
   it.each([4, 3] as const)('uses only flags that helm %i knows for each command', async (major) => {
