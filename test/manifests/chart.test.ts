@@ -1022,6 +1022,20 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
     });
   });
 
+  it('keeps the self-test alert with the self-test off: absent() fires, saying to turn it on', async () => {
+    const [alert] = find(
+      await renderChart({ values: { prometheusRule: { enabled: true }, selfTest: { enabled: false } } }),
+      'PrometheusRule',
+      'hookguard',
+    ).spec.groups[0].rules;
+    expect([alert.alert, alert.expr.startsWith('absent('), alert.for]).toEqual([
+      'HookguardSelfTestFailing',
+      true,
+      '15m',
+    ]);
+    expect(alert.annotations.description).toContain('selfTest.enabled is false, so none ever will: turn it on');
+  });
+
   it('tells how to renew the certificate the way it was made', async () => {
     const renewal = async (certificates: Record<string, string>) =>
       find(
