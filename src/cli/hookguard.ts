@@ -7,11 +7,14 @@ import { packageVersion } from './version.js';
  * only its own (the sweep CronJob's memory limit has no room for the webhook server's modules).
  */
 async function usage(): Promise<string> {
-  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }] = await Promise.all([
-    import('./serve.js'),
-    import('./check.js'),
-    import('./sweep.js'),
-  ]);
+  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }, { SELF_TEST_USAGE }, { CHART_HOOK_USAGE }] =
+    await Promise.all([
+      import('./serve.js'),
+      import('./check.js'),
+      import('./sweep.js'),
+      import('./self-test.js'),
+      import('./chart-hook.js'),
+    ]);
   return `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
 Commands:
@@ -20,6 +23,8 @@ Commands:
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
   sweep        remove finalizers nothing else will (Argo CD hooks, Argo Workflows pods; dry run unless --apply)
+  self-test    probe once whether the API server calls both webhooks (the chart's helm test)
+  chart-hook   the Helm chart's upgrade and uninstall hooks (CRDs applied, webhook configurations deleted)
 
 Exit status:
   ${EXIT.ok}  done: check allowed everything, sweep's patches went through, serve answered every request
@@ -33,6 +38,10 @@ ${SERVE_USAGE}
 ${CHECK_USAGE}
 
 ${SWEEP_USAGE}
+
+${SELF_TEST_USAGE}
+
+${CHART_HOOK_USAGE}
 `;
 }
 
@@ -44,6 +53,8 @@ const commands: Record<string, () => Promise<Command>> = {
   advisories: async () => (await import('./advisories.js')).runAdvisories,
   rules: async () => (await import('./advisories.js')).runRules,
   sweep: async () => (await import('./sweep.js')).runSweep,
+  'self-test': async () => (await import('./self-test.js')).runSelfTestOnce,
+  'chart-hook': async () => (await import('./chart-hook.js')).runChartHook,
 };
 
 /**

@@ -45,9 +45,17 @@ export class Setting<T> {
       readonly problem?: (value: T, siblings: Siblings) => string | undefined;
       /** Keys of the same group `problem` reads: they are checked first. */
       readonly reads?: readonly string[];
+      /**
+       * What of `problem` JSON Schema can say (an enum, a numeric range), for the chart's values.schema.json
+       * (`jsonSchemaOf`); what it cannot (formats, bounds read from other keys) hookguard checks when it starts.
+       */
+      readonly jsonSchema?: JsonSchema;
     },
   ) {}
 }
+
+/** A JSON Schema (draft-07) fragment. */
+export type JsonSchema = { readonly [keyword: string]: unknown };
 
 /** What a check across a group found: a problem of the group, or of one key in it (a path below the group). */
 export type GroupProblem = string | { key: string; problem: string };
@@ -103,6 +111,11 @@ export function integer(options: Declared & { default: number; min: Bound; max: 
     type: 'number',
     accepts: `${boundText(min)}..${boundText(max)}`,
     reads: [min, max].flatMap((bound) => (typeof bound === 'number' ? [] : [bound.key])),
+    jsonSchema: {
+      type: 'integer',
+      ...(typeof min === 'number' ? { minimum: min } : {}),
+      ...(typeof max === 'number' ? { maximum: max } : {}),
+    },
     problem: (value, siblings) => {
       const [low, high] = [boundValue(min, siblings), boundValue(max, siblings)];
       return Number.isInteger(value) && value >= low && value <= high
@@ -122,6 +135,7 @@ export function optionalInteger(
     type: 'number',
     nullable: true,
     accepts: `${min}..${max}, or null`,
+    jsonSchema: { type: ['integer', 'null'], minimum: min, maximum: max },
     problem: (value) =>
       value === null || (Number.isInteger(value) && value >= min && value <= max)
         ? undefined
@@ -157,6 +171,7 @@ export function oneOf<const V extends string>(values: readonly V[], options: Dec
     ...options,
     type: 'string',
     accepts: values.map((value) => `\`${value}\``).join(', '),
+    jsonSchema: { enum: values },
     problem: (value) => (values.includes(value) ? undefined : `must be one of ${values.join(', ')}, got "${value}"`),
   });
 }
@@ -173,6 +188,7 @@ export function list(
     ...declared,
     type: 'list of strings',
     accepts: nonEmpty ? 'a list of strings, not empty' : 'a list of strings',
+    ...(nonEmpty ? { jsonSchema: { minItems: 1 } } : {}),
     ...(nonEmpty
       ? { problem: (value: readonly string[]) => (value.length === 0 ? 'must not be empty' : undefined) }
       : {}),
@@ -190,6 +206,7 @@ export function listOf<const V extends string>(
     ...declared,
     type: 'list of strings',
     accepts: nonEmpty ? `${what}, not empty` : what,
+    jsonSchema: { items: { enum: values }, ...(nonEmpty ? { minItems: 1 } : {}) },
     problem: (value) => {
       if (nonEmpty && value.length === 0) return 'must not be empty';
       const unknown = value.find((item) => !values.includes(item));
@@ -215,6 +232,7 @@ export function mapping<V extends string | null = string>(
     ...declared,
     type: 'mapping',
     accepts: `a mapping of ${names.accepts} to ${values.accepts}${nullValues ? ' or null' : ''}`,
+    jsonSchema: { additionalProperties: { type: nullValues ? ['string', 'null'] : 'string' } },
     problem: (value) => {
       for (const [name, item] of Object.entries(value)) {
         const nameProblem = names.problem(name);
@@ -314,6 +332,50 @@ function typeProblem(setting: Setting<unknown>, value: unknown): string | undefi
   return typeof value === type ? undefined : `must be a ${type}, got ${describe(value)}`;
 }
 
+/** A key written as the id people see (`min-runtime`) for one declared in camelCase (`minRuntime`). */
+export function camelCaseKey(name: string): string {
+  return name.replace(/-([a-z0-9])/g, (_match, next: string) => next.toUpperCase());
+}
+
+/** "unknown key", naming the declared key when `name` is its kebab-case spelling (a rule id). */
+function unknownKeyProblem(keys: Keys, name: string, parent: string): string {
+  const declared = camelCaseKey(name);
+  if (declared === name || !(declared in keys)) return 'unknown key';
+  return `unknown key; keys are camelCase: ${parent ? `${parent}.${declared}` : declared}`;
+}
+
+const JSON_TYPES: Record<ValueType, string> = {
+  number: 'number',
+  string: 'string',
+  boolean: 'boolean',
+  'list of strings': 'array',
+  mapping: 'object',
+};
+
+/**
+ * The JSON Schema (draft-07) of a config file holding `keys`: every key with its doc, its type and what its
+ * declaration says as data (an enum, a numeric range); unknown keys refused. Formats and checks across keys are
+ * code, which hookguard runs when it starts.
+ */
+export function jsonSchemaOf(keys: Keys): JsonSchema {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: Object.fromEntries(
+      Object.entries(keys).map(([name, node]) => {
+        if (!(node instanceof Setting)) return [name, jsonSchemaOf(keysOf(node))];
+        const { doc, type, nullable, jsonSchema } = (node as Setting<unknown>).spec;
+        const base: JsonSchema = {
+          description: doc,
+          type: nullable ? [JSON_TYPES[type], 'null'] : JSON_TYPES[type],
+          ...(type === 'list of strings' ? { items: { type: 'string' } } : {}),
+        };
+        return [name, { ...base, ...jsonSchema }];
+      }),
+    ),
+  };
+}
+
 /** `input` over the defaults, each value of its key's type; unknown keys are errors. Throws at the first problem. */
 function overlay(node: Node, input: unknown, key: string): unknown {
   if (node instanceof Setting) {
@@ -325,7 +387,7 @@ function overlay(node: Node, input: unknown, key: string): unknown {
   if (input === undefined) return defaultsOf(keys);
   if (!isRecord(input)) fail(key, `must be a mapping, got ${describe(input)}`);
   const unknown = Object.keys(input).find((name) => !(name in keys));
-  if (unknown !== undefined) fail(key ? `${key}.${unknown}` : unknown, 'unknown key');
+  if (unknown !== undefined) fail(key ? `${key}.${unknown}` : unknown, unknownKeyProblem(keys, unknown, key));
   return Object.fromEntries(
     Object.entries(keys).map(([name, child]) => [name, overlay(child, input[name], key ? `${key}.${name}` : name)]),
   );

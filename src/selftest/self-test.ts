@@ -54,6 +54,32 @@ export function kubeTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/**
+ * One probe: the dry-run create of the probe Job and what its answer says about each webhook. The leader's loop and
+ * `hookguard self-test` (the chart's `helm test`) both run it.
+ */
+export async function probeOnce(
+  client: Pick<SelfTestClient, 'dryRunCreate'>,
+  settings: Pick<SelfTestSettings, 'namespace' | 'mode' | 'requestTimeoutMs'>,
+  signal: AbortSignal,
+): Promise<ProbeVerdict> {
+  try {
+    const answer = await client.dryRunCreate(
+      probeJob(settings.namespace),
+      callSignal(signal, settings.requestTimeoutMs),
+    );
+    return judgeProbe(settings.mode, answer.object, answer.warnings);
+  } catch (error) {
+    const failure = apiFailure(error);
+    const status = failure.status === undefined ? 'no answer' : `HTTP ${failure.status}`;
+    return {
+      outcome: 'Error',
+      reason: 'Error',
+      message: `the dry run of the probe Job in namespace ${settings.namespace} failed (${status}): ${failure.message}`,
+    };
+  }
+}
+
 export class SelfTest {
   /** The conditions last computed, for the transitions when the object cannot be read. */
   private lastConditions: Condition[] = [];
@@ -101,21 +127,7 @@ export class SelfTest {
       atMs,
       durationMs: Math.round(performance.now() - started),
     });
-    try {
-      const answer = await this.client.dryRunCreate(
-        probeJob(this.settings.namespace),
-        callSignal(signal, this.settings.requestTimeoutMs),
-      );
-      return done(judgeProbe(this.settings.mode, answer.object, answer.warnings));
-    } catch (error) {
-      const failure = apiFailure(error);
-      const status = failure.status === undefined ? 'no answer' : `HTTP ${failure.status}`;
-      return done({
-        outcome: 'Error',
-        reason: 'Error',
-        message: `the dry run of the probe Job in namespace ${this.settings.namespace} failed (${status}): ${failure.message}`,
-      });
-    }
+    return done(await probeOnce(this.client, this.settings, signal));
   }
 
   private async writeStatus(verdict: SelfTestRun, signal: AbortSignal): Promise<void> {

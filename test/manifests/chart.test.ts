@@ -18,7 +18,7 @@ import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { schemaValidator } from '../support/fake-admission.js';
 import { probeJob } from '../../src/selftest/probe.js';
 import { Metrics } from '../../src/http/metrics.js';
-import { promqlErrors } from '../support/promql.js';
+import { metricNames, promqlErrors } from '../support/promql.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
@@ -47,6 +47,51 @@ interface Case {
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
 const CA_BUNDLE = Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64');
 
+/** Every knob of issue 28's list that a platform sets, away from its default. */
+const PLATFORM_KNOBS = {
+  commonLabels: { team: 'platform', 'cost-center': 'c42' },
+  podAnnotations: { 'sidecar.istio.io/inject': 'false', 'checksum/config': 'not this' },
+  podLabels: { tier: 'admission' },
+  serviceAccount: {
+    create: true,
+    name: '',
+    annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/hookguard' },
+  },
+  podSecurityContext: {
+    runAsNonRoot: true,
+    runAsUser: 10001,
+    runAsGroup: 10001,
+    fsGroup: 10001,
+    seccompProfile: { type: 'RuntimeDefault' },
+  },
+  extraEnv: [
+    { name: 'HTTPS_PROXY', value: 'http://proxy.internal:3128' },
+    { name: 'NODE_OPTIONS', value: '--max-old-space-size=192' },
+  ],
+  extraVolumes: [{ name: 'corporate-ca', configMap: { name: 'corporate-ca' } }],
+  extraVolumeMounts: [{ name: 'corporate-ca', mountPath: '/etc/ssl/corporate', readOnly: true }],
+  readinessProbe: { periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 2 },
+  livenessProbe: { initialDelaySeconds: 5, periodSeconds: 20, timeoutSeconds: 5, failureThreshold: 5 },
+  service: { annotations: { 'prometheus.io/scrape': 'false' } },
+  webhook: {
+    namespaceSelector: { matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['sandbox'] }] },
+    objectSelector: { matchExpressions: [{ key: 'hookguard.io/ignore', operator: 'DoesNotExist' }] },
+  },
+  nodeSelector: { 'kubernetes.io/os': 'linux', pool: 'system' },
+  sweep: {
+    priorityClassName: 'batch-low',
+    nodeSelector: { 'kubernetes.io/os': 'linux', pool: 'batch' },
+    tolerations: [{ key: 'batch', operator: 'Exists', effect: 'NoSchedule' }],
+    affinity: {
+      nodeAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 1, preference: { matchExpressions: [{ key: 'spot', operator: 'In', values: ['true'] }] } },
+        ],
+      },
+    },
+  },
+};
+
 /** The matrix: each value of the issue's list set away from its default in at least one case. */
 const CASES: Case[] = [
   { name: 'defaults, in hookguard', namespace: 'hookguard', values: {} },
@@ -69,6 +114,7 @@ const CASES: Case[] = [
       networkPolicy: { enabled: true, controlPlaneCIDRs: ['172.16.0.0/28'], monitoringNamespace: 'observability' },
       serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
       prometheusRule: { enabled: true },
+      grafanaDashboard: { enabled: true, namespace: 'observability' },
       excludedNamespaces: ['istio-system', 'platform-tools'],
       sweep: {
         schedule: '*/10 * * * *',
@@ -95,6 +141,23 @@ const CASES: Case[] = [
       ],
       podDisruptionBudget: { enabled: true, maxUnavailable: 2 },
       config: { log: { level: 'debug' }, server: { bodyLimitBytes: 4_000_000 } },
+    },
+  },
+  {
+    name: 'the knobs platforms set, in platform',
+    namespace: 'platform',
+    values: PLATFORM_KNOBS,
+  },
+  {
+    // OpenShift: no value is needed (the pods set no UID, so restricted-v2 assigns one from the namespace's range);
+    // what an OpenShift GitOps user sets beside, and the opt-ins they would turn on.
+    name: 'OpenShift-like, in openshift-hookguard',
+    namespace: 'openshift-hookguard',
+    values: {
+      argocd: { instanceVersions: { 'openshift-gitops': '2.14.8' } },
+      excludedNamespaces: ['openshift-gitops'],
+      serviceMonitor: { enabled: true },
+      prometheusRule: { enabled: true },
     },
   },
   {
@@ -128,6 +191,9 @@ const value = (each: Case, path: string): any => {
   const given = read(each.values);
   return given === undefined ? read(chartValues) : given;
 };
+/** A value as the templates render it: an empty string, list or mapping is left out. */
+const asRendered = (given: unknown): unknown =>
+  given === '' || given === null || (typeof given === 'object' && Object.keys(given).length === 0) ? undefined : given;
 const certificateMode = (each: Case) => value(each, 'certificates.mode') as 'self' | 'cert-manager' | 'secret';
 
 const CLUSTER_SCOPED = [
@@ -197,8 +263,31 @@ function expectedNames(each: Case): string[] {
     ...(value(each, 'networkPolicy.enabled') ? ['NetworkPolicy/hookguard'] : []),
     ...(value(each, 'serviceMonitor.enabled') ? ['ServiceMonitor/hookguard'] : []),
     ...(value(each, 'prometheusRule.enabled') ? ['PrometheusRule/hookguard'] : []),
+    ...(value(each, 'grafanaDashboard.enabled') ? ['ConfigMap/hookguard-dashboard'] : []),
+    // Hooks (helm template prints them): helm test, and the upgrade's CRD and the uninstall's webhooks.
+    ...(value(each, 'selfTest.enabled') ? ['Pod/hookguard-test'] : []),
+    'ServiceAccount/hookguard-lifecycle',
+    'ClusterRole/hookguard-lifecycle',
+    'ClusterRoleBinding/hookguard-lifecycle',
+    'ConfigMap/hookguard-crds',
+    'Job/hookguard-upgrade-crds',
+    'Job/hookguard-delete-webhooks',
   ].sort();
 }
+
+const extraMounts = (each: Case) =>
+  Object.fromEntries((value(each, 'extraVolumeMounts') as Manifest[]).map((mount) => [mount.name, mount.mountPath]));
+
+/** Every pod the chart runs: the server's, the sweep's, helm test's, the lifecycle hooks'. */
+const podsOf = (each: Case): Manifest[] => [
+  find(objects(each), 'Deployment', 'hookguard').spec.template.spec,
+  ...(value(each, 'sweep.enabled')
+    ? [find(objects(each), 'CronJob', 'hookguard-sweep').spec.jobTemplate.spec.template.spec]
+    : []),
+  ...(value(each, 'selfTest.enabled') ? [find(objects(each), 'Pod', 'hookguard-test').spec] : []),
+  find(objects(each), 'Job', 'hookguard-upgrade-crds').spec.template.spec,
+  find(objects(each), 'Job', 'hookguard-delete-webhooks').spec.template.spec,
+];
 
 const excludedNamespaces = (each: Case) => [
   ...new Set(['kube-system', each.namespace, ...(value(each, 'excludedNamespaces') as string[])]),
@@ -258,8 +347,15 @@ describe.each(CASES)('the chart: $name', (each) => {
       expect(object.metadata.labels?.['app.kubernetes.io/part-of'], name).toBe('hookguard');
       expect(object.metadata.labels?.['app.kubernetes.io/instance'], name).toBe('hookguard');
       const inSelfTestNamespace = object.metadata.name === 'hookguard-self-test';
+      // The Grafana dashboard goes where Grafana's sidecar looks (grafanaDashboard.namespace), by default here.
+      const dashboardNamespace =
+        object.metadata.name === 'hookguard-dashboard' && value(each, 'grafanaDashboard.namespace');
       expect(object.metadata.namespace, name).toBe(
-        CLUSTER_SCOPED.includes(object.kind) ? undefined : inSelfTestNamespace ? value(each, 'selfTest.namespace') : ns,
+        CLUSTER_SCOPED.includes(object.kind)
+          ? undefined
+          : inSelfTestNamespace
+            ? value(each, 'selfTest.namespace')
+            : dashboardNamespace || ns,
       );
     }
   });
@@ -288,9 +384,16 @@ describe.each(CASES)('the chart: $name', (each) => {
       failurePolicy: value(each, 'webhook.failurePolicy'),
       timeoutSeconds: value(each, 'webhook.timeoutSeconds'),
       matchPolicy: 'Equivalent',
+      // webhook.namespaceSelector's expressions after hookguard's own exclusion: both hold.
       namespaceSelector: {
-        matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: excludedNamespaces(each) }],
+        matchExpressions: [
+          { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: excludedNamespaces(each) },
+          ...(value(each, 'webhook.namespaceSelector.matchExpressions') ?? []),
+        ],
       },
+      ...(asRendered(value(each, 'webhook.objectSelector'))
+        ? { objectSelector: value(each, 'webhook.objectSelector') }
+        : {}),
       matchConditions: HOOK_CONDITION,
     };
     const clientConfig = (path: string) => ({
@@ -326,8 +429,14 @@ describe.each(CASES)('the chart: $name', (each) => {
     const service = find(objects(each), 'Service', 'hookguard');
     const [container] = deployment.spec.template.spec.containers;
     expect(deployment.spec.selector.matchLabels).toEqual(POD_LABELS);
-    expect(deployment.spec.template.metadata.labels).toEqual(POD_LABELS);
+    // podLabels and commonLabels beside the selector's, which they cannot change.
+    expect(deployment.spec.template.metadata.labels).toEqual({
+      ...value(each, 'commonLabels'),
+      ...value(each, 'podLabels'),
+      ...POD_LABELS,
+    });
     expect(service.spec.selector).toEqual(POD_LABELS);
+    expect(service.metadata.annotations).toEqual(asRendered(value(each, 'service.annotations')));
     expect(container.ports).toEqual([
       { name: 'https', containerPort: value(each, 'webhook.port'), protocol: 'TCP' },
       { name: 'http-probes', containerPort: value(each, 'probePort'), protocol: 'TCP' },
@@ -336,8 +445,14 @@ describe.each(CASES)('the chart: $name', (each) => {
       { name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' },
       { name: 'http-metrics', port: value(each, 'probePort'), targetPort: 'http-probes', protocol: 'TCP' },
     ]);
-    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http-probes', scheme: 'HTTP' });
-    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http-probes', scheme: 'HTTP' });
+    expect(container.readinessProbe).toEqual({
+      httpGet: { path: '/readyz', port: 'http-probes', scheme: 'HTTP' },
+      ...value(each, 'readinessProbe'),
+    });
+    expect(container.livenessProbe).toEqual({
+      httpGet: { path: '/healthz', port: 'http-probes', scheme: 'HTTP' },
+      ...value(each, 'livenessProbe'),
+    });
     const { config } = loadRenderedConfig(each, 'ports');
     expect(config.server.port).toBe(value(each, 'webhook.port'));
   });
@@ -369,7 +484,8 @@ describe.each(CASES)('the chart: $name', (each) => {
         : ['hookguard:0.1.0', 'IfNotPresent'],
     );
     const scheduling = ['imagePullSecrets', 'priorityClassName', 'nodeSelector', 'tolerations', 'affinity'];
-    for (const key of scheduling) expect(pod[key], key).toEqual(each.values[key]);
+    for (const key of scheduling) expect(pod[key], key).toEqual(asRendered(value(each, key)));
+    expect(pod.nodeSelector['kubernetes.io/os']).toBe('linux');
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(DEFAULT_SHUTDOWN_TIMEOUT_S);
     if (value(each, 'podDisruptionBudget.enabled'))
       expect(find(objects(each), 'PodDisruptionBudget', 'hookguard').spec).toEqual({
@@ -383,7 +499,10 @@ describe.each(CASES)('the chart: $name', (each) => {
     const deployment = find(objects(each), 'Deployment', 'hookguard');
     const [container] = deployment.spec.template.spec.containers;
     expect(container.args).toEqual(['serve']);
-    expect(container.env).toEqual([{ name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' }]);
+    expect(container.env).toEqual([
+      { name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' },
+      ...value(each, 'extraEnv'),
+    ]);
     expect(config.mode).toBe(value(each, 'mode'));
     expect(config.excludedNamespaces).toEqual(excludedNamespaces(each));
     expect(config.leaderElection.leaseNamespace).toBe(ns);
@@ -413,14 +532,19 @@ describe.each(CASES)('the chart: $name', (each) => {
         webhookName: 'hookguard',
       });
       expect(config.server.tls).toMatchObject({ certFile: null, keyFile: null });
-      expect(mounts).toEqual({ config: '/etc/hookguard/config', tmp: '/tmp' });
+      expect(mounts).toEqual({ config: '/etc/hookguard/config', tmp: '/tmp', ...extraMounts(each) });
     } else {
       expect(settings.certificates).toEqual({ mode: 'files' });
       expect(config.server.tls).toMatchObject({
         certFile: '/etc/hookguard/tls/tls.crt',
         keyFile: '/etc/hookguard/tls/tls.key',
       });
-      expect(mounts).toEqual({ tls: '/etc/hookguard/tls', config: '/etc/hookguard/config', tmp: '/tmp' });
+      expect(mounts).toEqual({
+        tls: '/etc/hookguard/tls',
+        config: '/etc/hookguard/config',
+        tmp: '/tmp',
+        ...extraMounts(each),
+      });
       expect(volumes.tls.secret).toEqual({ secretName });
     }
     if (certificateMode(each) === 'cert-manager') {
@@ -436,7 +560,9 @@ describe.each(CASES)('the chart: $name', (each) => {
   });
 
   it.runIf(certificateMode(each) === 'self')(
-    'lets the server keep its own certificate: get, update, patch on its Secret and on both webhook configurations, by name',
+    // src/tls/certificate-api.ts reads, creates and replaces the Secret, and reads and JSON-patches the webhook
+    // configurations: nothing else (issue 25.9: no patch on the Secret, no update on the configurations).
+    'lets the server keep its own certificate: get, update on its Secret, get, patch on both webhook configurations, by name',
     () => {
       expect(find(objects(each), 'Role', 'hookguard-certificates').rules).toEqual([
         { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
@@ -444,7 +570,7 @@ describe.each(CASES)('the chart: $name', (each) => {
           apiGroups: [''],
           resources: ['secrets'],
           resourceNames: ['hookguard-tls'],
-          verbs: ['get', 'update', 'patch'],
+          verbs: ['get', 'update'],
         },
       ]);
       expect(find(objects(each), 'ClusterRole', 'hookguard-webhook-ca').rules).toEqual([
@@ -452,7 +578,7 @@ describe.each(CASES)('the chart: $name', (each) => {
           apiGroups: ['admissionregistration.k8s.io'],
           resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
           resourceNames: ['hookguard'],
-          verbs: ['get', 'update', 'patch'],
+          verbs: ['get', 'patch'],
         },
       ]);
       for (const [kind, name] of [
@@ -482,7 +608,12 @@ describe.each(CASES)('the chart: $name', (each) => {
         { name: 'HOOKGUARD_CONFIG', value: '/etc/hookguard/config/config.yaml' },
         // npm run bench:sweep measures the sweep with this NODE_OPTIONS (docs/sweep.md: the sweep at scale).
         { name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' },
+        ...(value(each, 'extraEnv') as Manifest[]).filter((env) => env.name !== 'NODE_OPTIONS'),
       ]);
+      // The sweep's own scheduling; null takes the server's.
+      for (const key of ['priorityClassName', 'nodeSelector', 'tolerations'])
+        expect(pod[key], key).toEqual(asRendered(value(each, `sweep.${key}`) ?? value(each, key)));
+      expect(pod.affinity).toEqual(asRendered(value(each, 'sweep.affinity')));
       const { file } = loadRenderedConfig(each, 'sweep');
       const run = await runCommand(container.args, undefined, { HOOKGUARD_CONFIG: file, HOME: dir });
       expect([run.status, run.stderr]).toEqual([
@@ -584,16 +715,173 @@ describe.each(CASES)('the chart: $name', (each) => {
   );
 
   it('passes Pod Security "restricted" in every pod it runs, with a read-only root file system and no CPU limit', () => {
-    const pods = [find(objects(each), 'Deployment', 'hookguard').spec.template.spec];
-    if (value(each, 'sweep.enabled'))
-      pods.push(find(objects(each), 'CronJob', 'hookguard-sweep').spec.jobTemplate.spec.template.spec);
-    for (const pod of pods) expect(restrictedViolations(pod)).toEqual([]);
+    for (const pod of podsOf(each)) expect(restrictedViolations(pod)).toEqual([]);
+  });
+
+  const forcedUid = value(each, 'podSecurityContext.runAsUser') as number | undefined;
+  it(`${forcedUid === undefined ? 'passes' : 'is refused by'} OpenShift's restricted-v2 in a namespace with the UID range 1000680000/10000${forcedUid === undefined ? ': no UID forced' : `: runAsUser ${forcedUid} is outside it`}`, () => {
+    const violations = podsOf(each).flatMap((pod) => restrictedV2Violations(pod, OPENSHIFT_UID_RANGE));
+    expect(violations).toEqual(
+      forcedUid === undefined
+        ? []
+        : podsOf(each).flatMap((pod) => [
+            ...pod.containers.map(
+              (container: Manifest) => `container ${container.name}: runAsUser ${forcedUid} outside 1000680000/10000`,
+            ),
+            `fsGroup ${forcedUid} outside 1000680000/10000`,
+          ]),
+    );
   });
 
   it('renders the same objects with Helm 3.18.0 as with Helm 4.1.4 (Helm 3 orders unknown kinds otherwise)', async () => {
     const byName = (list: Manifest[]) =>
       new Map(list.map((object) => [`${object.kind}/${object.metadata.namespace}/${object.metadata.name}`, object]));
     expect(byName(await renderChart(options(each, 3)))).toEqual(byName(objects(each)));
+  });
+});
+
+describe('the lifecycle hooks (issue 28.4)', () => {
+  const each = CASES[0] as Case;
+  const annotations = (object: Manifest) => object.metadata.annotations as Record<string, string>;
+
+  it('helm test runs `hookguard self-test` as the server itself, with its config', () => {
+    const pod = find(objects(each), 'Pod', 'hookguard-test');
+    expect(annotations(pod)).toEqual({ 'helm.sh/hook': 'test', 'helm.sh/hook-delete-policy': 'before-hook-creation' });
+    expect(pod.spec.serviceAccountName).toBe('hookguard');
+    expect(pod.spec.containers[0].args).toEqual(['self-test']);
+    expect(pod.spec.volumes).toEqual([{ name: 'config', configMap: { name: 'hookguard-config' } }]);
+  });
+
+  it('applies the CRD of crds/ before an upgrade, and deletes both webhook configurations before an uninstall', () => {
+    const upgrade = find(objects(each), 'Job', 'hookguard-upgrade-crds');
+    const uninstall = find(objects(each), 'Job', 'hookguard-delete-webhooks');
+    expect([annotations(upgrade)['helm.sh/hook'], upgrade.spec.template.spec.containers[0].args]).toEqual([
+      'pre-upgrade',
+      ['chart-hook', 'upgrade-crds', '/etc/hookguard/crds/hookguards.hookguard.io.yaml'],
+    ]);
+    expect(parse(find(objects(each), 'ConfigMap', 'hookguard-crds').data['hookguards.hookguard.io.yaml'])).toEqual(
+      find(objects(each), 'CustomResourceDefinition', 'hookguards.hookguard.io'),
+    );
+    expect([annotations(uninstall)['helm.sh/hook'], uninstall.spec.template.spec.containers[0].args]).toEqual([
+      'pre-delete',
+      ['chart-hook', 'delete-webhooks', 'hookguard'],
+    ]);
+    // What runs them exists before them (weight -10 < 0) and can do only that.
+    for (const kind of ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'])
+      expect(annotations(find(objects(each), kind, 'hookguard-lifecycle')), kind).toMatchObject({
+        'helm.sh/hook': 'pre-upgrade,pre-delete',
+        'helm.sh/hook-weight': '-10',
+      });
+    expect(find(objects(each), 'ClusterRole', 'hookguard-lifecycle').rules).toEqual([
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        resourceNames: ['hookguards.hookguard.io'],
+        verbs: ['patch'],
+      },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+        resourceNames: ['hookguard'],
+        verbs: ['delete'],
+      },
+    ]);
+  });
+});
+
+describe('the knobs platforms set (issue 28.1)', () => {
+  const each = CASES.find((candidate) => candidate.values === PLATFORM_KNOBS)!;
+
+  it("labels every object with commonLabels, under the chart's own labels", () => {
+    for (const object of objects(each)) {
+      if (object.kind === 'CustomResourceDefinition') continue; // crds/ is not templated
+      expect(object.metadata.labels, `${object.kind}/${object.metadata.name}`).toMatchObject(
+        PLATFORM_KNOBS.commonLabels,
+      );
+    }
+  });
+
+  it("gives every pod podLabels, commonLabels and podAnnotations, the chart's checksum winning", () => {
+    const cronJob = find(objects(each), 'CronJob', 'hookguard-sweep');
+    for (const template of [
+      find(objects(each), 'Deployment', 'hookguard').spec.template,
+      cronJob.spec.jobTemplate.spec.template,
+    ]) {
+      expect(template.metadata.labels).toMatchObject({ tier: 'admission', team: 'platform', 'cost-center': 'c42' });
+      expect(template.metadata.annotations['sidecar.istio.io/inject']).toBe('false');
+      expect(template.metadata.annotations['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
+    }
+    expect(cronJob.spec.jobTemplate.spec.template.metadata.labels['app.kubernetes.io/component']).toBe('sweep');
+  });
+
+  it('annotates the service account, forces the UID given, mounts the extra volumes', () => {
+    expect(find(objects(each), 'ServiceAccount', 'hookguard').metadata.annotations).toEqual(
+      PLATFORM_KNOBS.serviceAccount.annotations,
+    );
+    const pod = find(objects(each), 'Deployment', 'hookguard').spec.template.spec;
+    expect(pod.securityContext).toEqual(PLATFORM_KNOBS.podSecurityContext);
+    expect(pod.volumes.at(-1)).toEqual(PLATFORM_KNOBS.extraVolumes[0]);
+    expect(pod.containers[0].volumeMounts.at(-1)).toEqual(PLATFORM_KNOBS.extraVolumeMounts[0]);
+  });
+
+  it.each([3, 4] as const)('helm %s refuses what would break hookguard, naming it', async (major) => {
+    const refused = async (values: Record<string, unknown>) => {
+      const run = await helmTemplate({ values, helm: major });
+      return run.status === 0 ? 'rendered' : run.stderr;
+    };
+    expect(await refused({ commonLabels: { 'app.kubernetes.io/name': 'other' } })).toMatch(/app\.kubernetes\.io\/name/);
+    expect(await refused({ podLabels: { 'app.kubernetes.io/component': 'other' } })).toMatch(
+      /app\.kubernetes\.io\/component/,
+    );
+    expect(await refused({ extraEnv: [{ name: 'HOOKGUARD_MODE', value: 'audit' }] })).toMatch(/extraEnv/);
+    expect(await refused({ extraVolumeMounts: [{ name: 'x', mountPath: '/tmp' }] })).toMatch(/extraVolumeMounts/);
+    expect(await refused({ readinessProbe: { httpGet: { path: '/' } } })).toMatch(/readinessProbe/);
+    expect(await refused({ serviceAccount: { create: false } })).toMatch(/serviceAccount/);
+  });
+});
+
+describe('fullnameOverride and a service account made elsewhere', () => {
+  let objectsRendered: Manifest[] = [];
+  beforeAll(async () => {
+    objectsRendered = await renderChart({
+      namespace: 'platform',
+      values: { fullnameOverride: 'guard', serviceAccount: { create: false, name: 'platform-guard' } },
+      includeCrds: true,
+    });
+  });
+
+  it('renames every object but the CRD and the HookGuard object, and tells the server the names', () => {
+    const names = objectsRendered
+      .filter((object) => !['CustomResourceDefinition', 'HookGuard'].includes(object.kind))
+      .map((object) => object.metadata.name as string);
+    expect(names.filter((name) => !name.startsWith('guard') && name !== 'hookguard-selftest')).toEqual([]);
+    expect(find(objectsRendered, 'HookGuard', 'hookguard').metadata.name).toBe('hookguard');
+    const config = parse(find(objectsRendered, 'ConfigMap', 'guard-config').data['config.yaml']);
+    expect([config.certificates.serviceName, config.certificates.webhookName, config.leaderElection.leaseName]).toEqual(
+      ['guard', 'guard', 'guard'],
+    );
+    const [webhook] = find(objectsRendered, 'MutatingWebhookConfiguration', 'guard').webhooks;
+    expect(webhook.clientConfig.service.name).toBe('guard');
+    expect(find(objectsRendered, 'ClusterRole', 'guard-webhook-ca').rules[0].resourceNames).toEqual(['guard']);
+    expect(find(objectsRendered, 'Role', 'guard-leader-election').rules[1].resourceNames).toEqual([
+      'guard',
+      'guard-certificates',
+    ]);
+  });
+
+  it('binds the service account given, and makes none for the server', () => {
+    expect(
+      objectsRendered.filter((object) => object.kind === 'ServiceAccount').map((object) => object.metadata.name),
+    ).toEqual(['guard-sweep', 'guard-lifecycle']);
+    expect(find(objectsRendered, 'Deployment', 'guard').spec.template.spec.serviceAccountName).toBe('platform-guard');
+    for (const binding of objectsRendered.filter((object) => object.kind.endsWith('RoleBinding')))
+      expect(binding.subjects[0].name, binding.metadata.name).toBe(
+        ['guard-sweep', 'guard-lifecycle'].includes(binding.metadata.name) ? binding.metadata.name : 'platform-guard',
+      );
+    expect(
+      find(objectsRendered, 'ValidatingAdmissionPolicy', 'guard-sweep-finalizers-only').spec.matchConditions[0]
+        .expression,
+    ).toBe("request.userInfo.username == 'system:serviceaccount:platform:guard-sweep'");
   });
 });
 
@@ -641,24 +929,111 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
     expect(service.spec.ports.map((port: Manifest) => port.name)).toContain('http-metrics');
   });
 
-  it('alerts when the self-test has not succeeded for 10 minutes and when the certificate expires within 14 days', async () => {
+  it('alerts on the self-test (absent too), the certificate, latency near timeoutSeconds, failing open, refused calls, errors', () => {
     const rule = find(objects(everything), 'PrometheusRule', 'hookguard');
     const rules = rule.spec.groups.flatMap((group: Manifest) => group.rules);
-    expect(rules.map((each: Manifest) => [each.alert, each.expr, each.for])).toEqual([
-      ['HookguardSelfTestFailing', 'time() - max(hookguard_selftest_last_success_timestamp_seconds) > 600', '1m'],
+    const webhooks = 'mutate\\\\.hookguard\\\\.io|validate\\\\.hookguard\\\\.io';
+    const ns = everything.namespace;
+    expect(rules.map((each: Manifest) => [each.alert, each.expr, each.for, each.labels.severity])).toEqual([
+      [
+        'HookguardSelfTestFailing',
+        `absent(hookguard_selftest_last_success_timestamp_seconds{namespace="${ns}"}) or time() - max(hookguard_selftest_last_success_timestamp_seconds{namespace="${ns}"}) > 600`,
+        '1m',
+        'critical',
+      ],
+      [
+        'HookguardWebhookSlow',
+        `histogram_quantile(0.99, sum by (name, le) (rate(apiserver_admission_webhook_admission_duration_seconds_bucket{name=~"${webhooks}"}[5m]))) > 8`,
+        '10m',
+        'warning',
+      ],
+      [
+        'HookguardWebhookFailingOpen',
+        `sum by (name, type) (increase(apiserver_admission_webhook_fail_open_count{name=~"${webhooks}"}[10m])) > 0`,
+        undefined,
+        'warning',
+      ],
+      [
+        'HookguardWebhookCallsRefused',
+        `sum by (name, error_type) (increase(apiserver_admission_webhook_rejection_count{name=~"${webhooks}", error_type!="no_error"}[10m])) > 0`,
+        undefined,
+        'critical', // failurePolicy Fail in this case: a failed call refuses the hook
+      ],
+      [
+        'HookguardErrors',
+        `sum by (source) (increase(hookguard_errors_total{namespace="${ns}"}[10m])) > 0`,
+        undefined,
+        'warning',
+      ],
       [
         'HookguardCertificateExpiresSoon',
-        'min(hookguard_tls_certificate_not_after_timestamp_seconds) - time() < 14 * 86400',
+        `min(hookguard_tls_certificate_not_after_timestamp_seconds{namespace="${ns}"}) - time() < 14 * 86400`,
         undefined,
+        'warning',
       ],
     ]);
-    const served = (await new Metrics({ selfTest: true }).exposition()).text;
-    for (const each of rules) {
-      expect(promqlErrors(each.expr), each.alert).toEqual([]);
-      for (const metric of each.expr.match(/hookguard_[a-z_]+/g) ?? [])
-        expect(served, metric).toContain(`# TYPE ${metric} `);
-    }
+    for (const each of rules) expect(promqlErrors(each.expr), each.alert).toEqual([]);
     expect(promqlErrors('time() - max(hookguard_selftest_last_success_timestamp_seconds) >')).not.toEqual([]);
+  });
+
+  it('selects in the PromQL of the alerts and the Grafana dashboard only metrics hookguard or the API server serves', async () => {
+    const dashboard = JSON.parse(find(objects(everything), 'ConfigMap', 'hookguard-dashboard').data['hookguard.json']);
+    const expressions: Array<[string, string]> = [
+      ...find(objects(everything), 'PrometheusRule', 'hookguard')
+        .spec.groups.flatMap((group: Manifest) => group.rules)
+        .map((rule: Manifest) => [rule.alert, rule.expr]),
+      ...dashboard.panels.flatMap((panel: Manifest) =>
+        (panel.targets ?? []).map((target: Manifest) => [`${panel.title} ${target.refId}`, target.expr]),
+      ),
+    ];
+    const served = (await new Metrics({ selfTest: true, logLinesDropped: () => 0 }).exposition()).text;
+    const families = new Set(
+      [...served.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) =>
+        type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!],
+      ),
+    );
+    const unknown = expressions.flatMap(([where, expr]) => [
+      ...promqlErrors(expr).map((error) => `${where}: ${error}`),
+      ...metricNames(expr)
+        .filter((metric) => !families.has(metric) && !API_SERVER_METRICS.includes(metric))
+        .map((metric) => `${where}: ${metric}`),
+    ]);
+    expect(unknown).toEqual([]);
+    const named = new Set(expressions.flatMap(([, expr]) => metricNames(expr)));
+    // The dashboard shows what issue 28.5 lists: decisions, latency, rule actions, opt-outs, errors, self-test age.
+    for (const metric of [
+      'hookguard_admission_requests_total',
+      'hookguard_admission_duration_seconds_bucket',
+      'hookguard_rule_actions_total',
+      'hookguard_opt_outs_total',
+      'hookguard_errors_total',
+      'hookguard_selftest_last_success_timestamp_seconds',
+      'apiserver_admission_webhook_fail_open_count',
+      'apiserver_admission_webhook_rejection_count',
+    ])
+      expect(named, metric).toContain(metric);
+    expect(metricNames('sum(rate(not_a_metric_total[5m])) / on() absent(other)')).toEqual([
+      'not_a_metric_total',
+      'other',
+    ]);
+    expect(find(objects(everything), 'ConfigMap', 'hookguard-dashboard').metadata).toMatchObject({
+      namespace: 'observability',
+      labels: { grafana_dashboard: '1' },
+    });
+  });
+
+  it('keeps the self-test alert with the self-test off: absent() fires, saying to turn it on', async () => {
+    const [alert] = find(
+      await renderChart({ values: { prometheusRule: { enabled: true }, selfTest: { enabled: false } } }),
+      'PrometheusRule',
+      'hookguard',
+    ).spec.groups[0].rules;
+    expect([alert.alert, alert.expr.startsWith('absent('), alert.for]).toEqual([
+      'HookguardSelfTestFailing',
+      true,
+      '15m',
+    ]);
+    expect(alert.annotations.description).toContain('selfTest.enabled is false, so none ever will: turn it on');
   });
 
   it('tells how to renew the certificate the way it was made', async () => {
@@ -667,7 +1042,8 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
         await renderChart({ values: { prometheusRule: { enabled: true }, certificates } }),
         'PrometheusRule',
         'hookguard',
-      ).spec.groups[0].rules[1].annotations.description as string;
+      ).spec.groups[0].rules.find((rule: Manifest) => rule.alert === 'HookguardCertificateExpiresSoon').annotations
+        .description as string;
     expect(await renewal({ mode: 'self' })).toContain('hookguard renews it itself well before expiry');
     expect(await renewal({ mode: 'cert-manager' })).toContain('kubectl describe certificate hookguard-serving');
     expect(await renewal({ mode: 'secret', secretName: 'mine' })).toContain('Renew the Secret mine;');
@@ -721,8 +1097,8 @@ describe("the chart README's helm commands", () => {
       .map((line) => line.split(/\s+/));
   })();
 
-  it('install, upgrade and uninstall', () => {
-    expect(commands.map((words) => words[1]).sort()).toEqual(['install', 'uninstall', 'upgrade']);
+  it('install, upgrade, test and uninstall', () => {
+    expect(commands.map((words) => words[1]).sort()).toEqual(['install', 'test', 'uninstall', 'upgrade']);
   });
 
   it.each([4, 3] as const)('uses only flags that helm %i knows for each command', async (major) => {
@@ -1202,6 +1578,71 @@ describe('the Argo CD Config Management Plugin component (manifests/argocd-cmp)'
 const DEFAULT_SHUTDOWN_TIMEOUT_S = 20;
 
 /** The "restricted" Pod Security Standard (kubernetes.io/docs/concepts/security/pod-security-standards), checked field by field. */
+/**
+ * The API server's admission webhook metrics (kubernetes staging/src/k8s.io/apiserver/pkg/admission/metrics/
+ * metrics.go, newAdmissionMetrics, as stored at 01b9f4b6): the histogram webhook_admission_duration_seconds and the
+ * counters webhook_rejection_count, webhook_fail_open_count, webhook_request_total, under apiserver_admission_.
+ */
+const API_SERVER_METRICS = [
+  'apiserver_admission_webhook_admission_duration_seconds_bucket',
+  'apiserver_admission_webhook_admission_duration_seconds_sum',
+  'apiserver_admission_webhook_admission_duration_seconds_count',
+  'apiserver_admission_webhook_rejection_count',
+  'apiserver_admission_webhook_fail_open_count',
+  'apiserver_admission_webhook_request_total',
+];
+
+/** openshift.io/sa.scc.uid-range of a namespace, as cluster-policy-controller writes it: first UID / size. */
+const OPENSHIFT_UID_RANGE = { first: 1000680000, size: 10000 };
+
+/**
+ * What OpenShift's restricted-v2 SCC (security.openshift.io/v1, shipped with every OpenShift 4.11+) refuses in a
+ * pod, by its strategies: runAsUser MustRunAsRange and fsGroup MustRunAs in the namespace's range (a UID left unset
+ * is assigned from it: openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go),
+ * seLinuxContext MustRunAs (an seLinuxOptions given must be the namespace's: none is), allowPrivilegeEscalation
+ * false, requiredDropCapabilities ALL, allowedCapabilities NET_BIND_SERVICE, seccompProfiles runtime/default, its
+ * volume types, no host namespaces or ports. runAsNonRoot is what the pods promise besides.
+ */
+function restrictedV2Violations(pod: Manifest, range: { first: number; size: number }): string[] {
+  const violations: string[] = [];
+  const inRange = (id: number) => id >= range.first && id < range.first + range.size;
+  const rangeText = `${range.first}/${range.size}`;
+  const podContext = pod.securityContext ?? {};
+  for (const key of ['hostNetwork', 'hostPID', 'hostIPC']) if (pod[key]) violations.push(key);
+  const allowedVolumes = [
+    'configMap',
+    'csi',
+    'downwardAPI',
+    'emptyDir',
+    'ephemeral',
+    'persistentVolumeClaim',
+    'projected',
+    'secret',
+  ];
+  for (const volume of pod.volumes ?? [])
+    for (const type of Object.keys(volume).filter((key) => key !== 'name'))
+      if (!allowedVolumes.includes(type)) violations.push(`volume ${volume.name}: ${type}`);
+  for (const container of [...(pod.initContainers ?? []), ...pod.containers]) {
+    const context = container.securityContext ?? {};
+    const at = `container ${container.name}`;
+    const uid = context.runAsUser ?? podContext.runAsUser;
+    if (uid !== undefined && !inRange(uid)) violations.push(`${at}: runAsUser ${uid} outside ${rangeText}`);
+    if ((context.runAsNonRoot ?? podContext.runAsNonRoot) !== true) violations.push(`${at}: runAsNonRoot is not true`);
+    if (context.privileged) violations.push(`${at}: privileged`);
+    if (context.allowPrivilegeEscalation !== false) violations.push(`${at}: allowPrivilegeEscalation is not false`);
+    if (!(context.capabilities?.drop ?? []).includes('ALL')) violations.push(`${at}: does not drop ALL capabilities`);
+    if ((context.capabilities?.add ?? []).some((capability: string) => capability !== 'NET_BIND_SERVICE'))
+      violations.push(`${at}: adds capabilities`);
+    const seccomp = context.seccompProfile?.type ?? podContext.seccompProfile?.type;
+    if (seccomp !== 'RuntimeDefault') violations.push(`${at}: seccompProfile ${String(seccomp)}`);
+    if (context.seLinuxOptions ?? podContext.seLinuxOptions) violations.push(`${at}: seLinuxOptions set`);
+    if (container.ports?.some((port: Manifest) => port.hostPort)) violations.push(`${at}: hostPort`);
+  }
+  if (podContext.fsGroup !== undefined && !inRange(podContext.fsGroup))
+    violations.push(`fsGroup ${podContext.fsGroup} outside ${rangeText}`);
+  return violations;
+}
+
 function restrictedViolations(pod: Manifest): string[] {
   const violations: string[] = [];
   const allowedVolumes = [

@@ -12,3 +12,15 @@ export function promqlErrors(expression: string): string[] {
   });
   return errors;
 }
+
+/** The metric names `expression` selects (each vector selector's name), in order, each once. */
+export function metricNames(expression: string): string[] {
+  const names = new Set<string>();
+  parser.parse(expression).iterate({
+    enter: (node) => {
+      if (node.type.name === 'Identifier' && node.node.parent?.type.name === 'VectorSelector')
+        names.add(expression.slice(node.from, node.to));
+    },
+  });
+  return [...names];
+}
