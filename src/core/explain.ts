@@ -115,7 +115,39 @@ export function explainHook(evidence: HookEvidence, options: ExplainOptions): Ho
     options,
     events,
   };
-  return base.kind === 'Pod' ? explainPodHook(base, hook) : explainJob(base, hook, evidence.pods);
+  return ordered(base.kind === 'Pod' ? explainPodHook(base, hook) : explainJob(base, hook, evidence.pods));
+}
+
+/** The fields in one order, unset ones left out: the JSON a script reads and the watcher's Event carry the same. */
+const FIELD_ORDER: readonly (keyof HookExplanation)[] = [
+  'kind',
+  'namespace',
+  'name',
+  'state',
+  'reason',
+  'message',
+  'nextStep',
+  'since',
+  'forSeconds',
+  'pod',
+  'container',
+  'containerRole',
+  'image',
+  'containerReason',
+  'exitCode',
+  'signal',
+  'terminationMessage',
+  'quoted',
+  'quotedFrom',
+  'jobCondition',
+  'blockedBy',
+  'missing',
+];
+
+function ordered(explanation: HookExplanation): HookExplanation {
+  const out: Record<string, unknown> = {};
+  for (const key of FIELD_ORDER) if (explanation[key] !== undefined) out[key] = explanation[key];
+  return out as unknown as HookExplanation;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -453,8 +485,8 @@ function livePodFinding(base: Base, pod: Json): Finding {
         message:
           `${containerWord(container)} of Pod ${podName} keeps crashing` +
           (restarts !== undefined ? ` (${restarts} restarts` : ' (') +
-          (exitCode !== undefined ? `${restarts !== undefined ? ', ' : ''}last exit code ${exitCode}` : '') +
-          (text(last.reason) ? ` ${text(last.reason)}` : '') +
+          (exitCode !== undefined ? `${restarts !== undefined ? '; ' : ''}last exit code ${exitCode}` : '') +
+          (text(last.reason) ? `, ${text(last.reason)}` : '') +
           ')',
         nextStep: `Read the last run's log: ${kubectlLogs(base, podName, container.name, true)}`,
       };
@@ -561,7 +593,7 @@ function imagePull(base: Base, pod: Json, podName: string, container: ContainerS
  */
 function missingReference(message: string | undefined): HookExplanation['missing'] {
   if (message === undefined) return undefined;
-  const notFound = /\b(secret|configmap) "([^"]+)" not found/i.exec(message);
+  const notFound = /\b(secret|configmap)s? "([^"]+)" not found/i.exec(message);
   if (notFound) return { kind: kindWord(notFound[1] ?? ''), name: notFound[2] ?? '' };
   const noKey = /couldn't find key (\S+) in (Secret|ConfigMap) (?:[^/\s]+\/)?(\S+)/.exec(message);
   if (noKey) return { kind: kindWord(noKey[2] ?? ''), name: noKey[3] ?? '', key: noKey[1] };
@@ -842,7 +874,7 @@ function jobFailure(base: Base, job: Json, failed: Json, pods: readonly Json[], 
   const jobCondition = conditionSummary(failed);
   const timing = timed(base.options, text(failed.lastTransitionTime));
   const said = jobCondition.message;
-  const ended = `the Job failed: ${jobCondition.reason ?? 'Failed'}${said ? ` (${oneLine(said)})` : ''}`;
+  const ended = `Job ${base.name} failed: ${jobCondition.reason ?? 'Failed'}${said ? ` (${oneLine(said)})` : ''}`;
   const common = {
     state: 'Failed' as const,
     ...timing,
@@ -886,7 +918,7 @@ function jobFailure(base: Base, job: Json, failed: Json, pods: readonly Json[], 
   return {
     ...common,
     reason,
-    message: `Job ${base.name}: ${ended}; its Pods are gone`,
+    message: `${ended}; its Pods are gone`,
     nextStep: `Read the Job's Events: ${kubectlEvents(base, 'Job', base.name)}`,
   };
 }
