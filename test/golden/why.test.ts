@@ -2,22 +2,9 @@
 // Pods and Events in the shapes the kubelet, the job controller, the scheduler and the API server write, and the
 // upstream source of every message format in its `provenance`. The explanations below are exact and were reviewed by
 // hand: a change to any word a person reads fails here.
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { explainHook, type HookEvidence, type HookExplanation } from '../../src/core/explain.js';
-import { repoRoot } from '../support/k8s-tools.js';
-
-const FIXTURES = join(repoRoot, 'test', 'golden', 'why');
-
-interface WhyFixture extends HookEvidence {
-  provenance: string[];
-  now: string;
-}
-
-export function whyFixture(name: string): WhyFixture {
-  return JSON.parse(readFileSync(join(FIXTURES, `${name}.json`), 'utf8')) as WhyFixture;
-}
+import { explainHook, type HookExplanation } from '../../src/core/explain.js';
+import { whyFixture, whyFixtureNames, type WhyFixture } from '../support/why-fixtures.js';
 
 function explain(fixture: WhyFixture, stuckAfterSeconds = 300): HookExplanation {
   return explainHook(fixture, { now: Date.parse(fixture.now), stuckAfterSeconds });
@@ -339,10 +326,7 @@ const EXPECTED: Record<string, HookExplanation> = {
 
 describe('explainHook golden fixtures', () => {
   it('has one expectation per fixture, each citing its sources', () => {
-    const names = readdirSync(FIXTURES)
-      .filter((file) => file.endsWith('.json'))
-      .map((file) => file.replace(/\.json$/, ''))
-      .sort();
+    const names = whyFixtureNames();
     expect(names).toEqual(Object.keys(EXPECTED).sort());
     for (const name of names) expect(whyFixture(name).provenance.length, name).toBeGreaterThan(0);
   });
