@@ -313,7 +313,10 @@ function eventsServed(
     .filter((item) => matches(item, namespace, selector))
     .filter((item) => {
       const asV1 = eventAsV1(item);
-      return terms.every(([read, value]) => String(read(asV1) ?? '') === value);
+      return terms.every(([read, value]) => {
+        const field = read(asV1);
+        return (typeof field === 'string' ? field : '') === value;
+      });
     })
     .map((item) => (apiVersion === 'v1' ? eventAsV1(item) : eventAsEventsV1(item)));
 }
