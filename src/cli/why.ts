@@ -1,4 +1,4 @@
-import { ARGOCD_INSTANCE_LABEL } from '../core/annotations.js';
+import { ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID } from '../core/annotations.js';
 import {
   explainHook,
   explainRecordedHook,
@@ -132,6 +132,18 @@ async function whyAll(context: Context): Promise<WhyReport> {
 
 const GROUP_OF: Readonly<Record<HookKindName, string>> = { Job: 'batch', Pod: '' };
 
+/**
+ * The Applications a hook says it belongs to. Its tracking id, when it has one, is the whole answer: with annotation
+ * tracking (argo-cd util/argo/resource_tracking.go, the default from v3.0) Argo CD reads no label, and a chart's own
+ * `app.kubernetes.io/instance` (Helm's release name) names no Application.
+ */
+function trackingApplications(hook: Json, lookup: ApplicationLookup): ReturnType<typeof applicationsOf> {
+  const metadata = metadataOf(hook);
+  const annotations = isRecord(metadata.annotations) ? metadata.annotations : {};
+  if (typeof annotations[ARGOCD_TRACKING_ID] !== 'string') return applicationsOf(hook, lookup);
+  return applicationsOf({ ...hook, metadata: { ...metadata, labels: {} } }, lookup);
+}
+
 async function whyApplication(context: Context, ref: { namespace: string; name: string }): Promise<WhyReport> {
   const application = await context.reader.getApplication(ref.namespace, ref.name);
   if (application === undefined) throw new UsageError(`Application ${ref.namespace}/${ref.name} not found`);
@@ -157,7 +169,9 @@ async function whyApplication(context: Context, ref: { namespace: string; name: 
   const belongs = (hook: Json): boolean =>
     context.isHook(hook) &&
     !(hook.kind === 'Pod' && ownedByJob(hook)) &&
-    applicationsOf(hook, context.lookup).some((owner) => owner.namespace === ref.namespace && owner.name === ref.name);
+    trackingApplications(hook, context.lookup).some(
+      (owner) => owner.namespace === ref.namespace && owner.name === ref.name,
+    );
   const live: Json[] = [];
   for (const namespace of [...namespaces].sort()) {
     live.push(...(await context.reader.listHooks('Job', namespace, belongs)));
