@@ -142,7 +142,7 @@ describe('a Job between attempts', () => {
     job.status = { startTime: '2026-11-27T09:40:00Z', active: 1, failed: 1 };
     job.spec.backoffLimit = 3;
     const running = whyFixture('running').pods[0] as { metadata: Record<string, unknown> };
-    fixture.pods = [fixture.pods[1] as unknown, running];
+    fixture.pods = [fixture.pods[1], running];
     expect(at(fixture, 300)).toMatchObject({
       state: 'Running',
       reason: 'Running',
