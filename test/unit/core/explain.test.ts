@@ -135,6 +135,25 @@ describe('Events', () => {
   });
 });
 
+describe('a Job past its deadline', () => {
+  it('with a Pod left that waited for its image: the deadline, and why it was slow', () => {
+    const fixture = whyFixture('failed-deadline');
+    fixture.pods = whyFixture('stuck-image-pull').pods;
+    fixture.events = [...fixture.events, ...whyFixture('stuck-image-pull').events];
+    expect(at(fixture, 300)).toMatchObject({
+      state: 'Failed',
+      reason: 'DeadlineExceeded',
+      pod: 'db-migrate-x2v7c',
+      container: 'migrate',
+      image: 'registry.example.com/shop/migrate:2.4.l',
+      message:
+        'Job db-migrate failed: DeadlineExceeded (Job was active longer than specified deadline); container migrate of Pod db-migrate-x2v7c cannot pull image registry.example.com/shop/migrate:2.4.l (ImagePullBackOff)',
+      nextStep:
+        'Check that image registry.example.com/shop/migrate:2.4.l exists and that the Pod may pull it (the tag, imagePullSecrets, registry access). Then rerun the hook.',
+    });
+  });
+});
+
 describe('a Job between attempts', () => {
   it('a failed Pod and a new one running: Running, saying what the last attempt did', () => {
     const fixture = whyFixture('failed-exit-code');
