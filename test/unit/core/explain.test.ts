@@ -1,0 +1,215 @@
+// explainHook() beyond the golden fixtures: the threshold's edges, hookguard's guard, input that is not what a
+// cluster writes, the Event shapes, a Job between attempts, and hooks Argo CD recorded that are gone.
+import { describe, expect, it } from 'vitest';
+import { explainHook, explainRecordedHook, FAILING_STATES } from '../../../src/core/explain.js';
+import { GUARD_CONTAINER_NAME } from '../../../src/core/annotations.js';
+import { whyFixture, type WhyFixture } from '../../support/why-fixtures.js';
+
+const at = (fixture: WhyFixture, stuckAfterSeconds: number) =>
+  explainHook(fixture, { now: Date.parse(fixture.now), stuckAfterSeconds });
+
+describe('the stuck threshold', () => {
+  it('a Pod waiting exactly stuckAfterSeconds is Stuck; a second less, Running with the same reason', () => {
+    const fixture = whyFixture('stuck-image-pull'); // waiting for 1195 s
+    expect([at(fixture, 1195).state, at(fixture, 1195).reason]).toEqual(['Stuck', 'ImagePullBackOff']);
+    expect([at(fixture, 1196).state, at(fixture, 1196).reason]).toEqual(['Running', 'ImagePullBackOff']);
+    // The next step is the fix already: a tag that does not exist will not appear by waiting.
+    expect(at(fixture, 1196).nextStep).toBe(at(fixture, 1195).nextStep);
+  });
+
+  it('a Job refused for 1200 s is Blocked at 1200 and Running at 1201', () => {
+    const fixture = whyFixture('blocked-quota');
+    expect(at(fixture, 1200).state).toBe('Blocked');
+    expect(at(fixture, 1201).state).toBe('Running');
+  });
+
+  it('only Failed, Stuck and Blocked call for action', () => {
+    expect([...FAILING_STATES].sort()).toEqual(['Blocked', 'Failed', 'Stuck']);
+  });
+});
+
+describe("hookguard's guard init container is never the cause", () => {
+  it('a guard that failed is passed over for the Pod itself', () => {
+    const fixture = whyFixture('failed-init-container');
+    const pod = fixture.hook as { status: { initContainerStatuses: Array<Record<string, unknown>> } };
+    pod.status.initContainerStatuses = [
+      {
+        name: GUARD_CONTAINER_NAME,
+        state: { terminated: { exitCode: 1, reason: 'Error', finishedAt: '2026-11-27T09:40:08Z' } },
+      },
+    ];
+    const explanation = at(fixture, 300);
+    expect(explanation.container).toBeUndefined();
+    expect(explanation.message).toBe('Pod schema-check failed');
+  });
+
+  it('a guard still waiting leaves the Pod Starting, not Stuck on the guard', () => {
+    const fixture = whyFixture('running');
+    const pod = fixture.pods[0] as { status: Record<string, unknown> };
+    pod.status = {
+      phase: 'Pending',
+      startTime: '2026-11-27T09:59:50Z',
+      initContainerStatuses: [
+        { name: GUARD_CONTAINER_NAME, state: { running: { startedAt: '2026-11-27T09:59:51Z' } } },
+      ],
+      containerStatuses: [{ name: 'migrate', state: { waiting: { reason: 'PodInitializing' } } }],
+    };
+    const explanation = at(fixture, 300);
+    expect([explanation.state, explanation.reason, explanation.container]).toEqual(['Running', 'Starting', 'migrate']);
+  });
+});
+
+describe('input that is not what a cluster writes', () => {
+  it('no hook, junk Pods and Events: a Job with no Pod yet, no exception', () => {
+    expect(
+      explainHook({ hook: null, pods: [1, 'x', null], events: [null, {}, []] }, { now: 0, stuckAfterSeconds: 300 }),
+    ).toEqual({
+      kind: 'Job',
+      name: '<unnamed>',
+      state: 'Running',
+      reason: 'Starting',
+      message: 'Job <unnamed> has no Pod yet',
+      nextStep: 'Wait: it is called stuck after 300s.',
+    });
+  });
+
+  it('a termination message longer than the kubelet keeps is cut at 4096 characters', () => {
+    const fixture = whyFixture('failed-oomkilled');
+    const pod = fixture.pods[0] as {
+      status: { containerStatuses: Array<{ state: { terminated: Record<string, unknown> } }> };
+    };
+    const status = pod.status.containerStatuses[0];
+    if (status) status.state.terminated.message = 'x'.repeat(10_000);
+    expect(at(fixture, 300).terminationMessage).toBe(`${'x'.repeat(4096)}…`);
+  });
+
+  it('a Job with no Pod for longer than the threshold and no Event: Stuck, NoPods, naming where to look', () => {
+    const fixture = whyFixture('blocked-quota');
+    fixture.events = [];
+    expect(at(fixture, 300)).toMatchObject({
+      state: 'Stuck',
+      reason: 'NoPods',
+      message: 'Job db-migrate has no Pod and no Event says why',
+      nextStep: "Read the Job's Events (kubectl events -n shop --for job/db-migrate) and the job controller's log.",
+    });
+  });
+
+  it('a Job another controller manages (spec.managedBy) is named as such', () => {
+    const fixture = whyFixture('blocked-quota');
+    fixture.events = [];
+    (fixture.hook as { spec: Record<string, unknown> }).spec.managedBy = 'kueue.x-k8s.io/multikueue';
+    expect(at(fixture, 300)).toMatchObject({
+      message: 'Job db-migrate has no Pod: it is managed by kueue.x-k8s.io/multikueue, not the built-in job controller',
+      nextStep: 'Check kueue.x-k8s.io/multikueue, which runs this Job.',
+    });
+  });
+});
+
+describe('Events', () => {
+  it('an events.k8s.io/v1 Event written with eventTime and a series (no deprecated timestamps) dates the refusal', () => {
+    const fixture = whyFixture('blocked-quota');
+    const [event] = fixture.events as Array<Record<string, unknown>>;
+    fixture.events = [
+      {
+        ...event,
+        eventTime: '2026-11-27T09:50:00.000000Z',
+        series: { count: 9, lastObservedTime: '2026-11-27T09:59:00.000000Z' },
+        deprecatedFirstTimestamp: null,
+        deprecatedLastTimestamp: null,
+        deprecatedCount: 0,
+      },
+    ];
+    expect(at(fixture, 300)).toMatchObject({ state: 'Blocked', since: '2026-11-27T09:50:00.000000Z', forSeconds: 600 });
+  });
+
+  it('an Event about another object is not quoted', () => {
+    const fixture = whyFixture('stuck-image-pull');
+    for (const event of fixture.events as Array<Record<string, Record<string, unknown>>>) {
+      if (event.involvedObject) event.involvedObject.name = 'someone-else';
+      if (event.regarding) event.regarding.name = 'someone-else';
+    }
+    expect(at(fixture, 300)).toMatchObject({
+      quoted: 'Back-off pulling image "registry.example.com/shop/migrate:2.4.l"',
+      quotedFrom: 'container status',
+    });
+  });
+});
+
+describe('a Job past its deadline', () => {
+  it('with a Pod left that waited for its image: the deadline, and why it was slow', () => {
+    const fixture = whyFixture('failed-deadline');
+    fixture.pods = whyFixture('stuck-image-pull').pods;
+    fixture.events = [...fixture.events, ...whyFixture('stuck-image-pull').events];
+    expect(at(fixture, 300)).toMatchObject({
+      state: 'Failed',
+      reason: 'DeadlineExceeded',
+      pod: 'db-migrate-x2v7c',
+      container: 'migrate',
+      image: 'registry.example.com/shop/migrate:2.4.l',
+      message:
+        'Job db-migrate failed: DeadlineExceeded (Job was active longer than specified deadline); container migrate of Pod db-migrate-x2v7c cannot pull image registry.example.com/shop/migrate:2.4.l (ImagePullBackOff)',
+      nextStep:
+        'Check that image registry.example.com/shop/migrate:2.4.l exists and that the Pod may pull it (the tag, imagePullSecrets, registry access). Then rerun the hook.',
+    });
+  });
+});
+
+describe('a Job between attempts', () => {
+  it('a failed Pod and a new one running: Running, saying what the last attempt did', () => {
+    const fixture = whyFixture('failed-exit-code');
+    const job = fixture.hook as { status: Record<string, unknown>; spec: Record<string, unknown> };
+    job.status = { startTime: '2026-11-27T09:40:00Z', active: 1, failed: 1 };
+    job.spec.backoffLimit = 3;
+    const running = whyFixture('running').pods[0] as { metadata: Record<string, unknown> };
+    fixture.pods = [fixture.pods[1], running];
+    expect(at(fixture, 300)).toMatchObject({
+      state: 'Running',
+      reason: 'Running',
+      message:
+        'Pod db-migrate-7xk2p is running; earlier attempt failed: container migrate of Pod db-migrate-9tq2w exited with code 1 (Error) (1 failed of backoffLimit 3)',
+    });
+  });
+});
+
+describe('explainRecordedHook: a hook Argo CD recorded whose object is gone', () => {
+  const resource = (hookPhase: string | undefined) => ({
+    group: 'batch',
+    kind: 'Job',
+    namespace: 'shop',
+    name: 'db-seed',
+    hookType: 'PreSync',
+    ...(hookPhase ? { hookPhase } : {}),
+    message: 'Job has reached the specified backoff limit',
+  });
+  it.each([
+    ['Succeeded', 'Failed', 'Succeeded'],
+    ['Failed', 'Failed', 'Failed'],
+    ['Error', 'Error', 'Failed'],
+    ['Running', 'Running', 'Stuck'],
+    [undefined, 'Running', 'Stuck'],
+    ['Running', 'Failed', 'Failed'],
+  ])('hook %s, operation %s: %s', (hookPhase, operationPhase, state) => {
+    const explanation = explainRecordedHook(resource(hookPhase), operationPhase);
+    expect([explanation.state, explanation.reason, explanation.kind, explanation.namespace, explanation.name]).toEqual([
+      state,
+      'Deleted',
+      'Job',
+      'shop',
+      'db-seed',
+    ]);
+  });
+  it('waiting for a hook that is gone names argo-cd#21055', () => {
+    expect(explainRecordedHook(resource('Running'), 'Running')).toEqual({
+      kind: 'Job',
+      namespace: 'shop',
+      name: 'db-seed',
+      state: 'Stuck',
+      reason: 'Deleted',
+      message:
+        'Job db-seed no longer exists; Argo CD recorded it as Running: Job has reached the specified backoff limit',
+      nextStep: 'Argo CD waits for a hook that is gone: terminate the operation and sync again (argo-cd#21055).',
+      quoted: 'Job has reached the specified backoff limit',
+      quotedFrom: 'Argo CD syncResult',
+    });
+  });
+});
