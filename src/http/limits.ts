@@ -48,7 +48,8 @@ type Phase = 'handshake' | 'waiting' | 'request' | 'idle';
 
 interface Connection {
   readonly raw: Socket;
-  readonly address: string;
+  /** Its address's connections, kept in byAddress while any of them is open. */
+  readonly peers: AddressConnections;
   phase: Phase;
   /** The socket HTTP is spoken on: the raw one, or the TLS socket once the handshake is done. */
   socket: Socket;
@@ -60,8 +61,9 @@ interface Connection {
   closing: boolean;
 }
 
-/** One address's connections, each Set oldest first. */
+/** One address's connections: how many are open, and the pending and the idle ones, each Set oldest first. */
 interface AddressConnections {
+  open: number;
   pending: Set<Connection>;
   idle: Set<Connection>;
 }
@@ -108,7 +110,7 @@ export function guardConnections(
   const atLimit = () => open - closing >= limits.maxConnections;
   const addressOf = (address: string): AddressConnections => {
     let connections = byAddress.get(address);
-    if (!connections) byAddress.set(address, (connections = { pending: new Set(), idle: new Set() }));
+    if (!connections) byAddress.set(address, (connections = { open: 0, pending: new Set(), idle: new Set() }));
     return connections;
   };
   const bodyArrived = (connection: Connection) => connection.phase === 'request' && connection.request?.complete;
@@ -126,9 +128,8 @@ export function guardConnections(
     connection.closing = true;
     closing++;
     options.closed?.(reason);
-    const connections = addressOf(connection.address);
-    connections.pending.delete(connection);
-    connections.idle.delete(connection);
+    connection.peers.pending.delete(connection);
+    connection.peers.idle.delete(connection);
     receiving.delete(connection);
     clearTimeout(connection.firstRequestTimer);
     if (goodbye !== undefined && connection.socket.writable) {
@@ -172,7 +173,7 @@ export function guardConnections(
     for (const connection of receiving) {
       if (connection.phase !== 'request' || bodyArrived(connection)) {
         receiving.delete(connection);
-        addressOf(connection.address).pending.delete(connection);
+        connection.peers.pending.delete(connection);
         continue;
       }
       const judgedMs = now - connection.requestStartedAt - BODY_RATE_GRACE_MS;
@@ -188,9 +189,12 @@ export function guardConnections(
 
   server.on('connection', (raw: Socket) => {
     open++;
+    const address = raw.remoteAddress ?? '';
+    const connections = addressOf(address);
+    connections.open++;
     const connection: Connection = {
       raw,
-      address: raw.remoteAddress ?? '',
+      peers: connections,
       phase: options.tls ? 'handshake' : 'waiting',
       socket: raw,
       request: undefined,
@@ -199,7 +203,6 @@ export function guardConnections(
       firstRequestTimer: undefined,
       closing: false,
     };
-    const connections = addressOf(connection.address);
     const peer = peerOf(raw);
     raw.once('close', () => {
       open--;
@@ -209,7 +212,7 @@ export function guardConnections(
       connections.pending.delete(connection);
       connections.idle.delete(connection);
       receiving.delete(connection);
-      if (connections.pending.size === 0 && connections.idle.size === 0) byAddress.delete(connection.address);
+      if (--connections.open === 0) byAddress.delete(address);
     });
     settle(connections);
     const overAddressLimit = connections.pending.size >= limits.maxPendingConnectionsPerAddress;
@@ -242,9 +245,8 @@ export function guardConnections(
     connection.request = request;
     connection.requestStartedAt = performance.now();
     connection.bytesAtRequestStart = connection.socket.bytesRead;
-    const connections = addressOf(connection.address);
-    connections.idle.delete(connection);
-    connections.pending.add(connection);
+    connection.peers.idle.delete(connection);
+    connection.peers.pending.add(connection);
     receiving.add(connection);
     if (limits.minBodyBytesPerSecond > 0 && rateCheck === undefined) {
       rateCheck = setInterval(checkBodyRates, BODY_RATE_CHECK_MS);
@@ -254,7 +256,7 @@ export function guardConnections(
   });
 
   function requestEnded(connection: Connection): void {
-    const connections = addressOf(connection.address);
+    const connections = connection.peers;
     connections.pending.delete(connection);
     receiving.delete(connection);
     connection.request = undefined;
