@@ -233,6 +233,7 @@ export const KEYS = {
       default: 128,
       min: 1,
       max: 1_000_000,
+      env: 'HOOKGUARD_MAX_PENDING_CONNECTIONS_PER_ADDRESS',
       doc: 'Connections from one address that have not sent a whole request yet (TLS handshake, no request, or a body still arriving), on each port; one more is closed at once.',
     }),
     // A body trickled in a byte every few seconds held its connection for requestTimeoutMs (issue 25). The API server
@@ -241,6 +242,7 @@ export const KEYS = {
       default: 10_240,
       min: 0,
       max: 1024 * 1024 * 1024,
+      env: 'HOOKGUARD_MIN_BODY_BYTES_PER_SECOND',
       doc: 'A request body arriving slower than this on average, after a second of grace, gets 408 and its connection is closed; 0: no minimum.',
     }),
     // After SIGTERM: stay ready-but-failing this long so endpoints drop us before we stop accepting. The delay is
