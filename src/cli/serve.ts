@@ -101,7 +101,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     processMetrics: true,
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
     selfTest: selfTest.status().enabled,
-    logLinesDropped: () => logDestination.dropped,
+    logLinesDropped: () => logDestination.droppedByLine,
     untrustedCasRemoved: selfManaged?.untrustedCasRemoved,
   });
   metrics.certificate(tls.cert, false);

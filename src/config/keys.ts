@@ -184,9 +184,10 @@ export const KEYS = {
       max: 64 * 1024 * 1024,
       doc: 'Larger request bodies get 413 (two 3 MB objects plus the review envelope).',
     }),
-    // The API server sends a whole request at once; these only cut off slow or stuck clients (docs: limits).
+    // The API server sends a whole request at once; these only cut off slow or stuck clients (docs: limits). Its
+    // handshake takes milliseconds; one not done in 2 s holds a slot for a client that sent no ClientHello (issue 25).
     tlsHandshakeTimeoutMs: integer({
-      default: 5_000,
+      default: 2_000,
       min: 100,
       max: 120_000,
       doc: 'A connection that has not completed its TLS handshake by then is dropped.',
@@ -223,7 +224,26 @@ export const KEYS = {
       default: 1_000,
       min: 1,
       max: 1_000_000,
-      doc: 'Connections over this are dropped at once.',
+      doc: 'Connections over this are dropped at once; at the limit one slot is kept free by closing a connection of the address holding the most pending or idle ones.',
+    }),
+    // What one address holds without having sent a whole request costs that address, never the API server's
+    // connections (issue 25): the API server sends its request as soon as it connects, so even a burst of its
+    // admission calls leaves few of its connections pending at once.
+    maxPendingConnectionsPerAddress: integer({
+      default: 128,
+      min: 1,
+      max: 1_000_000,
+      env: 'HOOKGUARD_MAX_PENDING_CONNECTIONS_PER_ADDRESS',
+      doc: 'Connections from one address that have not sent a whole request yet (TLS handshake, no request, or a body still arriving), on each port; one more is closed at once.',
+    }),
+    // A body trickled in a byte every few seconds held its connection for requestTimeoutMs (issue 25). The API server
+    // sends its body at network speed; 0 turns the check off.
+    minBodyBytesPerSecond: integer({
+      default: 10_240,
+      min: 0,
+      max: 1024 * 1024 * 1024,
+      env: 'HOOKGUARD_MIN_BODY_BYTES_PER_SECOND',
+      doc: 'A request body arriving slower than this on average, after a second of grace, gets 408 and its connection is closed; 0: no minimum.',
     }),
     // After SIGTERM: stay ready-but-failing this long so endpoints drop us before we stop accepting. The delay is
     // part of shutdownTimeoutMs, and draining needs some of it too.
@@ -301,7 +321,7 @@ export const KEYS = {
       default: 4 * 1024 * 1024,
       min: 64 * 1024,
       max: 256 * 1024 * 1024,
-      doc: 'Audit lines waiting for stdout take at most this much memory (other log lines a quarter more); lines beyond it are dropped and counted (hookguard_audit_lines_dropped_total).',
+      doc: 'Audit lines waiting for stdout take at most this much memory (other log lines a quarter more); lines beyond it are dropped and counted (hookguard_log_lines_dropped_total, by line: audit or other).',
     }),
     // With server.shutdownTimeoutMs (20 s) it stays inside Kubernetes' default 30 s grace period.
     flushTimeoutMs: integer({

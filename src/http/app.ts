@@ -5,7 +5,6 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 import { auditRecord } from './audit.js';
 import { decisionContext } from '../config/decision-context.js';
@@ -20,7 +19,7 @@ import { isSelfTestProbe, VALIDATING_MARKER } from '../selftest/probe.js';
 import type { SelfTestStatus } from '../selftest/start.js';
 import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
 import type { Lifecycle } from './lifecycle.js';
-import { fastifyLimits, guardConnections, serverLimits } from './limits.js';
+import { fastifyLimits, guardConnections, httpLimits, tlsLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';
 import { parseJsonBody } from './json-body.js';
 import { errored, fromDecision } from './responses.js';
@@ -59,10 +58,13 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     ...fastifyLimits(config.server),
     // A request that reached us while closing is answered, not refused: the API server would not retry it.
     return503OnClosing: false,
-    ...(options.tls ? { https: { ...secureContextOptions(options.tls), ...serverLimits(config.server) } } : {}),
+    ...(options.tls ? { https: { ...secureContextOptions(options.tls), ...tlsLimits(config.server) } } : {}),
   }) as unknown as FastifyInstance;
-  app.server.maxConnections = config.server.maxConnections;
-  if (options.tls) guardConnections(app.server as unknown as TlsServer, config.server);
+  if (options.tls)
+    guardConnections(app.server, config.server, {
+      tls: true,
+      closed: (reason) => metrics.connectionClosed('webhook', reason),
+    });
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
   const probeUsername = options.selfTest?.probeUsername;
@@ -159,8 +161,14 @@ export function buildProbeApp(config: Readonly<Config>, options: ProbeOptions): 
     loggerInstance: options.logger,
     logController: new LogController({ disableRequestLogging: true }),
     ...fastifyLimits(config.server),
+    http: httpLimits(config.server),
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
+  // The same limits as the webhook's port: it listens on every address too (issue 25).
+  guardConnections(app.server, config.server, {
+    tls: false,
+    closed: (reason) => options.metrics.connectionClosed('probe', reason),
+  });
   probeRoutes(app, options);
   app.setNotFoundHandler(notFound('GET /healthz, GET /readyz, GET /metrics'));
   return app;

@@ -1,14 +1,20 @@
 // Where `hookguard serve` writes its log lines, the audit lines among them: a bounded queue in front of stdout.
 //
-// pino's default destination (sonic-boom on fd 1) queues without bound when stdout is read slowly or not at all: a
-// pipe whose reader (the container runtime, a log shipper) stalls makes every admission answer grow the heap until
-// the pod is killed, and at SIGTERM the backlog held the process for minutes. Here the queue holds at most
-// maxQueueBytes of audit lines (a quarter more for the server's other lines, so a flood of audit lines never hides
-// a certificate reload or a shutdown): a line that does not fit is dropped and counted
-// (hookguard_audit_lines_dropped_total), and the next line that does fit says how many were dropped before it
-// (`"linesDroppedBefore": N`). A write never waits: on a
-// pipe or socket, stdout is written through a non-blocking libuv stream (node:net), so a reader that stops makes
-// the queue fill, never the event loop stop; a file or terminal is written synchronously, as Node writes them.
+// pino's default destination (sonic-boom on fd 1) queues without bound unless given `maxLength`: a pipe whose reader
+// (the container runtime, a log shipper) stalls made every admission answer grow the heap until the pod was killed,
+// and at SIGTERM the backlog held the process for minutes (issue 22). sonic-boom's own bound (`maxLength`, sonic-boom
+// 4.2 index.js write()) would cap the memory too: past it, a line is dropped with a `drop` event carrying it, and
+// nothing else. What this destination adds over it:
+// - the audit/other split: audit lines (those with an `audit` field) may fill the queue up to maxQueueBytes, every
+//   other line (a certificate reload, discovery, the self-test, shutdown) a quarter more, so a flood of audit lines
+//   never hides what the server itself says;
+// - the drop count: each dropped line is counted by kind (`hookguard_log_lines_dropped_total{line="audit"|"other"}`),
+//   and the next line written says how many lines of either kind were dropped before it (`"linesDroppedBefore": N`),
+//   so whoever reads the log sees the gap where it is;
+// - one write per turn of the event loop for all the lines taken in it, and a bounded flush at shutdown (end()).
+// A write never waits: on a pipe or socket, stdout is written through a non-blocking libuv stream (node:net), so a
+// reader that stops makes the queue fill, never the event loop stop; a file or terminal is written synchronously, as
+// Node writes them.
 import { fstatSync, writeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { Writable } from 'node:stream';
@@ -24,11 +30,17 @@ function withDropCount(line: string, dropped: number): string {
   return line.endsWith('}\n') ? `${line.slice(0, -2)},"linesDroppedBefore":${dropped}}\n` : line;
 }
 
+/** Lines dropped since the start, by kind: audit lines, and every other line. */
+export interface DroppedLines {
+  audit: number;
+  other: number;
+}
+
 /** pino's metadata protocol (pino lib/proto.js write): it sets lastObj and the like on the stream before each write. */
 const PINO_METADATA = Symbol.for('pino.metadata');
 
 export class BoundedLogDestination {
-  #dropped = 0;
+  readonly #dropped: DroppedLines = { audit: 0, other: 0 };
   #droppedSinceWritten = 0;
   #failed = false;
   /**
@@ -59,8 +71,13 @@ export class BoundedLogDestination {
     });
   }
 
-  /** Lines dropped since the start. */
+  /** Lines dropped since the start, of both kinds. */
   get dropped(): number {
+    return this.#dropped.audit + this.#dropped.other;
+  }
+
+  /** Lines dropped since the start, by kind. */
+  get droppedByLine(): Readonly<DroppedLines> {
     return this.#dropped;
   }
 
@@ -78,7 +95,7 @@ export class BoundedLogDestination {
     const limit = isAudit ? this.maxQueueBytes : this.otherLinesLimit;
     const bytes = Buffer.byteLength(text);
     if (this.#failed || this.stream.writableLength + this.#batchBytes + bytes > limit) {
-      this.#dropped += 1;
+      this.#dropped[isAudit ? 'audit' : 'other'] += 1;
       this.#droppedSinceWritten += 1;
       return;
     }

@@ -5,6 +5,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { ArgoInstances } from '../core/argocd-instances.js';
 import type { OptOuts } from '../core/decide.js';
 import type { Endpoint, Finding } from '../core/types.js';
+import { CONNECTION_CUTS, type ConnectionCut } from './limits.js';
+import type { DroppedLines } from './log-destination.js';
 
 /** How one admission request ended, as the requests counter labels it. */
 export type Outcome = 'allowed' | 'patched' | 'denied' | 'errored' | 'bad_request';
@@ -13,6 +15,9 @@ export type ErrorSource = 'rule' | 'http' | 'tls_reload';
 const ENDPOINTS: readonly Endpoint[] = ['mutate', 'validate'];
 const OUTCOMES: readonly Outcome[] = ['allowed', 'patched', 'denied', 'errored', 'bad_request'];
 const ERROR_SOURCES: readonly ErrorSource[] = ['rule', 'http', 'tls_reload'];
+/** The two listeners: the webhook's TLS port and the plain-HTTP probe port. */
+export type Listener = 'webhook' | 'probe';
+const LISTENERS: readonly Listener[] = ['webhook', 'probe'];
 // Decisions take well under a millisecond; the API server gives up after the webhook's timeoutSeconds.
 const LATENCY_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
@@ -29,8 +34,8 @@ export interface MetricsOptions {
   argocdInstances?: () => readonly ArgoCdInstance[];
   /** Register the self-test's metrics (only where the self-test runs, so that its alerts stay quiet elsewhere). */
   selfTest?: boolean;
-  /** Log lines dropped because stdout could not keep up, read at scrape time (where serve writes the log). */
-  logLinesDropped?: () => number;
+  /** Log lines dropped because stdout could not keep up, by kind, read at scrape time (where serve writes the log). */
+  logLinesDropped?: () => Readonly<DroppedLines>;
   /** CAs hookguard did not make that the certificates' keeper removed, by where (certificates.mode self only). */
   untrustedCasRemoved?: () => Readonly<Record<'secret' | 'caBundle', number>>;
 }
@@ -76,6 +81,7 @@ export class Metrics {
   private readonly optOutCounts = new Map<string, Map<string, number>>();
   private readonly latencyChildren = new Map<Endpoint, Timer>();
   private readonly errors: Counter<'source'>;
+  private readonly connectionsClosed: Counter<'listener' | 'reason'>;
   private readonly tlsReloads: Counter;
   private readonly certificateNotAfter: Gauge;
   private readonly selfTests: Counter<'outcome'> | undefined;
@@ -135,12 +141,15 @@ export class Metrics {
     const logLinesDropped = options.logLinesDropped;
     if (logLinesDropped)
       new Counter({
-        name: 'hookguard_audit_lines_dropped_total',
-        help: 'Log lines, audit lines included, dropped because stdout did not take them fast enough (log.maxQueueBytes); the next line written says how many (linesDroppedBefore).',
+        name: 'hookguard_log_lines_dropped_total',
+        help: "Log lines dropped because stdout did not take them fast enough, by line: audit (admission decisions, up to log.maxQueueBytes queued) or other (the server's own lines, a quarter more); the next line written says how many of either (linesDroppedBefore).",
+        labelNames: ['line'] as const,
         registers,
         collect() {
           this.reset();
-          this.inc(logLinesDropped());
+          const dropped = logLinesDropped();
+          this.labels('audit').inc(dropped.audit);
+          this.labels('other').inc(dropped.other);
         },
       });
     const untrustedCasRemoved = options.untrustedCasRemoved;
@@ -176,6 +185,14 @@ export class Metrics {
       registers,
     });
     for (const source of ERROR_SOURCES) this.errors.labels(source).inc(0);
+    this.connectionsClosed = new Counter({
+      name: 'hookguard_connections_closed_total',
+      help: 'Connections hookguard closed to keep its ports for the API server, by listener (webhook, probe) and reason: pending_per_address (one more from an address already holding server.maxPendingConnectionsPerAddress without a whole request), at_limit (a slot kept free at server.maxConnections), no_request (nothing sent server.headersTimeoutMs after the handshake), slow_body (a body slower than server.minBodyBytesPerSecond).',
+      labelNames: ['listener', 'reason'] as const,
+      registers,
+    });
+    for (const listener of LISTENERS)
+      for (const reason of CONNECTION_CUTS) this.connectionsClosed.labels(listener, reason).inc(0);
     this.tlsReloads = new Counter({
       name: 'hookguard_tls_reloads_total',
       help: 'Serving certificates loaded without a restart.',
@@ -239,6 +256,11 @@ export class Metrics {
       if (finding.missingMitigation !== undefined)
         increment(this.missingMitigationCounts, finding.missingMitigation, finding.advisory ?? '');
     }
+  }
+
+  /** A connection the guard closed (src/http/limits.ts). */
+  connectionClosed(listener: Listener, reason: ConnectionCut): void {
+    this.connectionsClosed.labels(listener, reason).inc();
   }
 
   error(source: ErrorSource): void {

@@ -49,6 +49,8 @@ async function start(args: string[] = []): Promise<ServeProcess> {
       `  tls: { certFile: ${volume.certFile}, keyFile: ${volume.keyFile} }`,
       `  shutdownDelayMs: ${DELAY_MS}`,
       `  shutdownTimeoutMs: ${TIMEOUT_MS}`,
+      // A request stuck in flight at shutdown, not cut before by its body's rate (test/http/limits.test.ts).
+      '  minBodyBytesPerSecond: 0',
       '',
     ].join('\n'),
   );

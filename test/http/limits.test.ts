@@ -4,7 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp, buildProbeApp } from '../../src/http/app.js';
+import { Metrics } from '../../src/http/metrics.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { eventually } from '../support/log-sink.js';
 import { hookJob } from '../support/objects.js';
@@ -184,35 +185,142 @@ describe('the connection limit (real TLS)', () => {
     for (const connection of connections) connection.destroy();
   });
 
-  it('refuses a connection only while every connection is busy, and answers the busy ones in full', async () => {
+  it('answers a body trickling in slower than server.minBodyBytesPerSecond with 408, long before server.requestTimeoutMs', async () => {
+    const slow = await RawConnection.open(limitedPort, [tls.cert]);
+    slow.write(requestHead('POST', '/mutate', 1_000_000));
+    const drip = setInterval(() => slow.write('{'), 200);
+    const elapsed = await timeUntil(slow.closed);
+    clearInterval(drip);
+    const body = JSON.stringify({
+      error: 'the request body arrived slower than 10240 bytes per second (server.minBodyBytesPerSecond)',
+    });
+    expect(slow.unread).toBe(
+      `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    // A second of grace, then judged every half second: the 30 s request timeout would have held it 30 s.
+    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+    expect(elapsed).toBeLessThan(5_000);
+  });
+
+  it('at the limit with every body still arriving, a newcomer closes the oldest of them, and the rest are answered in full', async () => {
     const payload = body('uid-busy');
     const head = requestHead('POST', '/mutate', Buffer.byteLength(payload));
-    // Headers and half a body: a request in flight on each connection.
-    const busy: RawConnection[] = [];
+    // Headers and half a body: a request in flight on each connection, pending until its body has arrived.
+    const halfSent: RawConnection[] = [];
     let requestsBegun = 0;
     const begun = () => requestsBegun++;
     limited.server.on('request', begun);
-    for (let index = 0; index < LIMIT; index++) {
+    // One slot short of the limit: the newcomer fills it, and room is made at once for the next.
+    for (let index = 0; index < LIMIT - 1; index++) {
       const connection = await RawConnection.open(limitedPort, [tls.cert]);
       connection.write(head + payload.slice(0, 10));
-      busy.push(connection);
-      // Busy once the server has read the headers: until then the connection is idle, and the next could close it.
+      halfSent.push(connection);
+      // In flight once the server has read the headers: until then it has sent no request, and goes first.
       await eventually(() => requestsBegun === index + 1, 'the server reading the request headers');
     }
     limited.server.off('request', begun);
-    await expect(RawConnection.open(limitedPort, [tls.cert])).rejects.toThrow();
-    // One request completes: it is answered in full, then its connection, idle at the limit, makes room.
-    const [first, ...others] = busy as [RawConnection, ...RawConnection[]];
-    first.write(payload.slice(10));
-    const reply = await first.response();
-    expect([reply.status, JSON.parse(reply.body).response.uid]).toEqual([200, 'uid-busy']);
-    await first.closed;
-    const again = await RawConnection.open(limitedPort, [tls.cert]);
-    expect((await again.request('GET', '/healthz')).status).toBe(200);
+    // A body that has not arrived is its sender's to lose, not a reason to refuse the API server's next connection.
+    const newcomer = await RawConnection.open(limitedPort, [tls.cert]);
+    expect((await newcomer.request('GET', '/healthz')).status).toBe(200);
+    const [oldest, ...others] = halfSent as [RawConnection, ...RawConnection[]];
+    await oldest.closed;
+    expect(oldest.unread).toBe('');
+    expect(others.map((connection) => connection.socket.destroyed)).toEqual(others.map(() => false));
     for (const connection of others) {
       connection.write(payload.slice(10));
-      expect((await connection.response()).status).toBe(200);
+      const reply = await connection.response();
+      expect([reply.status, JSON.parse(reply.body).response.uid]).toEqual([200, 'uid-busy']);
     }
-    for (const connection of [...others, again]) connection.destroy();
+    for (const connection of [...others, newcomer]) connection.destroy();
+  });
+});
+
+// Issue 25, finding 6: the plain-HTTP probe port listens on every address too; before, it had no connection cap and
+// no headers timeout. The same guard as the webhook's port, apart from the handshake it does not have.
+describe("the probe port has the webhook port's limits (plain HTTP)", () => {
+  const PENDING_PER_ADDRESS = 4;
+  let probes: FastifyInstance;
+  let probePort: number;
+  let metrics: Metrics;
+
+  beforeAll(async () => {
+    metrics = new Metrics();
+    probes = buildProbeApp(
+      loadConfig({ overrides: { ...LIMITS, 'server.maxPendingConnectionsPerAddress': PENDING_PER_ADDRESS } }),
+      { logger: pino({ level: 'silent' }), metrics },
+    );
+    await probes.listen({ host: '127.0.0.1', port: 0 });
+    probePort = (probes.server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    await probes.close();
+  });
+
+  /** A plain TCP connection from `localAddress`, and when the server closed it (ms after it connected). */
+  async function plainConnection(localAddress: string) {
+    const socket = tcpConnect({ host: '127.0.0.1', port: probePort, localAddress });
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+    await once(socket, 'connect');
+    const started = performance.now();
+    const closedAfterMs = once(socket, 'close').then(() => performance.now() - started);
+    return { socket, closedAfterMs, received: () => received };
+  }
+
+  const healthz = async () => {
+    const connection = await plainConnection('127.0.0.1');
+    connection.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
+    await connection.closedAfterMs;
+    return connection.received();
+  };
+
+  it('closes at once each connection past the pending limit of one address, and answers another address', async () => {
+    const hoarded = [];
+    for (let index = 0; index < PENDING_PER_ADDRESS + 2; index++) hoarded.push(await plainConnection('127.0.0.2'));
+    const [kept, refused] = [hoarded.slice(0, PENDING_PER_ADDRESS), hoarded.slice(PENDING_PER_ADDRESS)];
+    for (const connection of refused) expect(await connection.closedAfterMs).toBeLessThan(400);
+    expect(kept.map((connection) => connection.socket.destroyed)).toEqual(kept.map(() => false));
+    expect(await healthz()).toMatch(/^HTTP\/1\.1 200 /);
+    // Sending nothing, the kept ones go at the headers timeout (500 ms).
+    for (const connection of kept) expect(await connection.closedAfterMs).toBeGreaterThanOrEqual(400);
+    const { text } = await metrics.exposition();
+    expect(text).toContain('hookguard_connections_closed_total{listener="probe",reason="pending_per_address"} 2');
+    expect(text).toContain(
+      `hookguard_connections_closed_total{listener="probe",reason="no_request"} ${PENDING_PER_ADDRESS}`,
+    );
+  });
+
+  it('cuts off slowloris headers with 408 at the headers timeout', async () => {
+    const slow = await plainConnection('127.0.0.2');
+    slow.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n');
+    const drip = setInterval(() => slow.socket.write(`X-Slow-${Date.now()}: 1\r\n`), 100);
+    const elapsed = await slow.closedAfterMs;
+    clearInterval(drip);
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408 /);
+    expect(elapsed).toBeGreaterThanOrEqual(400);
+    expect(elapsed).toBeLessThan(2500);
+  });
+
+  it('answers 431 to headers over the size limit', async () => {
+    const big = await plainConnection('127.0.0.2');
+    big.socket.write(`GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'x'.repeat(5000)}\r\n\r\n`);
+    await big.closedAfterMs;
+    expect(big.received()).toMatch(/^HTTP\/1\.1 431 /);
+  });
+
+  it('keeps a slot free at server.maxConnections (8): the hoarding address loses its oldest idle connection', async () => {
+    const idle = [];
+    for (let index = 0; index < 8; index++) {
+      const connection = await plainConnection('127.0.0.2');
+      connection.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await eventually(() => connection.received().includes('"ok"'), 'the answer');
+      idle.push(connection);
+    }
+    // The 8th arrival made room by closing the 1st; the kubelet's next probe, from another address, is answered.
+    await idle[0]!.closedAfterMs;
+    expect(await healthz()).toMatch(/^HTTP\/1\.1 200 /);
+    for (const connection of idle) connection.socket.destroy();
   });
 });

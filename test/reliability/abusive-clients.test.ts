@@ -12,11 +12,11 @@ import type { Config } from '../../src/config/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { hookJob } from '../support/objects.js';
-import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
 import {
   freePort,
   hookguardArgs,
+  postReview,
   startServerProcess,
   tlsEnv,
   writeCertificate,
@@ -53,33 +53,21 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
     admissionReview({ uid: 'uid-probe', operation: 'CREATE', object: hookJob({ 'helm.sh/hook': 'post-delete' }) }),
   );
 
-  /** One well-behaved request; resolves with its status and how long it took. */
-  async function probe(): Promise<{ status: number; uid: string | undefined; ms: number }> {
-    const started = performance.now();
-    const { status, body } = await requestOnce(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        path: '/mutate',
-        method: 'POST',
-        agent,
-        ca: certificate.cert,
-        servername: 'localhost',
-        headers: { 'content-type': 'application/json' },
-      },
-      validBody,
-    );
-    const uid = (JSON.parse(body) as { response?: { uid?: string } }).response?.uid;
-    return { status, uid, ms: performance.now() - started };
-  }
+  /** One well-behaved request over the kept-alive connection: its status and the uid answered. */
+  const probe = () => postReview(server, certificate.cert, validBody, agent);
 
-  /** Probes every 100 ms while `abuse` runs: every answer must be a 200 with the uid, none slower than 1 s. */
+  /**
+   * Probes one request at a time (100 ms apart) while `abuse` runs: every answer must be a 200 with the uid, and at
+   * least one must come while the abuse is still going on. Counted, not timed: a wall-clock bound on a shared
+   * machine measures the machine.
+   */
   async function servedThroughout<T>(abuse: () => Promise<T>): Promise<T> {
-    const answers: { status: number; uid: string | undefined; ms: number }[] = [];
+    const answers: { status: number; uid: string | undefined; duringAbuse: boolean }[] = [];
     let running = true;
     const prober = (async () => {
       while (running) {
-        answers.push(await probe());
+        const { status, uid } = await probe();
+        answers.push({ status, uid, duringAbuse: running });
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
@@ -88,14 +76,23 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
     } finally {
       running = false;
       await prober;
-      expect(answers.length).toBeGreaterThan(0);
+      expect(answers.filter((answer) => answer.duringAbuse).length).toBeGreaterThan(0);
       for (const answer of answers) expect(answer).toMatchObject({ status: 200, uid: 'uid-probe' });
-      expect(Math.max(...answers.map((answer) => answer.ms))).toBeLessThan(1_000);
     }
   }
 
-  function connect(): Promise<tls.TLSSocket> {
-    const socket = tls.connect({ host: '127.0.0.1', port: server.port, ca: certificate.cert, servername: 'localhost' });
+  /** A TLS connection from `localAddress`: the abusers connect from 127.0.0.2, the probing client from 127.0.0.1. */
+  function connect(localAddress = '127.0.0.1'): Promise<tls.TLSSocket> {
+    // node:tls hands localAddress to node:net, though its types do not list it.
+    const options = {
+      host: '127.0.0.1',
+      port: server.port,
+      localAddress,
+      ca: certificate.cert,
+      servername: 'localhost',
+    };
+    const socket = tls.connect(options as tls.ConnectionOptions);
+    socket.on('error', () => undefined);
     return once(socket, 'secureConnect').then(() => socket);
   }
 
@@ -146,11 +143,17 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
     },
   );
 
-  it('keeps answering while 300 idle TLS connections are open', async () => {
+  // Pending (no request sent) and from one address: server.maxPendingConnectionsPerAddress (128) are kept, the rest
+  // closed at once, and the other address is served throughout.
+  it('keeps answering while one address opens 300 TLS connections that send nothing', async () => {
+    const perAddress = config.server.maxPendingConnectionsPerAddress;
     await servedThroughout(async () => {
-      const idle = await Promise.all(Array.from({ length: 300 }, () => connect()));
+      const attempts = await Promise.allSettled(Array.from({ length: 300 }, () => connect('127.0.0.2')));
+      const idle = attempts.flatMap((attempt) => (attempt.status === 'fulfilled' ? [attempt.value] : []));
       await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const stillOpen = idle.filter((socket) => !socket.destroyed && !socket.readableEnded).length;
       for (const socket of idle) socket.destroy();
+      expect(stillOpen).toBe(perAddress);
     });
   });
 
@@ -161,10 +164,11 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
     const hoarded: tls.TLSSocket[] = [];
     try {
       for (let batch = 0; batch < limit; batch += 50) {
-        const sockets = await Promise.all(Array.from({ length: Math.min(50, limit - batch) }, () => connect()));
+        const sockets = await Promise.all(
+          Array.from({ length: Math.min(50, limit - batch) }, () => connect('127.0.0.2')),
+        );
         await Promise.all(
           sockets.map(async (socket) => {
-            socket.on('error', () => undefined);
             const answered = once(socket, 'data');
             socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
             await answered;
@@ -174,20 +178,8 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
       }
       // A real client on a fresh connection (the API server opening one more) is answered, several times over.
       for (let attempt = 0; attempt < 5; attempt++) {
-        const { status, body } = await requestOnce(
-          {
-            host: '127.0.0.1',
-            port: server.port,
-            path: '/mutate',
-            method: 'POST',
-            agent: false,
-            ca: certificate.cert,
-            servername: 'localhost',
-            headers: { 'content-type': 'application/json' },
-          },
-          validBody,
-        );
-        expect([status, JSON.parse(body).response.uid]).toEqual([200, 'uid-probe']);
+        const { status, uid } = await postReview(server, certificate.cert, validBody, false);
+        expect([status, uid]).toEqual([200, 'uid-probe']);
       }
       // Each of those closed one of the hoarder's idle connections, oldest first; most are still open.
       const closed = hoarded.filter((socket) => socket.destroyed || socket.readableEnded).length;

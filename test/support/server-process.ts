@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
+import { requestOnce } from './request-once.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KeyPair } from '../../src/tls/certificates.js';
@@ -157,4 +158,27 @@ function processCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+}
+
+/** POSTs an AdmissionReview to /mutate of a server started here, over `agent` (false: a connection of its own): the status and the uid its answer echoes. */
+export async function postReview(
+  server: Pick<ServerProcess, 'port'>,
+  ca: string,
+  review: string,
+  agent: https.Agent | false,
+): Promise<{ status: number; uid: string | undefined }> {
+  const { status, body } = await requestOnce(
+    {
+      host: '127.0.0.1',
+      port: server.port,
+      path: '/mutate',
+      method: 'POST',
+      agent,
+      ca,
+      servername: 'localhost',
+      headers: { 'content-type': 'application/json' },
+    },
+    review,
+  );
+  return { status, uid: (JSON.parse(body) as { response?: { uid?: string } }).response?.uid };
 }
