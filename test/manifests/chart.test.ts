@@ -986,7 +986,8 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
         (panel.targets ?? []).map((target: Manifest) => [`${panel.title} ${target.refId}`, target.expr]),
       ),
     ];
-    const served = (await new Metrics({ selfTest: true, logLinesDropped: () => ({ audit: 0, other: 0 }) }).exposition()).text;
+    const served = (await new Metrics({ selfTest: true, logLinesDropped: () => ({ audit: 0, other: 0 }) }).exposition())
+      .text;
     const families = new Set(
       [...served.matchAll(/^# TYPE (\S+) (\S+)$/gm)].flatMap(([, name, type]) =>
         type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!],
