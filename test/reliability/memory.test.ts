@@ -1,5 +1,5 @@
 // Memory: the built server, in a child process over real TLS, answers 100k requests of the bench's mix (every
-// shared fixture and non-hook objects, to /mutate and /validate, as Helm and as Argo CD, each with a fresh uid)
+// chart fixture and non-hook objects, to /mutate and /validate, as Helm and as Argo CD, each with a fresh uid)
 // through a pool of 32 keep-alive connections. The live heap after a full GC, and the RSS, must not grow past
 // the bounds below between the end of the warm-up and the end of the run: a leak fails the test.
 import autocannon from 'autocannon';
