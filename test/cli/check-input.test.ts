@@ -132,7 +132,7 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     ['applied by Helm', []],
     ['applied by Argo CD 3.1.0', ['--argocd-version', '3.1.0']],
   ])(
-    'every shared fixture and the hand-made manifests, %s',
+    'every chart fixture and the hand-made manifests, %s',
     async (_name, flags) => {
       const json = await runCommand(['check', '-', '--output', 'json', ...flags], stream);
       expect(json.stderr).toBe('');
