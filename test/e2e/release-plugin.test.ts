@@ -151,7 +151,7 @@ describe('the npm tarball', () => {
     ]);
     expect(checked.status).toBe(1);
     expect(checked.stdout).toContain(DENIAL_AT_3_1_0);
-  });
+  }, 300_000);
 
   it('npm install -g of a checkout runs no install script, so npm has nothing to warn about', () => {
     const built = join(root, 'built-checkout');
@@ -167,7 +167,7 @@ describe('the npm tarball', () => {
     ]);
     expect(install.status, describeRun(install)).toBe(0);
     expect(install.stderr).not.toMatch(/install-scripts|prepare/);
-  });
+  }, 300_000);
 });
 
 describe('the chart package', () => {
