@@ -4,10 +4,16 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // without isolation (--no-isolate: one module graph for all the files, not one import of it per file, a third of
 // the time): they mock nothing and share no state; `npm test` runs them isolated. The other tests start servers
 // and processes and run the built CLI: their project builds dist/ first when it is older than src/.
+//
+// Goldens (test/golden/expected/) never write themselves: vitest 4 would write a missing file snapshot outside CI
+// (`update: 'new'`) and pass; here a missing or different one fails everywhere, and only `npm run
+// test:update-goldens` (`-u`) writes them. A skipped golden test fails the run (test/support/no-skipped-goldens.ts).
 const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/property/**/*.test.ts'];
 
 export default defineConfig({
   test: {
+    update: 'none',
+    reporters: ['default', './test/support/no-skipped-goldens.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     projects: [

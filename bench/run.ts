@@ -107,7 +107,6 @@ export interface BenchResults {
     requests: number;
     fixtures: number;
     hookRequests: number;
-    note?: string;
     answers: Record<string, number>;
   };
   levels: LevelSummary[];
@@ -180,7 +179,6 @@ const argocdController = DEFAULTS.argocd.controllerUsernames[0] as string;
 
 const context = decisionContext(loadConfig(), ARGOCD_VERSION);
 const workload = buildWorkload(argocdController, (request) => decide(request, 'mutate', context).patch);
-if (workload.note) console.warn(`bench: ${workload.note}`);
 const hookRequests = workload.requests.filter((entry) => entry.hook).length;
 console.log(
   `bench: ${workload.requests.length} distinct AdmissionReviews (${workload.fixtures} fixtures and 2 non-hook objects, ` +
@@ -316,7 +314,6 @@ try {
       requests: workload.requests.length,
       fixtures: workload.fixtures,
       hookRequests,
-      ...(workload.note ? { note: workload.note } : {}),
       answers,
     },
     levels,

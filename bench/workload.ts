@@ -1,8 +1,8 @@
-// The request mix: every shared fixture as a CREATE AdmissionReview to /mutate and /validate, sent as a Helm
+// The request mix: every chart fixture (test/fixtures) as a CREATE AdmissionReview to /mutate and /validate, sent as a Helm
 // user and as the Argo CD controller, plus Jobs and Pods that are not hooks (the fast path most traffic takes).
 // /validate gets the object as the API server would send it there: after hookguard's own mutation.
 import { applyPatch } from '../src/core/json-patch.js';
-import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../test/support/fixtures.js';
+import { loadFixtures } from '../test/support/fixtures.js';
 import { admissionReview } from '../test/support/reviews.js';
 import type { AdmissionRequest, Endpoint, KubeObject, Operation } from '../src/core/types.js';
 
@@ -66,12 +66,10 @@ const NON_HOOKS: readonly { source: string; object: KubeObject }[] = [
 export interface Workload {
   requests: BenchRequest[];
   fixtures: number;
-  /** Set when the shared fixtures are absent and only the non-hook objects are sent. */
-  note?: string;
 }
 
 export function buildWorkload(argocdController: string, mutatePatch: MutatePatch): Workload {
-  const fixtures = loadSharedFixtures().map((fixture) => ({
+  const fixtures = loadFixtures().map((fixture) => ({
     source: fixture.file,
     object: fixture.object,
     hook: true,
@@ -92,9 +90,5 @@ export function buildWorkload(argocdController: string, mutatePatch: MutatePatch
       }
     }
   }
-  return {
-    requests,
-    fixtures: fixtures.length,
-    ...(haveSharedFixtures ? {} : { note: `fixtures ${SKIP_MESSAGE}: the mix holds only the non-hook objects` }),
-  };
+  return { requests, fixtures: fixtures.length };
 }

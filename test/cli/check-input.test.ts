@@ -2,7 +2,7 @@
 // (test/support/k8s-tools.ts) reads each manifest and each --fix output, and the two must differ by exactly the
 // patch hookguard reported; the real filesystem for directories, FIFOs and devices; a real process for the limits.
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,7 +12,7 @@ import type { KubeObject, Operation } from '../../src/core/types.js';
 import { readDocuments } from '../../src/offline/read.js';
 import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { haveSharedFixtures, sharedFixturesDir } from '../support/fixtures.js';
+import { fixtureFiles, fixtureText } from '../support/fixtures.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 
 const execFileAsync = promisify(execFile);
@@ -93,11 +93,7 @@ const FLOW_POD = `{apiVersion: v1, kind: Pod, metadata: {name: probe, namespace:
 const HANDMADE = [MERGED_HOOK, JOB_LIST, FLOW_POD];
 
 function fixtureTexts(): string[] {
-  if (!haveSharedFixtures) return [];
-  return readdirSync(sharedFixturesDir)
-    .filter((name) => name.endsWith('.yaml'))
-    .sort()
-    .map((name) => readFileSync(join(sharedFixturesDir, name), 'utf8'));
+  return fixtureFiles().map(fixtureText);
 }
 
 /** The objects the real kubectl reads from a stream (a List flattened into its items), its own annotation removed. */
@@ -136,7 +132,7 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     ['applied by Helm', []],
     ['applied by Argo CD 3.1.0', ['--argocd-version', '3.1.0']],
   ])(
-    'every shared fixture and the hand-made manifests, %s',
+    'every chart fixture and the hand-made manifests, %s',
     async (_name, flags) => {
       const json = await runCommand(['check', '-', '--output', 'json', ...flags], stream);
       expect(json.stderr).toBe('');
@@ -216,17 +212,14 @@ describe('--fix changes exactly what the patch says, as the real kubectl reads i
     );
   });
 
-  it.skipIf(!haveSharedFixtures)(
-    'rancher: only the output log policy is added; defaultMode 0777 stays, read as 511',
-    async () => {
-      const rancher = readFileSync(join(sharedFixturesDir, 'rancher-pre-upgrade.yaml'), 'utf8');
-      const fixed = await runCommand(['check', '-', '--fix'], rancher);
-      const policy = '    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded\n';
-      expect(fixed.stdout).toBe(rancher.replace(policy, `${policy}    helm.sh/hook-output-log-policy: hook-failed\n`));
-      const [job] = await kubectlReads(kubectl, fixed.stdout, 'rancher.yaml');
-      expect(job?.spec).toMatchObject({ template: { spec: { volumes: [{ configMap: { defaultMode: 511 } }] } } });
-    },
-  );
+  it('rancher: only the output log policy is added; defaultMode 0777 stays, read as 511', async () => {
+    const rancher = fixtureText('rancher-pre-upgrade.yaml');
+    const fixed = await runCommand(['check', '-', '--fix'], rancher);
+    const policy = '    "helm.sh/hook-delete-policy": before-hook-creation,hook-succeeded\n';
+    expect(fixed.stdout).toBe(rancher.replace(policy, `${policy}    helm.sh/hook-output-log-policy: hook-failed\n`));
+    const [job] = await kubectlReads(kubectl, fixed.stdout, 'rancher.yaml');
+    expect(job?.spec).toMatchObject({ template: { spec: { volumes: [{ configMap: { defaultMode: 511 } }] } } });
+  });
 });
 
 const CONFIGMAP = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { applyPatch } from '../../src/core/json-patch.js';
 import { parseAllDocuments, parse, type Document } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { haveSharedFixtures, loadSharedFixtures, sharedFixturesDir, SKIP_MESSAGE } from '../support/fixtures.js';
+import { fixturePath, fixtureText, loadFixtures } from '../support/fixtures.js';
 import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
 import { OPTED_OUT_JOB } from '../support/manifests-text.js';
@@ -29,14 +29,14 @@ function goldenPatch(file: string, scenario: string): unknown {
   return golden[scenario].patch;
 }
 
-describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures', () => {
-  const fixtures = loadSharedFixtures();
+describe('hookguard check over the real chart fixtures', () => {
+  const fixtures = loadFixtures();
 
   // check decides at render time: the golden scenario `helm-render` is the core's decision there, for plain Helm.
   it.each(fixtures.map(({ file }) => file))(
     '%s: the CLI computes the same patch as the core at render time',
     async (file) => {
-      const run = await runCommand(['check', join(sharedFixturesDir, file), '--output', 'json']);
+      const run = await runCommand(['check', fixturePath(file), '--output', 'json']);
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);
       const { results } = JSON.parse(run.stdout);
@@ -56,19 +56,17 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
         ].sort(),
       );
       expect(results[0].source).toEqual({
-        file: join(sharedFixturesDir, file),
+        file: fixturePath(file),
         document: 1,
         line: 1,
-        firstLine: readFileSync(join(sharedFixturesDir, file), 'utf8').split('\n')[0],
+        firstLine: fixtureText(file).split('\n')[0],
       });
       expect(results[0].patch).toEqual(goldenPatch(file, 'helm-render'));
     },
   );
 
   it('reads a multi-document stream from stdin, keeps document order, and --fix prints what would be stored', async () => {
-    const stream = [...fixtures.map(({ file }) => readFileSync(join(sharedFixturesDir, file), 'utf8')), CONFIGMAP].join(
-      '\n---\n',
-    );
+    const stream = [...fixtures.map(({ file }) => fixtureText(file)), CONFIGMAP].join('\n---\n');
     const json = await runCommand(['check', '-', '--output', 'json'], stream);
     expect(json.status).toBe(0);
     const { results } = JSON.parse(json.stdout);
@@ -109,10 +107,6 @@ describe.skipIf(!haveSharedFixtures)('hookguard check over the shared fixtures',
     // Scripts keep their block style when only a flag is inserted.
     expect(fixed.stdout).toContain('            - |-\n              set -euo pipefail\n');
   });
-});
-
-describe.skipIf(haveSharedFixtures)('hookguard check over the shared fixtures', () => {
-  it.skip(SKIP_MESSAGE, () => {});
 });
 
 describe('hookguard check exit status', () => {

@@ -1,8 +1,8 @@
 // The rules for hooks that never finish (hook-deadline, hook-pod-restart-policy, mesh-sidecar, hook-sync-options) in
-// real processes, over real chart manifests from ../shared/fixtures: the built `hookguard serve` over TLS, its
+// real processes, over real chart manifests from test/fixtures: the built `hookguard serve` over TLS, its
 // namespace watch reading a stand-in for kube-apiserver (test/support/fake-apiserver.ts) through a kubeconfig file;
 // and the built `hookguard check` at render time.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -12,7 +12,7 @@ import type { KubeObject } from '../../src/core/types.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
 import { runCli } from '../support/cli.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
-import { haveSharedFixtures, sharedFixturesDir, SKIP_MESSAGE } from '../support/fixtures.js';
+import { fixtureText } from '../support/fixtures.js';
 import { assertValidKubeObject, stripNullFields } from '../support/k8s-schema.js';
 import { eventually } from '../support/log-sink.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -23,8 +23,7 @@ import { ServeProcess } from '../support/serve-process.js';
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-never-finish-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const fixture = (file: string): KubeObject =>
-  stripNullFields(parse(readFileSync(join(sharedFixturesDir, file), 'utf8'))) as KubeObject;
+const fixture = (file: string): KubeObject => stripNullFields(parse(fixtureText(file))) as KubeObject;
 
 /** The Argo CD e2e hook Pod as the API server hands it on when its manifest sets no restartPolicy: Always. */
 function defaultedHookPod(): KubeObject {
@@ -74,7 +73,7 @@ async function readyz(port: number): Promise<Record<string, unknown>> {
   return JSON.parse(reply.body) as Record<string, unknown>;
 }
 
-describe.skipIf(!haveSharedFixtures)('hooks that never finish, in real processes over real charts', () => {
+describe('hooks that never finish, in real processes over real charts', () => {
   it('hookguard serve over TLS: a deadline, Never for a defaulted Always, the namespace mesh, sync options', async () => {
     const server = await new FakeApiServer().start();
     server.put({
@@ -193,8 +192,4 @@ describe.skipIf(!haveSharedFixtures)('hooks that never finish, in real processes
       ],
     ]);
   });
-});
-
-describe.skipIf(haveSharedFixtures)('hooks that never finish, in real processes over real charts', () => {
-  it.skip(SKIP_MESSAGE, () => {});
 });

@@ -33,7 +33,7 @@ import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { cliPath } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
+import { helm3, helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 
 const CHART = join(repoRoot, 'test', 'e2e', 'chart');
@@ -371,6 +371,21 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       expect(readFileSync(log, 'utf8').startsWith(`earlier line\n${HELM_DENIAL}${HELM_PLUGIN_FAILED}`)).toBe(true);
     });
 
+    // `2>err.log` opens the file without O_APPEND: Helm writes its error at its own offset, over what the plugin
+    // appended, so the plugin's message goes after a blank line Helm's error lands on.
+    it("a file helm's stderr was opened on (2>, not appended): Helm's error does not overwrite the reason", () => {
+      const log = join(root, 'helm-errors-truncated.log');
+      writeFileSync(log, 'earlier run, truncated by 2>\n');
+      const run = spawnSync(
+        '/bin/sh',
+        ['-c', `exec "$0" template rel "$1" --post-renderer hookguard 2>"$2"`, tools!.helm, DENIED_CHART, log],
+        { encoding: 'utf8', env: environment(), timeout: 60_000 },
+      );
+      expect(run.status).toBe(1);
+      const helmSays = `${HELM_PLUGIN_FAILED}\nUse --debug flag to render out invalid YAML\n`;
+      expect(readFileSync(log, 'utf8')).toBe(`${helmSays}${' '.repeat(511 - helmSays.length)}\n${HELM_DENIAL}`);
+    });
+
     // script(1) (util-linux) runs helm on a pseudo-terminal, as in an interactive shell.
     it.skipIf(spawnSync('script', ['--version']).status !== 0)('an interactive terminal', () => {
       const run = spawnSync(
@@ -381,6 +396,89 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
       const terminal = run.stdout.replaceAll('\r\n', '\n');
       expect(terminal.startsWith(`${HELM_DENIAL}${HELM_PLUGIN_FAILED}`), terminal).toBe(true);
     });
+  });
+});
+
+/**
+ * Which Helm runs the plugin: its parent, trusted as Helm only when its executable's Go build information names
+ * Helm's main package, and never run otherwise. Each parent runs bin/postrender in a folder holding an executable
+ * `version`, with another on PATH (what a shell would run for `<parent> version`): both leave a mark. hookguard is a
+ * stand-in that records the HOOKGUARD_HELM_VERSION it was given.
+ */
+describe.skipIf(!tools)('the Helm 4 post-renderer plugin: which Helm runs it', () => {
+  let work: string;
+  let marks: string;
+  let given: string;
+  let env: Record<string, string>;
+  const postrender = join(PLUGIN_DIR, 'bin', 'postrender');
+  const BUILD_INFO = (version: string) => `\npath\thelm.sh/helm/v4/cmd/helm\nmod\thelm.sh/helm/v4\t${version}\t\n`;
+
+  beforeAll(() => {
+    work = join(root, 'which-helm');
+    const onPath = join(work, 'on-path');
+    mkdirSync(onPath, { recursive: true });
+    marks = join(work, 'marks');
+    given = join(work, 'given');
+    const version = (where: string) => `#!/bin/sh\necho ${where} >>'${marks}'\necho v4.1.9junk\n`;
+    writeFileSync(join(work, 'version'), version('cwd'), { mode: 0o755 });
+    writeFileSync(join(onPath, 'version'), version('on-path'), { mode: 0o755 });
+    writeFileSync(
+      join(work, 'hookguard'),
+      `#!/bin/sh\nprintf %s "\${HOOKGUARD_HELM_VERSION-unset}" >'${given}'\nexec cat\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    env = environment({ HOOKGUARD_BIN: join(work, 'hookguard') }, `${bin}:${onPath}:/usr/bin:/bin`);
+  });
+
+  /** Runs bin/postrender as the child of `parent` (a copy of bash), in the folder with `version`. */
+  function underParent(parent: string, buildInfo = ''): { marks: string; given: string } {
+    rmSync(marks, { force: true });
+    rmSync(given, { force: true });
+    cpSync('/bin/bash', parent);
+    if (buildInfo) writeFileSync(parent, buildInfo, { flag: 'a' });
+    // Two commands, so bash runs postrender as its child rather than exec'ing it.
+    const run = spawnSync(parent, ['-c', '"$0" </dev/null; exit $?', postrender], {
+      cwd: work,
+      encoding: 'utf8',
+      env,
+      timeout: 60_000,
+    });
+    expect(run.status, describeRun(run)).toBe(0);
+    return { marks: existsSync(marks) ? readFileSync(marks, 'utf8') : '', given: readFileSync(given, 'utf8') };
+  }
+
+  it('never runs a parent named helm* that is not Helm (a bash copy named helm-runner)', () => {
+    expect(underParent(join(work, 'helm-runner'))).toEqual({ marks: '', given: 'unset' });
+  });
+
+  it("reads Helm's version from its build information, running nothing", () => {
+    expect(underParent(join(work, 'helm'), BUILD_INFO('v4.1.9'))).toEqual({ marks: '', given: 'v4.1.9' });
+  });
+
+  it('keeps only an exact vX.Y.Z: trailing junk in the build information or in `helm version` is dropped', () => {
+    // Not exact in the build information: the proven Helm is asked (here its `version` is the one on PATH).
+    expect(underParent(join(work, 'helm'), BUILD_INFO('v4.1.9junk'))).toEqual({
+      marks: 'on-path\n',
+      given: 'unset',
+    });
+  });
+
+  it('the real helm 4.1.4 (from its build information) and helm 3.18.0 (asked: its build says (devel))', async () => {
+    const helm4 = helm(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {
+      HOOKGUARD_BIN: join(work, 'hookguard'),
+    });
+    expect(helm4.status, describeRun(helm4)).toBe(0);
+    expect(readFileSync(given, 'utf8')).toBe('v4.1.4');
+    const helm3Binary = await helm3();
+    const helm3Run = spawnSync(helm3Binary, ['template', 'rel', CHART, '--post-renderer', postrender], {
+      encoding: 'utf8',
+      env: environment({ HOOKGUARD_BIN: join(work, 'hookguard') }),
+      timeout: 60_000,
+    });
+    expect(helm3Run.status, describeRun(helm3Run)).toBe(0);
+    expect(readFileSync(given, 'utf8')).toBe('v3.18.0');
   });
 });
 
@@ -534,9 +632,12 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
   });
 
   it('fails, printing no manifests, when helm template fails (pipefail)', () => {
-    const run = runPluginCommand('generate', app, { ...told, ARGOCD_ENV_HELM_ARGS: '--no-such-flag' });
-    expect(run.status).not.toBe(0);
+    const run = runPluginCommand('generate', app, { ...told, ARGOCD_ENV_HELM_ARGS: '--kube-version nonsense' });
+    expect(run.status).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toContain('unknown flag: --no-such-flag');
+    // hookguard, reading nothing, says so after helm's error.
+    expect(run.stderr).toBe(
+      `Error: invalid kube version 'nonsense': could not parse "nonsense" as version\nhookguard check: no Kubernetes object found in standard input\n`,
+    );
   });
 });

@@ -1,4 +1,4 @@
-// The guard must never keep a hook from starting (issue 13). Every real chart manifest in ../shared/fixtures goes
+// The guard must never keep a hook from starting (issue 13). Every real chart manifest in test/fixtures goes
 // through the real mutating decision at the Argo CD versions that guard it, and the Pod it makes is then admitted
 // the way the API server admits Pods (test/support/limit-ranger.ts, test/support/pod-security.ts) under a table of
 // realistic LimitRanges: a Pod admitted before is admitted after, its QoS class does not change, Pod Security
@@ -14,7 +14,7 @@ import { runsInArgoSyncPhase } from '../../src/core/hook.js';
 import { applyPatch } from '../../src/core/json-patch.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
 import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
-import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../support/fixtures.js';
+import { loadFixtures } from '../support/fixtures.js';
 import { stripNullFields } from '../support/k8s-schema.js';
 import { admitPod, type Admission, type LimitRange, type QosClass, type SimPodSpec } from '../support/limit-ranger.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
@@ -293,8 +293,8 @@ function figures(hooks: readonly Hook[], version: string, description: string): 
   ].join('\n');
 }
 
-describe.skipIf(!haveSharedFixtures)('admissibility: the guard never keeps a hook Pod from starting', () => {
-  const hooks = loadSharedFixtures().map(({ file, object }) => hookOf(file, object));
+describe('admissibility: the guard never keeps a hook Pod from starting', () => {
+  const hooks = loadFixtures().map(({ file, object }) => hookOf(file, object));
 
   const profiled = PROFILES.flatMap(([, profile]) => hooks.map((hook) => withProfile(hook, profile)));
 
@@ -320,7 +320,7 @@ describe.skipIf(!haveSharedFixtures)('admissibility: the guard never keeps a hoo
       '',
       '## The fixtures as rendered',
       '',
-      figures(hooks, version, 'hook Pods from ../shared/fixtures, their resources as rendered.'),
+      figures(hooks, version, 'hook Pods from test/fixtures, their resources as rendered.'),
       '## The fixtures with other resources',
       '',
       figures(
@@ -345,8 +345,4 @@ describe.skipIf(!haveSharedFixtures)('admissibility: the guard never keeps a hoo
       if (runAsNonRoot === true) expect(runAsUser, hook.file).toBeGreaterThan(0);
     }
   });
-});
-
-describe.skipIf(haveSharedFixtures)('admissibility: the guard never keeps a hook Pod from starting', () => {
-  it.skip(SKIP_MESSAGE, () => {});
 });

@@ -1,8 +1,9 @@
-// Golden tests over every real chart manifest in ../shared/fixtures: each is sent as a CREATE, from Argo CD's
+// Golden tests over every real chart manifest in test/fixtures: each is sent as a CREATE, from Argo CD's
 // application controller at several versions and from a person running Helm, through the mutating decision and
 // then the validating one on what the mutation stored. These decide at admission, as the webhooks do; the scenario
 // `helm-render` decides at render time, as `hookguard check` and the Helm post-renderer do for plain Helm. Expected patches and findings live in expected/*.json
-// (reviewed by hand; regenerate with `npx vitest run test/golden -u` and read the diff before committing).
+// (reviewed by hand; regenerate with `npm run test:update-goldens` and read the diff before committing: `npm test`
+// never writes one, and a missing one fails).
 import { applyPatch } from '../../src/core/json-patch.js';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { decide } from '../../src/core/decide.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { NamespaceFacts } from '../../src/core/namespaces.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
-import { haveSharedFixtures, loadSharedFixtures, SKIP_MESSAGE } from '../support/fixtures.js';
+import { loadFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject, stripNullFields } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 
@@ -122,8 +123,8 @@ function run(request: AdmissionRequest, scenario: Scenario) {
   return { mutation, stored, validation, again };
 }
 
-describe.skipIf(!haveSharedFixtures)('golden: shared chart fixtures', () => {
-  const fixtures = loadSharedFixtures();
+describe('golden: real chart fixtures', () => {
+  const fixtures = loadFixtures();
 
   it('finds the fixtures', () => {
     expect(fixtures.length).toBeGreaterThanOrEqual(20);
@@ -157,8 +158,4 @@ describe.skipIf(!haveSharedFixtures)('golden: shared chart fixtures', () => {
       expect(validation.allowed).toBe(true);
     });
   });
-});
-
-describe.skipIf(haveSharedFixtures)('golden: shared chart fixtures', () => {
-  it.skip(SKIP_MESSAGE, () => {});
 });

@@ -15,7 +15,7 @@ import { decide } from '../../src/core/decide.js';
 import type { AdmissionRequest } from '../../src/core/types.js';
 import { buildApp } from '../../src/http/app.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
-import { loadSharedFixtures } from '../support/fixtures.js';
+import { loadFixtures } from '../support/fixtures.js';
 import { ARGOCD_CONTROLLER, hookJob, hookPod } from '../support/objects.js';
 import { requestOnce } from '../support/request-once.js';
 import { admissionReview } from '../support/reviews.js';
@@ -34,7 +34,7 @@ const BAD_BYTES = [
   Buffer.from([0xf0, 0x28, 0x8c, 0x28]),
 ];
 
-const fixtureObjects = loadSharedFixtures().map((fixture) => fixture.object as Json);
+const fixtureObjects = loadFixtures().map((fixture) => fixture.object as Json);
 const baseObjects: Json[] = [
   hookJob({ 'helm.sh/hook': 'post-delete' }, { backoffLimit: 1 }),
   hookJob({ 'argocd.argoproj.io/hook': 'PreSync', 'hookguard.io/skip': 'min-runtime' }),

@@ -1,4 +1,4 @@
-// Memory: the built server, in a child process over real TLS, answers the bench's mix (every shared fixture and
+// Memory: the built server, in a child process over real TLS, answers the bench's mix (every chart fixture and
 // non-hook objects, to /mutate and /validate, as Helm and as Argo CD, each with a fresh uid) through a pool of 32
 // keep-alive connections: 10 000 requests of warm-up, then 200 000 in 10 windows of 20 000. The live heap after a
 // full GC must not grow past its bound over the 200 000; RSS, which also holds what V8, OpenSSL and the allocator

@@ -1,37 +1,17 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { loadFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject, stripNullFields } from '../support/k8s-schema.js';
 
-const FIXTURES_DIR = '/work/shared/fixtures';
-const haveFixtures = existsSync(FIXTURES_DIR);
-if (!haveFixtures) {
-  console.warn(`k8s-schema.test: ${FIXTURES_DIR} not found; skipping the real-fixture suite`);
-}
-const fixtureFiles = haveFixtures
-  ? readdirSync(FIXTURES_DIR)
-      .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
-      .sort()
-  : [];
+describe('assertValidKubeObject on the real fixtures', () => {
+  const fixtures = loadFixtures();
 
-function loadFixture(file: string): unknown {
-  return parse(readFileSync(join(FIXTURES_DIR, file), 'utf8'));
-}
-
-describe.skipIf(!haveFixtures)('assertValidKubeObject on the real fixtures', () => {
-  it('finds fixtures', () => {
-    expect(fixtureFiles.length).toBeGreaterThan(0);
-  });
-
-  it.each(fixtureFiles)('%s validates', (file) => {
-    expect(() => assertValidKubeObject(loadFixture(file))).not.toThrow();
+  it.each(fixtures)('$file validates', ({ object }) => {
+    expect(() => assertValidKubeObject(object)).not.toThrow();
   });
 
   it('accepts Helm-rendered nulls (kyverno `imagePullPolicy: `) like the API server does', () => {
-    const file = 'kyverno-remove-configmap.yaml';
-    if (!fixtureFiles.includes(file)) return;
-    const obj = loadFixture(file) as {
+    const { object } = fixtures.find(({ file }) => file === 'kyverno-remove-configmap.yaml')!;
+    const obj = object as unknown as {
       spec: { template: { spec: { containers: Array<Record<string, unknown>> } } };
     };
     // Guard: the fixture really contains the explicit null we care about.
