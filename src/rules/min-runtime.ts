@@ -3,7 +3,7 @@ import { imageRepository } from '../core/image.js';
 import { annotation, isRecord, jobSpecOf, podSpecOf } from '../core/objects.js';
 import { parseQuantity } from '../core/quantity.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
-import type { Container, PodSpec } from '../core/types.js';
+import type { Container, KubeObject, PodSpec } from '../core/types.js';
 
 export const GUARD_CONTAINER_NAME = 'hookguard-min-runtime';
 
@@ -253,6 +253,29 @@ function requestedSeconds(raw: string | undefined, settings: GuardSettings): Run
   return { seconds };
 }
 
+/**
+ * The guard's wait counts against every deadline the chart set: a Job's activeDeadlineSeconds runs from the Job's
+ * start, Pending time and init containers included, and a Pod's from the Pod's (kubernetes pkg/controller/job
+ * job_controller.go pastActiveDeadline; pkg/kubelet/active_deadline.go). So each is raised by exactly the wait, and
+ * the hook keeps all the time its author gave it: a Job with 60 that runs 55 s still finishes. Only a positive whole
+ * number is a deadline the API server accepts; anything else is left for it to refuse.
+ */
+function extendDeadlines(object: KubeObject, podSpec: PodSpec, seconds: number): string[] {
+  const raised: string[] = [];
+  const extend = (spec: { activeDeadlineSeconds?: unknown } | undefined, path: string) => {
+    const deadline = spec?.activeDeadlineSeconds;
+    if (spec === undefined || typeof deadline !== 'number' || !Number.isSafeInteger(deadline) || deadline <= 0) return;
+    spec.activeDeadlineSeconds = deadline + seconds;
+    raised.push(
+      `raised ${path}.activeDeadlineSeconds from ${deadline} to ${deadline + seconds} (the guard's ${seconds}s wait added)`,
+    );
+  };
+  const jobSpec = object.kind === 'Job' ? jobSpecOf(object) : undefined;
+  extend(jobSpec, 'spec');
+  extend(podSpec, jobSpec ? 'spec.template.spec' : 'spec');
+  return raised;
+}
+
 export const WINDOWS_NOT_GUARDED =
   'no guard for a Windows Pod (the API server refuses its Linux securityContext there): the hook may still race';
 
@@ -283,14 +306,6 @@ export const minRuntime: MutationRule = {
     if (existing?.kind === 'guard') return report({ warnings });
     if (existing?.kind === 'lookAlike') return report({ warnings, unmet: existing.reason });
     if (runsOnWindows(podSpec)) return report({ warnings: [...warnings, WINDOWS_NOT_GUARDED] });
-    const deadlines = [jobSpecOf(object)?.activeDeadlineSeconds, podSpec.activeDeadlineSeconds];
-    const tooShort = deadlines.find((deadline) => typeof deadline === 'number' && deadline <= requested.seconds);
-    if (tooShort !== undefined) {
-      return report({
-        warnings,
-        unmet: `activeDeadlineSeconds ${tooShort} leaves no time after a ${requested.seconds}s guard; raise it or lower ${HOOKGUARD_MIN_RUNTIME_SECONDS}`,
-      });
-    }
     const platformAssignsIds =
       settings.minRuntime.openshift || namespace?.annotations[OPENSHIFT_UID_RANGE] !== undefined;
     const guard = guardContainer(requested.seconds, settings.minRuntime, podSpec, platformAssignsIds);
@@ -298,7 +313,10 @@ export const minRuntime: MutationRule = {
     else podSpec.initContainers = [guard];
     return report({
       warnings,
-      mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`],
+      mutations: [
+        `added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`,
+        ...extendDeadlines(object, podSpec, requested.seconds),
+      ],
     });
   },
 };

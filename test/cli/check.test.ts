@@ -158,6 +158,21 @@ describe('hookguard check exit status', () => {
     );
   });
 
+  it('--fix on a PreSync Job with activeDeadlineSeconds 60 adds the guard and its 10 s wait: 70 (issue 27, item 12)', async () => {
+    const job = OPTED_OUT_JOB.replace('    hookguard.io/skip: min-runtime\n', '').replace(
+      'spec:\n  template:',
+      'spec:\n  activeDeadlineSeconds: 60\n  template:',
+    );
+    expect(job).toContain('activeDeadlineSeconds: 60');
+    const run = await runCommand(['check', '-', '--fix', '--argocd-version', '3.1.0'], job);
+    expect(run.status).toBe(0);
+    const fixed = parse(run.stdout);
+    expect(fixed.spec.activeDeadlineSeconds).toBe(70);
+    expect(fixed.spec.template.spec.initContainers.map((c: { command: string[] }) => c.command)).toEqual([
+      ['sleep', '10'],
+    ]);
+  });
+
   it('--openshift: the guard sets no user or group, which restricted-v2 assigns from the namespace range', async () => {
     const job = OPTED_OUT_JOB.replace('    hookguard.io/skip: min-runtime\n', '');
     const guardOf = async (flags: string[]) => {
