@@ -519,6 +519,18 @@ export const KEYS = {
         'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true. false: off.',
       ),
     },
+    suspendedHook: {
+      enabled: ruleEnabled(
+        'suspended-hook',
+        'Warn about hook Jobs created suspended (spec.suspend: true, or a kueue.x-k8s.io/queue-name label). false: off.',
+      ),
+    },
+    hookManagedBy: {
+      enabled: ruleEnabled(
+        'hook-managed-by',
+        'Warn about hook Jobs whose spec.managedBy is not kubernetes.io/job-controller. false: off.',
+      ),
+    },
     hookOutputLogPolicy: {
       enabled: ruleEnabled(
         'hook-output-log-policy',

@@ -61,6 +61,8 @@ export interface RuleSettings {
     nativeSidecars: 'unknown' | 'yes' | 'no';
   };
   hookSyncOptions: { enabled: boolean };
+  suspendedHook: { enabled: boolean };
+  hookManagedBy: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
   immutableUpdate: { enabled: boolean };
   versionRace: { enabled: boolean };

@@ -8,6 +8,8 @@ import { hookDeadline } from './hook-deadline.js';
 import { hookPodRestartPolicy, hookPodRestartPolicyAtRender } from './hook-pod-restart-policy.js';
 import { hookOutputLogPolicy } from './hook-output-log-policy.js';
 import { hookSyncOptions } from './hook-sync-options.js';
+import { hookManagedBy } from './hook-managed-by.js';
+import { suspendedHook } from './suspended-hook.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
 import { immutableUpdate } from './immutable-update.js';
 import { meshSidecar } from './mesh-sidecar.js';
@@ -34,6 +36,8 @@ export const builtInRules: RuleSet = ruleSet({
     hookPodRestartPolicy,
     meshSidecar,
     hookSyncOptions,
+    suspendedHook,
+    hookManagedBy,
     hookOutputLogPolicy,
   ],
   updateJudges: [immutableUpdate],
