@@ -519,6 +519,12 @@ export const KEYS = {
         'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true. false: off.',
       ),
     },
+    lostDeleteHook: {
+      enabled: ruleEnabled(
+        'lost-delete-hook',
+        'Warn about Argo CD PreDelete/PostDelete hooks on versions where Argo CD may take them as done before they ran (argo-cd#29100). false: off.',
+      ),
+    },
     suspendedHook: {
       enabled: ruleEnabled(
         'suspended-hook',
@@ -664,8 +670,9 @@ export const KEYS = {
       doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
     }),
     // A finished hook whose deletion just began (its TTL, hookguard's floor) may not be recorded yet by a busy or
-    // restarting application controller; without its finalizer it vanishes and the sync waits forever
-    // (gitops-engine sync_context.go, argo-cd#21055).
+    // restarting application controller; without its finalizer it vanishes and its result is lost: the sync waits
+    // forever before Argo CD 3.4.0 (argo-cd#21055) and fails from 3.4.0, "Resource … is missing, it might have been
+    // deleted" (argo-cd#26286; v3.4.0 gitops-engine sync_context.go Sync).
     finishedGraceSeconds: integer({
       default: 300,
       min: 0,

@@ -62,6 +62,7 @@ export interface RuleSettings {
   };
   hookSyncOptions: { enabled: boolean };
   suspendedHook: { enabled: boolean };
+  lostDeleteHook: { enabled: boolean };
   hookManagedBy: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
   immutableUpdate: { enabled: boolean };

@@ -11,6 +11,7 @@ import { hookSyncOptions } from './hook-sync-options.js';
 import { hookManagedBy } from './hook-managed-by.js';
 import { suspendedHook } from './suspended-hook.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
+import { lostDeleteHook } from './lost-delete-hook.js';
 import { immutableUpdate } from './immutable-update.js';
 import { meshSidecar } from './mesh-sidecar.js';
 import { minRuntime } from './min-runtime.js';
@@ -27,6 +28,7 @@ export const builtInRules: RuleSet = ruleSet({
     deletePolicy,
     hookTtl,
     idempotentCleanup,
+    lostDeleteHook,
     foreignFinalizer,
     hookFinalizer,
     nativeSidecar,
