@@ -23,7 +23,8 @@ export const idempotentCleanup: MutationRule = {
   stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
-  mutate(object, { hook, settings, warningAdvisoriesFor }) {
+  mutate(object, context) {
+    const { hook, settings } = context;
     const mutations: string[] = [];
     const podSpec = podSpecOf(object);
     for (const container of podSpec ? containersOf(podSpec) : []) {
@@ -46,7 +47,7 @@ export const idempotentCleanup: MutationRule = {
         mutations.push(`raised spec.backoffLimit from ${current ?? `default ${DEFAULT_BACKOFF_LIMIT}`} to ${minimum}`);
       }
     }
-    const loops = warningAdvisoriesFor(IDEMPOTENT_CLEANUP_ID).length > 0;
+    const loops = context.warningAdvisoriesFor(IDEMPOTENT_CLEANUP_ID).length > 0;
     return report({
       mutations,
       ...(loops
