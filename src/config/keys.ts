@@ -330,10 +330,14 @@ export const KEYS = {
       values: ARGO_CD_VERSION,
       doc: 'The version of the Argo CD whose controller runs in each namespace, over what its image says (operator and OpenShift GitOps images do not say).',
     }),
-    // OpenShift GitOps tags its argocd-rhel8 image with the GitOps version, not Argo CD's. Red Hat publishes which
-    // Argo CD each GitOps release ships in its release notes' "Compatibility and support matrix" (openshift/openshift-docs
-    // modules/go-compatibility-and-support-matrix.adoc: 1.3.0-1.6.0 at 027c8da2, 1.7.0-1.9.0 in openshift-docs#65528).
-    // Only the rows read there: later releases are given here, or per namespace in instanceVersions.
+    // OpenShift GitOps tags its argocd-rhel8 (argocd-rhel9) image with the GitOps version, not Argo CD's. Red Hat
+    // publishes which Argo CD each GitOps release ships in its release notes' "Compatibility and support matrix"
+    // (openshift/openshift-docs modules/go-compatibility-and-support-matrix.adoc: 1.3.0-1.6.0 at 027c8da2, 1.7.0-1.9.0
+    // in openshift-docs#65528; 1.10-1.13 -> 2.8-2.11 as the lead read it there). The Argo CD patch of 1.10.0 to 1.20.0
+    // is read from redhat-developer/gitops-operator: each tag's go.mod pins an argoproj-labs/argocd-operator commit
+    // whose common/defaults.go ArgoCDDefaultArgoVersion names it (v1.10.0 2.8.3, v1.11.0 2.9.2, v1.12.0 2.10.1,
+    // v1.13.0 2.11.2, v1.14.0 2.12.3, v1.15.0 2.13.1, v1.16.0 2.14.4, v1.17.0-rc5 3.0.11, v1.20.0 3.3.2; no 1.18.0 or
+    // 1.19.0 tag: the v1.18 and v1.19 branches pin 3.1.5 and 3.1.11). A patch release takes its minor's row.
     openshiftGitopsVersions: mapping({
       default: {
         '1.3.0': '2.1.2',
@@ -343,10 +347,21 @@ export const KEYS = {
         '1.7.0': '2.5.4',
         '1.8.0': '2.6.3',
         '1.9.0': '2.7.2',
+        '1.10.0': '2.8.3',
+        '1.11.0': '2.9.2',
+        '1.12.0': '2.10.1',
+        '1.13.0': '2.11.2',
+        '1.14.0': '2.12.3',
+        '1.15.0': '2.13.1',
+        '1.16.0': '2.14.4',
+        '1.17.0': '3.0.11',
+        '1.18.0': '3.1.5',
+        '1.19.0': '3.1.11',
+        '1.20.0': '3.3.2',
       },
       names: GITOPS_VERSION,
       values: ARGO_CD_VERSION,
-      doc: "OpenShift GitOps version -> the Argo CD version it ships (its release notes' compatibility matrix): discovery reads the GitOps version from the argocd-rhel8 image tag.",
+      doc: "OpenShift GitOps version -> the Argo CD version it ships (its release notes' compatibility matrix): discovery reads the GitOps version from the argocd-rhel8 or argocd-rhel9 image tag; a patch release not listed takes its minor's row.",
     }),
     remote: mapping<string | null>({
       default: { [ARGOCD_MANAGER]: null },
