@@ -129,22 +129,47 @@ const atMost = (value: Quantity, cap: Quantity | undefined) =>
  */
 function guardResources(podSpec: PodSpec, template: GuardTemplate): Container['resources'] {
   const containers = Array.isArray(podSpec.containers) ? podSpec.containers.filter(isRecord) : [];
+  const podLevel = podLevelResources(podSpec);
   const requests: Record<string, string> = {};
   const limits: Record<string, string> = {};
   for (const resource of GUARD_RESOURCES) {
     const smallest = smallestAsk(containers, resource);
     if (smallest === undefined) continue;
     const cap = template.caps.get(resource);
+    // Pod-level resources bound every container of the Pod: the guard stays within them too.
+    const podRequest = podLevel.requests.get(resource) ?? podLevel.limits.get(resource);
+    const podLimit = podLevel.limits.get(resource);
     if (smallest.limit === undefined) {
-      requests[resource] = smallest.request.text;
+      requests[resource] = atMost(smallest.request, podRequest).text;
       continue;
     }
-    requests[resource] = atMost(smallest.request, cap?.request).text;
-    limits[resource] = atMost(smallest.request, cap?.limit).text;
+    requests[resource] = atMost(atMost(smallest.request, cap?.request), podRequest).text;
+    limits[resource] = atMost(atMost(smallest.request, cap?.limit), podLimit).text;
   }
   // A limit is only ever set beside its request.
   if (Object.keys(requests).length === 0) return undefined;
   return Object.keys(limits).length > 0 ? { requests, limits } : { requests };
+}
+
+/**
+ * The Pod's own `spec.resources` (PodLevelResources: beta and on by default from Kubernetes 1.34, cpu and memory):
+ * the Pod's budget, which its containers share. Validation holds the containers' aggregate request (the larger of
+ * the sum of the containers with sidecars and each init step, as podRequests counts it) to at most the pod-level
+ * request, and each container's limit to at most the pod-level limit (kubernetes v1.34 pkg/apis/core/validation
+ * validatePodResourceConsistency); and the QoS class is then read from the pod-level values (pkg/apis/core/helper/qos
+ * ComputePodQOS). The guard already asks at most what one container asks, which those bounds allow; it reads them
+ * anyway and never asks more, and where no container sets a resource it sets none, sharing the Pod's budget.
+ */
+function podLevelResources(podSpec: PodSpec): { requests: Map<string, Quantity>; limits: Map<string, Quantity> } {
+  const resources = isRecord(podSpec.resources) ? podSpec.resources : {};
+  const listOf = (list: unknown) =>
+    new Map(
+      Object.entries(isRecord(list) ? list : {}).flatMap(([resource, value]) => {
+        const quantity = quantityOf(value);
+        return quantity === undefined ? [] : [[resource, quantity] as const];
+      }),
+    );
+  return { requests: listOf(resources.requests), limits: listOf(resources.limits) };
 }
 
 /** A user or group id the Pod sets for all its containers; root (0) is never taken over. */
