@@ -428,7 +428,7 @@ describe('min-runtime: pod-level resources', () => {
   function consistent(spec: PodSpec): string[] {
     const problems: string[] = [];
     const podLevel = spec.resources as { requests?: Record<string, string>; limits?: Record<string, string> };
-    const aggregate = podTotals(spec as SimPodSpec, 'requests');
+    const aggregate = podTotals(spec, 'requests');
     for (const [resource, text] of Object.entries(podLevel.requests ?? {})) {
       const sum = aggregate.get(resource)?.nano ?? 0n;
       if (sum > quantity(text)!) problems.push(`aggregate ${resource} request above the pod-level ${text}`);
@@ -442,7 +442,7 @@ describe('min-runtime: pod-level resources', () => {
     }
     return problems;
   }
-  it.each<[string, Record<string, unknown>, unknown[], Container['resources'] | undefined]>([
+  it.each<[string, Record<string, unknown>, unknown[], unknown]>([
     [
       'pod-level only: the guard sets none and shares the budget',
       { requests: { cpu: '500m', memory: '256Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
@@ -462,7 +462,7 @@ describe('min-runtime: pod-level resources', () => {
       { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } },
     ],
   ])('%s', (_name, podResources, containers, expected) => {
-    const job = jobWith({ resources: podResources } as Partial<PodSpec>, ...containers);
+    const job = jobWith({ resources: podResources }, ...containers);
     const before = podSpecOf(structuredClone(job));
     expect(consistent(before)).toEqual([]);
     const guard = guardOf(job);
