@@ -27,6 +27,7 @@ function describeAdvisory(advisory: Advisory): string {
     advisory.id,
     advisory.summary,
     `affected: ${advisory.tool === 'helm' ? 'Helm' : 'Argo CD'} ${advisory.affected}   fixed: ${advisory.fixed ?? 'not yet'}${advisory.checked ? `   checked: ${advisory.checked}` : ''}`,
+    ...(advisory.hooks === 'delete' ? ["concerns: Argo CD's PreDelete and PostDelete hooks"] : []),
     ...remedies(advisory),
     ...advisory.notes.map(
       (note) =>

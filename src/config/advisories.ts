@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { isValidRange, normalizeArgoVersion } from '../core/argocd-version.js';
 import { isRecord } from '../core/objects.js';
-import type { Advisory, AdvisoryNote, AdvisoryTool, HookNaming } from '../core/types.js';
+import type { Advisory, AdvisoryHooks, AdvisoryNote, AdvisoryTool, HookNaming } from '../core/types.js';
 import { ConfigError } from '../errors.js';
 import { builtInRules } from '../rules/index.js';
 import { scalarText } from './schema.js';
@@ -13,6 +13,7 @@ const ADVISORY_KEYS = [
   'id',
   'summary',
   'tool',
+  'hooks',
   'affected',
   'fixed',
   'checked',
@@ -26,6 +27,7 @@ const ADVISORY_KEYS = [
 const NOTE_KEYS = ['affected', 'hookName', 'text'];
 const HOOK_NAMINGS: readonly HookNaming[] = ['fixed', 'generated'];
 const TOOLS: readonly AdvisoryTool[] = ['argocd', 'helm'];
+const HOOK_PHASES: readonly AdvisoryHooks[] = ['sync', 'delete'];
 
 /** The `advisories` row of the docs' configuration table: a list with a shape of its own, not a key of KEYS. */
 export const ADVISORIES_DOC = {
@@ -114,6 +116,9 @@ function validateAdvisory(candidate: Record<string, unknown>, at: string): Advis
   const tool = candidate.tool;
   if (tool !== undefined && !TOOLS.includes(tool as AdvisoryTool))
     throw new ConfigError(`${at}.tool`, `must be one of ${TOOLS.join(', ')}`);
+  const hooks = candidate.hooks;
+  if (hooks !== undefined && !HOOK_PHASES.includes(hooks as AdvisoryHooks))
+    throw new ConfigError(`${at}.hooks`, `must be one of ${HOOK_PHASES.join(', ')}`);
   const affected = semverRange(candidate.affected, `${at}.affected`);
   if (candidate.fixed !== undefined && normalizeArgoVersion(scalarText(candidate.fixed)) === undefined) {
     throw new ConfigError(`${at}.fixed`, 'must be a version');
@@ -130,12 +135,16 @@ function validateAdvisory(candidate: Record<string, unknown>, at: string): Advis
     (ruleId) => builtInRules.mutations.some((rule) => rule.id === ruleId),
     `${at}.warnedBy`,
   );
+  // Mitigations (and version-race's denials) concern the hook finalizer, which only sync-phase hooks get.
+  if (hooks === 'delete' && mitigatedBy.length > 0)
+    throw new ConfigError(`${at}.mitigatedBy`, 'an advisory about delete hooks can only be warned of (warnedBy)');
   const mitigatedBySweep = candidate.mitigatedBySweep ?? false;
   if (typeof mitigatedBySweep !== 'boolean') throw new ConfigError(`${at}.mitigatedBySweep`, 'must be true or false');
   return {
     id,
     summary,
     ...(tool === 'helm' ? { tool: 'helm' as const } : {}),
+    ...(hooks === 'delete' ? { hooks: 'delete' as const } : {}),
     affected,
     ...(candidate.fixed !== undefined ? { fixed: scalarText(candidate.fixed) } : {}),
     ...(candidate.checked !== undefined ? { checked: calendarDay(candidate.checked, `${at}.checked`) } : {}),

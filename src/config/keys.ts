@@ -350,10 +350,14 @@ export const KEYS = {
       values: ARGO_CD_VERSION,
       doc: 'The version of the Argo CD whose controller runs in each namespace, over what its image says (operator and OpenShift GitOps images do not say).',
     }),
-    // OpenShift GitOps tags its argocd-rhel8 image with the GitOps version, not Argo CD's. Red Hat publishes which
-    // Argo CD each GitOps release ships in its release notes' "Compatibility and support matrix" (openshift/openshift-docs
-    // modules/go-compatibility-and-support-matrix.adoc: 1.3.0-1.6.0 at 027c8da2, 1.7.0-1.9.0 in openshift-docs#65528).
-    // Only the rows read there: later releases are given here, or per namespace in instanceVersions.
+    // OpenShift GitOps tags its argocd-rhel8 (argocd-rhel9) image with the GitOps version, not Argo CD's. Red Hat
+    // publishes which Argo CD each GitOps release ships in its release notes' "Compatibility and support matrix"
+    // (openshift/openshift-docs modules/go-compatibility-and-support-matrix.adoc: 1.3.0-1.6.0 at 027c8da2, 1.7.0-1.9.0
+    // in openshift-docs#65528; 1.10-1.13 -> 2.8-2.11 as the lead read it there). The Argo CD patch of 1.10.0 to 1.20.0
+    // is read from redhat-developer/gitops-operator: each tag's go.mod pins an argoproj-labs/argocd-operator commit
+    // whose common/defaults.go ArgoCDDefaultArgoVersion names it (v1.10.0 2.8.3, v1.11.0 2.9.2, v1.12.0 2.10.1,
+    // v1.13.0 2.11.2, v1.14.0 2.12.3, v1.15.0 2.13.1, v1.16.0 2.14.4, v1.17.0-rc5 3.0.11, v1.20.0 3.3.2; no 1.18.0 or
+    // 1.19.0 tag: the v1.18 and v1.19 branches pin 3.1.5 and 3.1.11). A patch release takes its minor's row.
     openshiftGitopsVersions: mapping({
       default: {
         '1.3.0': '2.1.2',
@@ -363,10 +367,21 @@ export const KEYS = {
         '1.7.0': '2.5.4',
         '1.8.0': '2.6.3',
         '1.9.0': '2.7.2',
+        '1.10.0': '2.8.3',
+        '1.11.0': '2.9.2',
+        '1.12.0': '2.10.1',
+        '1.13.0': '2.11.2',
+        '1.14.0': '2.12.3',
+        '1.15.0': '2.13.1',
+        '1.16.0': '2.14.4',
+        '1.17.0': '3.0.11',
+        '1.18.0': '3.1.5',
+        '1.19.0': '3.1.11',
+        '1.20.0': '3.3.2',
       },
       names: GITOPS_VERSION,
       values: ARGO_CD_VERSION,
-      doc: "OpenShift GitOps version -> the Argo CD version it ships (its release notes' compatibility matrix): discovery reads the GitOps version from the argocd-rhel8 image tag.",
+      doc: "OpenShift GitOps version -> the Argo CD version it ships (its release notes' compatibility matrix): discovery reads the GitOps version from the argocd-rhel8 or argocd-rhel9 image tag; a patch release not listed takes its minor's row.",
     }),
     remote: mapping<string | null>({
       default: { [ARGOCD_MANAGER]: null },
@@ -539,6 +554,24 @@ export const KEYS = {
         'Warn about hooks whose argocd.argoproj.io/sync-options holds Replace=true or Force=true. false: off.',
       ),
     },
+    lostDeleteHook: {
+      enabled: ruleEnabled(
+        'lost-delete-hook',
+        'Warn about Argo CD PreDelete/PostDelete hooks on versions where Argo CD may take them as done before they ran (argo-cd#29100). false: off.',
+      ),
+    },
+    suspendedHook: {
+      enabled: ruleEnabled(
+        'suspended-hook',
+        'Warn about hook Jobs created suspended (spec.suspend: true, or a kueue.x-k8s.io/queue-name label). false: off.',
+      ),
+    },
+    hookManagedBy: {
+      enabled: ruleEnabled(
+        'hook-managed-by',
+        'Warn about hook Jobs whose spec.managedBy is not kubernetes.io/job-controller. false: off.',
+      ),
+    },
     hookOutputLogPolicy: {
       enabled: ruleEnabled(
         'hook-output-log-policy',
@@ -672,8 +705,9 @@ export const KEYS = {
       doc: 'An unfinished hook qualifies once its deletion began this long ago (--min-age-seconds).',
     }),
     // A finished hook whose deletion just began (its TTL, hookguard's floor) may not be recorded yet by a busy or
-    // restarting application controller; without its finalizer it vanishes and the sync waits forever
-    // (gitops-engine sync_context.go, argo-cd#21055).
+    // restarting application controller; without its finalizer it vanishes and its result is lost: the sync waits
+    // forever before Argo CD 3.4.0 (argo-cd#21055) and fails from 3.4.0, "Resource … is missing, it might have been
+    // deleted" (argo-cd#26286; v3.4.0 gitops-engine sync_context.go Sync).
     finishedGraceSeconds: integer({
       default: 300,
       min: 0,

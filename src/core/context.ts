@@ -137,6 +137,22 @@ function warningAdvisoriesOf(advisories: readonly Advisory[]): Map<string, reado
   return byRule;
 }
 
+// Each advisory concerns either the hooks Argo CD runs in a sync phase or its PreDelete/PostDelete hooks: a hook is
+// judged only with those of its own phase. Split once per list.
+const byHookPhase = new WeakMap<readonly Advisory[], { sync: readonly Advisory[]; delete: readonly Advisory[] }>();
+
+function advisoriesOfPhase(advisories: readonly Advisory[], phase: 'sync' | 'delete'): readonly Advisory[] {
+  let split = byHookPhase.get(advisories);
+  if (!split) {
+    split = {
+      sync: advisories.filter((advisory) => advisory.hooks !== 'delete'),
+      delete: advisories.filter((advisory) => advisory.hooks === 'delete'),
+    };
+    byHookPhase.set(advisories, split);
+  }
+  return split[phase];
+}
+
 const NO_ADVISORIES: readonly Advisory[] = Object.freeze([]);
 const NO_NOTES: readonly AdvisoryNote[] = Object.freeze([]);
 const NO_VERSIONS: readonly string[] = Object.freeze([]);
@@ -164,12 +180,16 @@ export function ruleContextFor(
   versions: string | readonly string[] | undefined,
   namespace: string | undefined,
 ): RuleContext {
+  // Argo CD's delete-phase hooks: the PreDelete/PostDelete hooks (or Helm's pre-/post-delete) it applies.
+  const argoDeletePhase = hook.appliedByArgo && hook.cleanup && !hook.argoSyncPhase && !hook.argoNeverApplies;
+  const phase = hook.argoSyncPhase ? 'sync' : argoDeletePhase ? 'delete' : undefined;
+  const phaseAdvisories = phase === undefined ? NO_ADVISORIES : advisoriesOfPhase(context.advisories, phase);
   const judged =
     hook.appliedByArgo && versions !== undefined
-      ? judgedFor(context.advisories, typeof versions === 'string' ? [versions] : versions)
+      ? judgedFor(phaseAdvisories, typeof versions === 'string' ? [versions] : versions)
       : undefined;
-  // Every advisory is about the hooks Argo CD runs in a sync phase (gitops-engine getSyncTasks, where the hook
-  // finalizer is added); a PreDelete/PostDelete hook still says its version, and no advisory concerns it.
+  // Mitigations are about the hooks Argo CD runs in a sync phase (gitops-engine getSyncTasks, where the hook
+  // finalizer is added): a PreDelete/PostDelete hook still says its version, and only warning rules speak of it.
   const advised = hook.argoSyncPhase ? judged : undefined;
   return {
     stage: context.stage,
@@ -181,11 +201,11 @@ export function ruleContextFor(
     advisoriesFor: (ruleId) => advised?.byRule.get(ruleId) ?? NO_ADVISORIES,
     affectsEveryVersion: (ruleId) => advised?.forEveryVersion.has(ruleId) ?? false,
     warningAdvisoriesFor: (ruleId) =>
-      hook.argoSyncPhase
-        ? ((advised !== undefined ? advised.byWarningRule : warningAdvisoriesOf(context.advisories)).get(ruleId) ??
-          NO_ADVISORIES)
-        : NO_ADVISORIES,
-    notesFor: (advisoryId) => advised?.notes.get(advisoryId) ?? NO_NOTES,
+      phase === undefined
+        ? NO_ADVISORIES
+        : ((judged !== undefined ? judged.byWarningRule : warningAdvisoriesOf(phaseAdvisories)).get(ruleId) ??
+          NO_ADVISORIES),
+    notesFor: (advisoryId) => judged?.notes.get(advisoryId) ?? NO_NOTES,
     helmVersion: context.helmVersion,
     helmAdvisoriesFor: (ruleId) =>
       hook.appliedByArgo ? NO_ADVISORIES : helmAdvisoriesOf(context.helmAdvisories, context.helmVersion, ruleId),

@@ -61,6 +61,9 @@ export interface RuleSettings {
     nativeSidecars: 'unknown' | 'yes' | 'no';
   };
   hookSyncOptions: { enabled: boolean };
+  suspendedHook: { enabled: boolean };
+  lostDeleteHook: { enabled: boolean };
+  hookManagedBy: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
   immutableUpdate: { enabled: boolean };
   versionRace: { enabled: boolean };
@@ -119,10 +122,12 @@ export interface RuleContext {
  * - `argocd-known`: only when a known Argo CD version is affected (changes that would hurt a fixed version); under a
  *   union, only when every one of its versions is.
  * - `helm-and-argocd`: every hook Helm applies, and hooks applied by Argo CD as under `argocd`.
+ * - `argocd-delete`: Argo CD's PreDelete/PostDelete hooks, on a version an advisory about delete hooks (`hooks:
+ *   delete`) naming this rule as a warning affects, or an unknown version.
  * The Argo CD gates concern only the hooks Argo CD runs in a sync phase (HookInfo.argoSyncPhase); its delete-phase
  * hooks pass the gates as Helm's hooks do.
  */
-export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd';
+export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd' | 'argocd-delete';
 
 export interface RuleReport {
   /** What the rule changed, one line each. */
@@ -199,6 +204,8 @@ export function report(partial: Partial<RuleReport> = {}): RuleReport {
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {
   if (rule.gate === 'always') return true;
+  // Only a delete-phase hook of Argo CD's is judged with the advisories about delete hooks (ruleContextFor).
+  if (rule.gate === 'argocd-delete') return context.warningAdvisoriesFor(rule.id).length > 0;
   // Argo CD's PreDelete/PostDelete hooks get no hook finalizer, so no Argo CD advisory concerns them: they are
   // judged as Helm's own hooks are (argo-cd controller/hook.go executeHooks, v3.0.0-v3.5.1: a plain create).
   if (!context.hook.argoSyncPhase) return rule.gate === 'helm-and-argocd';

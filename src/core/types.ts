@@ -105,12 +105,20 @@ export interface AdvisoryNote {
 
 /** Whose versions an advisory's ranges speak of: Argo CD's (the default) or Helm's. */
 export type AdvisoryTool = 'argocd' | 'helm';
+/**
+ * Which of Argo CD's hooks an advisory concerns: `sync`, those it runs in a sync phase (gitops-engine getSyncTasks,
+ * where the hook finalizer is added; the default), or `delete`, its PreDelete/PostDelete hooks (argo-cd
+ * controller/hook.go executeHooks).
+ */
+export type AdvisoryHooks = 'sync' | 'delete';
 
 export interface Advisory {
   id: string;
   summary: string;
   /** The tool whose versions `affected`, `fixed` and the notes speak of; Argo CD when unset. */
   tool?: AdvisoryTool;
+  /** Argo CD's delete-phase hooks (`delete`) or, when unset, its sync-phase hooks. */
+  hooks?: AdvisoryHooks;
   /** semver range of affected versions of the tool (Argo CD's unless `tool` says otherwise) */
   affected: string;
   fixed?: string;

@@ -40,13 +40,40 @@ export type GitopsVersions = Readonly<Record<string, string>>;
 
 const GITOPS_VERSIONS_KEY = 'argocd.openshiftGitopsVersions';
 
+/** OpenShift GitOps' Argo CD images: `argocd-rhel8`, and `argocd-rhel9` on recent releases. */
+const GITOPS_IMAGES = new Set(['argocd-rhel8', 'argocd-rhel9']);
+
+const minorOf = (version: string) => version.split('.', 2).join('.');
+
 /**
- * OpenShift GitOps' Argo CD: its image `argocd-rhel8` is tagged with the GitOps version, `v1.9.2` or with a build
- * suffix `v1.9.2-2` (gitops-operator v1.20.0 hack/non-olm-install/install-gitops-operator.sh), and Red Hat publishes
- * which Argo CD each GitOps release ships. undefined when the image is not argocd-rhel8.
+ * The table's row for a GitOps release: its own, else the row of the same minor release (each GitOps minor ships
+ * one Argo CD minor: gitops-operator's branches v1.10 to v1.20 pin argocd-operator releases whose default Argo CD is
+ * 2.8 to 3.3, common/defaults.go ArgoCDDefaultArgoVersion), the highest not above it, else the lowest.
+ */
+function gitopsRow(release: string, gitopsVersions: GitopsVersions): [string, string] | undefined {
+  const rows = Object.entries(gitopsVersions)
+    .map(([gitops, argocd]): [string | undefined, string] => [normalizeArgoVersion(gitops), argocd])
+    .filter((row): row is [string, string] => row[0] !== undefined && minorOf(row[0]) === minorOf(release))
+    .sort(([a], [b]) => compareReleases(a, b));
+  const exact = rows.find(([gitops]) => gitops === release);
+  return exact ?? rows.filter(([gitops]) => compareReleases(gitops, release) <= 0).at(-1) ?? rows[0];
+}
+
+/** Compares x.y.z releases numerically. */
+function compareReleases(a: string, b: string): number {
+  const [x, y] = [a, b].map((version) => version.split('-', 1)[0]!.split('.').map(Number));
+  for (let i = 0; i < 3; i++) if (x![i] !== y![i]) return (x![i] ?? 0) - (y![i] ?? 0);
+  return 0;
+}
+
+/**
+ * OpenShift GitOps' Argo CD: its image `argocd-rhel8` (or `argocd-rhel9`) is tagged with the GitOps version, `v1.9.2`
+ * or with a build suffix `v1.9.2-2` (gitops-operator v1.20.0 hack/non-olm-install/install-gitops-operator.sh), and
+ * Red Hat publishes which Argo CD each GitOps release ships; a patch release not in the table takes its minor's row.
+ * undefined when the image is neither.
  */
 function gitopsVersion(image: string, gitopsVersions: GitopsVersions): ControllerVersion | undefined {
-  if (imageName(image) !== 'argocd-rhel8') return undefined;
+  if (!GITOPS_IMAGES.has(imageName(image))) return undefined;
   const tag = imageTag(image);
   const parsed = normalizeArgoVersion(tag);
   if (tag === undefined || parsed === undefined)
@@ -55,7 +82,7 @@ function gitopsVersion(image: string, gitopsVersions: GitopsVersions): Controlle
       source: `unknown: OpenShift GitOps image ${image} has no version tag (a digest only, or another tag); give its Argo CD version in argocd.instanceVersions`,
     };
   const release = parsed.split('-', 1)[0]!;
-  const entry = Object.entries(gitopsVersions).find(([gitops]) => normalizeArgoVersion(gitops) === release);
+  const entry = gitopsRow(release, gitopsVersions);
   const argocd = normalizeArgoVersion(entry?.[1]);
   if (argocd === undefined)
     return {
@@ -64,7 +91,10 @@ function gitopsVersion(image: string, gitopsVersions: GitopsVersions): Controlle
     };
   return {
     version: argocd,
-    source: `image ${image}: OpenShift GitOps ${release} ships Argo CD ${argocd} (${GITOPS_VERSIONS_KEY})`,
+    source:
+      entry![0] === release
+        ? `image ${image}: OpenShift GitOps ${release} ships Argo CD ${argocd} (${GITOPS_VERSIONS_KEY})`
+        : `image ${image}: OpenShift GitOps ${release} is read as ${entry![0]}, which ships Argo CD ${argocd} (${GITOPS_VERSIONS_KEY}, by minor release)`,
   };
 }
 

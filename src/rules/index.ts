@@ -8,7 +8,10 @@ import { hookDeadline } from './hook-deadline.js';
 import { hookPodRestartPolicy, hookPodRestartPolicyAtRender } from './hook-pod-restart-policy.js';
 import { hookOutputLogPolicy } from './hook-output-log-policy.js';
 import { hookSyncOptions } from './hook-sync-options.js';
+import { hookManagedBy } from './hook-managed-by.js';
+import { suspendedHook } from './suspended-hook.js';
 import { idempotentCleanup } from './idempotent-cleanup.js';
+import { lostDeleteHook } from './lost-delete-hook.js';
 import { immutableUpdate } from './immutable-update.js';
 import { meshSidecar } from './mesh-sidecar.js';
 import { minRuntime } from './min-runtime.js';
@@ -25,6 +28,7 @@ export const builtInRules: RuleSet = ruleSet({
     deletePolicy,
     hookTtl,
     idempotentCleanup,
+    lostDeleteHook,
     foreignFinalizer,
     hookFinalizer,
     nativeSidecar,
@@ -34,6 +38,8 @@ export const builtInRules: RuleSet = ruleSet({
     hookPodRestartPolicy,
     meshSidecar,
     hookSyncOptions,
+    suspendedHook,
+    hookManagedBy,
     hookOutputLogPolicy,
   ],
   updateJudges: [immutableUpdate],

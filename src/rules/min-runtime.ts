@@ -3,7 +3,7 @@ import { imageRepository } from '../core/image.js';
 import { annotation, isRecord, jobSpecOf, podSpecOf } from '../core/objects.js';
 import { parseQuantity } from '../core/quantity.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
-import type { Container, PodSpec } from '../core/types.js';
+import type { Container, KubeObject, PodSpec } from '../core/types.js';
 
 export { GUARD_CONTAINER_NAME };
 
@@ -129,22 +129,47 @@ const atMost = (value: Quantity, cap: Quantity | undefined) =>
  */
 function guardResources(podSpec: PodSpec, template: GuardTemplate): Container['resources'] {
   const containers = Array.isArray(podSpec.containers) ? podSpec.containers.filter(isRecord) : [];
+  const podLevel = podLevelResources(podSpec);
   const requests: Record<string, string> = {};
   const limits: Record<string, string> = {};
   for (const resource of GUARD_RESOURCES) {
     const smallest = smallestAsk(containers, resource);
     if (smallest === undefined) continue;
     const cap = template.caps.get(resource);
+    // Pod-level resources bound every container of the Pod: the guard stays within them too.
+    const podRequest = podLevel.requests.get(resource) ?? podLevel.limits.get(resource);
+    const podLimit = podLevel.limits.get(resource);
     if (smallest.limit === undefined) {
-      requests[resource] = smallest.request.text;
+      requests[resource] = atMost(smallest.request, podRequest).text;
       continue;
     }
-    requests[resource] = atMost(smallest.request, cap?.request).text;
-    limits[resource] = atMost(smallest.request, cap?.limit).text;
+    requests[resource] = atMost(atMost(smallest.request, cap?.request), podRequest).text;
+    limits[resource] = atMost(atMost(smallest.request, cap?.limit), podLimit).text;
   }
   // A limit is only ever set beside its request.
   if (Object.keys(requests).length === 0) return undefined;
   return Object.keys(limits).length > 0 ? { requests, limits } : { requests };
+}
+
+/**
+ * The Pod's own `spec.resources` (PodLevelResources: beta and on by default from Kubernetes 1.34, cpu and memory):
+ * the Pod's budget, which its containers share. Validation holds the containers' aggregate request (the larger of
+ * the sum of the containers with sidecars and each init step, as podRequests counts it) to at most the pod-level
+ * request, and each container's limit to at most the pod-level limit (kubernetes v1.34 pkg/apis/core/validation
+ * validatePodResourceConsistency); and the QoS class is then read from the pod-level values (pkg/apis/core/helper/qos
+ * ComputePodQOS). The guard already asks at most what one container asks, which those bounds allow; it reads them
+ * anyway and never asks more, and where no container sets a resource it sets none, sharing the Pod's budget.
+ */
+function podLevelResources(podSpec: PodSpec): { requests: Map<string, Quantity>; limits: Map<string, Quantity> } {
+  const resources = isRecord(podSpec.resources) ? podSpec.resources : {};
+  const listOf = (list: unknown) =>
+    new Map(
+      Object.entries(isRecord(list) ? list : {}).flatMap(([resource, value]) => {
+        const quantity = quantityOf(value);
+        return quantity === undefined ? [] : [[resource, quantity] as const];
+      }),
+    );
+  return { requests: listOf(resources.requests), limits: listOf(resources.limits) };
 }
 
 /** A user or group id the Pod sets for all its containers; root (0) is never taken over. */
@@ -253,6 +278,29 @@ function requestedSeconds(raw: string | undefined, settings: GuardSettings): Run
   return { seconds };
 }
 
+/**
+ * The guard's wait counts against every deadline the chart set: a Job's activeDeadlineSeconds runs from the Job's
+ * start, Pending time and init containers included, and a Pod's from the Pod's (kubernetes pkg/controller/job
+ * job_controller.go pastActiveDeadline; pkg/kubelet/active_deadline.go). So each is raised by exactly the wait, and
+ * the hook keeps all the time its author gave it: a Job with 60 that runs 55 s still finishes. Only a positive whole
+ * number is a deadline the API server accepts; anything else is left for it to refuse.
+ */
+function extendDeadlines(object: KubeObject, podSpec: PodSpec, seconds: number): string[] {
+  const raised: string[] = [];
+  const extend = (spec: { activeDeadlineSeconds?: unknown } | undefined, path: string) => {
+    const deadline = spec?.activeDeadlineSeconds;
+    if (spec === undefined || typeof deadline !== 'number' || !Number.isSafeInteger(deadline) || deadline <= 0) return;
+    spec.activeDeadlineSeconds = deadline + seconds;
+    raised.push(
+      `raised ${path}.activeDeadlineSeconds from ${deadline} to ${deadline + seconds} (the guard's ${seconds}s wait added)`,
+    );
+  };
+  const jobSpec = object.kind === 'Job' ? jobSpecOf(object) : undefined;
+  extend(jobSpec, 'spec');
+  extend(podSpec, jobSpec ? 'spec.template.spec' : 'spec');
+  return raised;
+}
+
 export const WINDOWS_NOT_GUARDED =
   'no guard for a Windows Pod (the API server refuses its Linux securityContext there): the hook may still race';
 
@@ -283,14 +331,6 @@ export const minRuntime: MutationRule = {
     if (existing?.kind === 'guard') return report({ warnings });
     if (existing?.kind === 'lookAlike') return report({ warnings, unmet: existing.reason });
     if (runsOnWindows(podSpec)) return report({ warnings: [...warnings, WINDOWS_NOT_GUARDED] });
-    const deadlines = [jobSpecOf(object)?.activeDeadlineSeconds, podSpec.activeDeadlineSeconds];
-    const tooShort = deadlines.find((deadline) => typeof deadline === 'number' && deadline <= requested.seconds);
-    if (tooShort !== undefined) {
-      return report({
-        warnings,
-        unmet: `activeDeadlineSeconds ${tooShort} leaves no time after a ${requested.seconds}s guard; raise it or lower ${HOOKGUARD_MIN_RUNTIME_SECONDS}`,
-      });
-    }
     const platformAssignsIds =
       settings.minRuntime.openshift || namespace?.annotations[OPENSHIFT_UID_RANGE] !== undefined;
     const guard = guardContainer(requested.seconds, settings.minRuntime, podSpec, platformAssignsIds);
@@ -298,7 +338,10 @@ export const minRuntime: MutationRule = {
     else podSpec.initContainers = [guard];
     return report({
       warnings,
-      mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`],
+      mutations: [
+        `added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`,
+        ...extendDeadlines(object, podSpec, requested.seconds),
+      ],
     });
   },
 };

@@ -6,8 +6,8 @@ import type { Advisory, Finding, KubeObject } from '../core/types.js';
 export const VERSION_RACE_ID = 'version-race';
 
 /**
- * Why a mitigation is not in place. `unmet`: a setting of the object no mitigation can fix (a deadline too short for
- * the guard); `optedOut`: the object names the rule in hookguard.io/skip. Both are the author's choice, and denied.
+ * Why a mitigation is not in place. `unmet`: a setting of the object no mitigation can fix (a runtime of 0,
+ * a look-alike guard); `optedOut`: the object names the rule in hookguard.io/skip. Both are the author's choice, and denied.
  * `missing`: hookguard's own change is simply absent (the mutating webhook was bypassed, failed or timed out, or a
  * later webhook undid it): not the author's doing, so it is allowed with a warning.
  */

@@ -52,7 +52,9 @@ export interface HookTiming {
   /**
    * A finished hook qualifies only once deleting this long: its deletion may have begun (its TTL, hookguard's floor)
    * before a busy or restarting application controller recorded its result, and a running task whose object vanished
-   * never completes (gitops-engine sync_context.go Sync, argo-cd#21055).
+   * loses it: before Argo CD 3.4.0 the task never completes and the sync waits forever (argo-cd#21055); from 3.4.0 the
+   * sync fails, "Resource … is missing, it might have been deleted" (argo-cd#26286; v3.4.0 gitops-engine
+   * sync_context.go Sync).
    */
   finishedGraceSeconds: number;
 }

@@ -156,6 +156,21 @@ describe('hookguard check exit status', () => {
     );
   });
 
+  it('--fix on a PreSync Job with activeDeadlineSeconds 60 adds the guard and its 10 s wait: 70 (issue 27, item 12)', async () => {
+    const job = OPTED_OUT_JOB.replace('    hookguard.io/skip: min-runtime\n', '').replace(
+      'spec:\n  template:',
+      'spec:\n  activeDeadlineSeconds: 60\n  template:',
+    );
+    expect(job).toContain('activeDeadlineSeconds: 60');
+    const run = await runCommand(['check', '-', '--fix', '--argocd-version', '3.1.0'], job);
+    expect(run.status).toBe(0);
+    const fixed = parse(run.stdout);
+    expect(fixed.spec.activeDeadlineSeconds).toBe(70);
+    expect(fixed.spec.template.spec.initContainers.map((c: { command: string[] }) => c.command)).toEqual([
+      ['sleep', '10'],
+    ]);
+  });
+
   it('--openshift: the guard sets no user or group, which restricted-v2 assigns from the namespace range', async () => {
     const job = OPTED_OUT_JOB.replace('    hookguard.io/skip: min-runtime\n', '');
     const guardOf = async (flags: string[]) => {
@@ -273,6 +288,9 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'argocd-autosync-skips-hooks',
+      'argocd-delete-hook-lost',
+      'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
     ]);
 
@@ -291,6 +309,9 @@ describe('hookguard advisories and rules', () => {
       'argocd-hook-finalizer-cache-leak',
       'argocd-native-sidecar-finalizer-update',
       'argocd-foreign-finalizer',
+      'argocd-autosync-skips-hooks',
+      'argocd-delete-hook-lost',
+      'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
       'my-race',
     ]);
@@ -335,12 +356,30 @@ describe('hookguard advisories and rules', () => {
     });
   });
 
+  it('lists the Argo CD 3.3+/3.4+ advisories with their range, the hooks they concern and their sources (issue 27)', async () => {
+    const text = (await runCommand(['advisories'])).stdout;
+    const block = (id: string) => text.slice(text.indexOf(`${id}\n`)).split(/\n(?=\S)/)[0];
+    expect(block('argocd-delete-hook-lost')).toContain(
+      "  affected: Argo CD >=3.4.0-rc5   fixed: not yet   checked: 2026-11-27\n  concerns: Argo CD's PreDelete and PostDelete hooks\n  mitigated by: nothing hookguard can change\n  warned about by: lost-delete-hook\n",
+    );
+    expect(block('argocd-delete-hook-lost')).toContain('https://github.com/argoproj/argo-cd/issues/29100');
+    expect(block('argocd-failed-delete-hook-loop')).toContain(
+      '  affected: Argo CD >=3.3.0-0   fixed: not yet   checked: 2026-11-27\n',
+    );
+    expect(block('argocd-failed-delete-hook-loop')).toContain('https://github.com/argoproj/argo-cd/pull/22288');
+    expect(block('argocd-autosync-skips-hooks')).toContain(
+      '  affected: Argo CD >=3.4.0-0   fixed: not yet   checked: 2026-11-27\n  mitigated by: nothing hookguard can change\n',
+    );
+    expect(block('argocd-autosync-skips-hooks')).toContain('https://github.com/argoproj/argo-cd/issues/27792');
+  });
+
   it('lists the rule catalog', async () => {
     const { rules } = JSON.parse((await runCommand(['rules', '--output', 'json'])).stdout);
     expect(rules.map((rule: { id: string }) => rule.id)).toEqual([
       'delete-policy',
       'hook-ttl',
       'idempotent-cleanup',
+      'lost-delete-hook',
       'foreign-finalizer',
       'hook-finalizer',
       'native-sidecar',
@@ -350,6 +389,8 @@ describe('hookguard advisories and rules', () => {
       'hook-pod-restart-policy',
       'mesh-sidecar',
       'hook-sync-options',
+      'suspended-hook',
+      'hook-managed-by',
       'hook-output-log-policy',
       'immutable-update',
       'version-race',

@@ -42,7 +42,7 @@ const scenarios: Scenario[] = [
   // policy (the helm-hook-delete-wait advisory), 4.2.4 does not. An unknown Helm (helm-render) is judged as 4.2.1.
   { name: 'helm-4.2.1-render', username: HELM_USER, stage: 'render', config: { 'helm.version': '4.2.1' } },
   { name: 'helm-4.2.4-render', username: HELM_USER, stage: 'render', config: { 'helm.version': '4.2.4' } },
-  ...['2.13.3', '2.14.2', '2.14.3', '2.14.8', '3.1.0', '3.3.2', '3.4.0'].map((version) => ({
+  ...['2.13.3', '2.14.2', '2.14.3', '2.14.8', '3.1.0', '3.3.2', '3.4.0', '3.5.1'].map((version) => ({
     name: `argocd-${version}`,
     username: ARGOCD_CONTROLLER,
     argocdVersion: version,

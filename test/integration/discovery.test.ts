@@ -59,6 +59,8 @@ function argoHookJob(annotations: Record<string, string> = {}) {
 /** The exact ops hookguard sends: the min-runtime guard, and (on 2.14.3 only) the finalizer removal. */
 const REMOVE_FINALIZER = { op: 'remove', path: '/metadata/finalizers' };
 const GUARD = { op: 'add', path: '/spec/template/spec/initContainers', value: [DEFAULT_GUARD_CONTAINER] };
+/** With the guard, its 10 s wait added to the Job's own activeDeadlineSeconds of 1800. */
+const GUARDED = [{ op: 'replace', path: '/spec/activeDeadlineSeconds', value: 1810 }, GUARD];
 
 let cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -116,7 +118,7 @@ describe('Argo CD discovery', () => {
     await eventually(() => versionOf(discovery, 'argocd') === '2.14.3', 'version 2.14.3');
 
     // 2.14.3 ships the partial finalizer: hookguard removes it, and adds the fast-race guard.
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([...GUARDED, REMOVE_FINALIZER]);
 
     server.modify('StatefulSet', 'argocd', 'argocd-application-controller', (workload) => {
       ((workload.spec as any).template.spec.containers[0] as { image: string }).image =
@@ -177,7 +179,7 @@ describe('Argo CD discovery', () => {
     // A Job whose tracking id names team-b's apps, applied by a person: team-b's version.
     const tracked = argoHookJob({ 'argocd.argoproj.io/tracking-id': 'team-b_web:batch/Job:apps/migrate' });
     expect(await mutatePatch(app, tracked, 'kubernetes-admin')).toEqual([]);
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([...GUARDED, REMOVE_FINALIZER]);
   });
 
   it('counts a discovered controller in any namespace as Argo CD, so its plain Helm hooks get its version', async () => {
@@ -208,7 +210,8 @@ describe('Argo CD discovery', () => {
       },
     };
     // Applied by team-c's controller: an Argo CD hook on 2.14.3, so the guard. Applied by a person: plain Helm.
-    expect(await mutatePatch(app, helmHook, controllerOf('team-c'))).toEqual([GUARD]);
+    // (fast-json-patch's compare lists the ops in the object's key order: the template before the deadline here.)
+    expect(await mutatePatch(app, helmHook, controllerOf('team-c'))).toEqual([GUARD, GUARDED[0]]);
     expect(await mutatePatch(app, helmHook, 'kubernetes-admin')).toEqual([]);
   });
 
@@ -286,7 +289,7 @@ describe('Argo CD discovery', () => {
       },
     });
     // Unknown version: the guard is added (mutations), the finalizer kept, and nothing denied.
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual(GUARDED);
     expect(
       (await review(app, '/validate', argoHookJob({ 'hookguard.io/skip': 'min-runtime' }), controllerOf('argocd')))
         .allowed,
@@ -302,7 +305,7 @@ describe('Argo CD discovery', () => {
     expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual(
       readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
     );
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([...GUARDED, REMOVE_FINALIZER]);
 
     // Down again after the sync: the last known versions keep deciding, and /readyz stays 200.
     await server.stop();
@@ -315,7 +318,7 @@ describe('Argo CD discovery', () => {
     expect(stillReady.json()).toMatchObject({
       discovery: { synced: true, watching: false, instances: [{ namespace: 'argocd', version: '2.14.3' }] },
     });
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([...GUARDED, REMOVE_FINALIZER]);
   });
 
   it('resumes a watch the API server ended at its timeout, quietly and without a new list', async () => {
@@ -457,7 +460,7 @@ describe('Argo CD discovery where Argo CD is installed (the default: discovery.n
   it('sees it only when discovery.clusterWide is opted into, and the union then guards the hook', async () => {
     const { discovery, app } = await withTenantLookAlike({ ...defaults(), clusterWide: true });
     expect([...discovery.instances().keys()]).toEqual(['argocd', 'tenant-a']);
-    expect(await mutatePatch(app, argoHookJob(), DEPLOYER)).toEqual([GUARD]);
+    expect(await mutatePatch(app, argoHookJob(), DEPLOYER)).toEqual(GUARDED);
   });
 });
 
@@ -530,16 +533,16 @@ describe('Argo CD discovery: every install layout', () => {
     );
 
     // Each controller's service account is Argo CD's: its hook judged with its own instance's version.
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
-    expect(await mutatePatch(app, argoHookJob(), OPENSHIFT_CONTROLLER)).toEqual([GUARD]);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('argocd'))).toEqual([...GUARDED, REMOVE_FINALIZER]);
+    expect(await mutatePatch(app, argoHookJob(), OPENSHIFT_CONTROLLER)).toEqual(GUARDED);
     expect(
       await mutatePatch(
         app,
         argoHookJob(),
         'system:serviceaccount:team-x:example-argocd-argocd-application-controller',
       ),
-    ).toEqual([GUARD]);
-    expect(await mutatePatch(app, argoHookJob(), controllerOf('team-d'))).toEqual([GUARD]);
+    ).toEqual(GUARDED);
+    expect(await mutatePatch(app, argoHookJob(), controllerOf('team-d'))).toEqual(GUARDED);
     expect(
       await mutatePatch(app, argoHookJob(), 'system:serviceaccount:platform:argocd-application-controller'),
     ).toEqual([]);
@@ -587,7 +590,7 @@ describe('Argo CD discovery: every install layout', () => {
     // remove it).
     const byDefault = discover(server.kubeConfig());
     await eventually(() => versionOf(byDefault.discovery, 'argocd') === '2.14.3', 'version 2.14.3');
-    expect(await mutatePatch(byDefault.app, argoHookJob(), ARGOCD_MANAGER)).toEqual([GUARD]);
+    expect(await mutatePatch(byDefault.app, argoHookJob(), ARGOCD_MANAGER)).toEqual(GUARDED);
 
     const configured = discover(
       server.kubeConfig(),
@@ -602,7 +605,10 @@ describe('Argo CD discovery: every install layout', () => {
     expect(await mutatePatch(configured.app, helmHook, ARGOCD_MANAGER)).toEqual([
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
     ]);
-    expect(await mutatePatch(configured.app, argoHookJob(), controllerOf('argocd'))).toEqual([GUARD, REMOVE_FINALIZER]);
+    expect(await mutatePatch(configured.app, argoHookJob(), controllerOf('argocd'))).toEqual([
+      ...GUARDED,
+      REMOVE_FINALIZER,
+    ]);
     expect(auditLines(configured.lines).map((audit) => [audit.argocdVersion, audit.argocdVersionFrom])).toEqual([
       ['3.4.0', { by: 'remote', remote: ARGOCD_MANAGER }],
       ['3.4.0', { by: 'remote', remote: ARGOCD_MANAGER }],
@@ -619,7 +625,7 @@ describe('Argo CD discovery: every install layout', () => {
 
     // Applied by a person: 2.14.3 or 3.1.0. The guard (both race with a fast Job), the finalizer kept (3.1.0 needs
     // it), and no denial (that needs one known version).
-    expect(await mutatePatch(app, argoHookJob(), 'kubernetes-admin')).toEqual([GUARD]);
+    expect(await mutatePatch(app, argoHookJob(), 'kubernetes-admin')).toEqual(GUARDED);
     const optedOut = argoHookJob({ 'hookguard.io/skip': 'min-runtime' });
     expect((await review(app, '/validate', optedOut, 'kubernetes-admin')).allowed).toBe(true);
     const candidates = [

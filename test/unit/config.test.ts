@@ -31,6 +31,9 @@ const BUILT_IN_IDS = [
   'argocd-hook-finalizer-cache-leak',
   'argocd-native-sidecar-finalizer-update',
   'argocd-foreign-finalizer',
+  'argocd-autosync-skips-hooks',
+  'argocd-delete-hook-lost',
+  'argocd-failed-delete-hook-loop',
   'helm-hook-delete-wait',
 ];
 
@@ -454,6 +457,26 @@ describe('invalid configuration names the bad key', () => {
       }),
       'advisories[0].mitigatedBy',
       'unknown rule "no-such-rule"',
+    ],
+    [
+      'an advisory about hooks of no phase Argo CD has',
+      () => ({
+        file: yamlFile(
+          'advisories:\n  - id: my-race\n    summary: a race\n    affected: "<9.0.0"\n    hooks: rollback\n',
+        ),
+      }),
+      'advisories[0].hooks',
+      'must be one of sync, delete',
+    ],
+    [
+      'an advisory about delete hooks naming a mitigation',
+      () => ({
+        file: yamlFile(
+          'advisories:\n  - id: my-race\n    summary: a race\n    affected: "<9.0.0"\n    hooks: delete\n    mitigatedBy: [ttl-floor]\n',
+        ),
+      }),
+      'advisories[0].mitigatedBy',
+      'an advisory about delete hooks can only be warned of (warnedBy)',
     ],
     [
       'a new advisory without a summary',

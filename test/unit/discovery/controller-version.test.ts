@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/load.js';
 import { controllerVersion, imageTag, isArgoCdImage } from '../../../src/discovery/controller-version.js';
 import type { KubeObject } from '../../../src/core/types.js';
 
@@ -181,8 +182,8 @@ describe('controllerVersion of OpenShift GitOps, with the GitOps -> Argo CD tabl
 
   it.each([
     [
-      ':v1.9.1',
-      'unknown: OpenShift GitOps 1.9.1 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.9.1) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give',
+      ':v1.10.0',
+      'unknown: OpenShift GitOps 1.10.0 (image registry.redhat.io/openshift-gitops-1/argocd-rhel8:v1.10.0) is not in argocd.openshiftGitopsVersions; add the Argo CD version its release notes give',
     ],
     [
       `@${DIGEST}`,
@@ -194,6 +195,54 @@ describe('controllerVersion of OpenShift GitOps, with the GitOps -> Argo CD tabl
     ],
   ])('argocd-rhel8%s stays unknown, saying why', (tag, source) => {
     expect(controllerVersion(rhel8(tag), TABLE)).toEqual({ version: undefined, source });
+  });
+
+  // Issue 27, item 4: the install script's default tag v1.9.2 and every release since 1.10 were unknown.
+  it.each([
+    [
+      'argocd-rhel8:v1.9.2-2',
+      '2.7.2',
+      'OpenShift GitOps 1.9.2 is read as 1.9.0, which ships Argo CD 2.7.2 (argocd.openshiftGitopsVersions, by minor release)',
+    ],
+    [
+      'argocd-rhel8:v1.9.1',
+      '2.7.2',
+      'OpenShift GitOps 1.9.1 is read as 1.9.0, which ships Argo CD 2.7.2 (argocd.openshiftGitopsVersions, by minor release)',
+    ],
+    ['argocd-rhel8:v1.10.0', '2.8.3', 'OpenShift GitOps 1.10.0 ships Argo CD 2.8.3 (argocd.openshiftGitopsVersions)'],
+    [
+      'argocd-rhel8:v1.13.4',
+      '2.11.2',
+      'OpenShift GitOps 1.13.4 is read as 1.13.0, which ships Argo CD 2.11.2 (argocd.openshiftGitopsVersions, by minor release)',
+    ],
+    [
+      'argocd-rhel8:v1.16.2-1',
+      '2.14.4',
+      'OpenShift GitOps 1.16.2 is read as 1.16.0, which ships Argo CD 2.14.4 (argocd.openshiftGitopsVersions, by minor release)',
+    ],
+    [
+      'argocd-rhel9:v1.18.1',
+      '3.1.5',
+      'OpenShift GitOps 1.18.1 is read as 1.18.0, which ships Argo CD 3.1.5 (argocd.openshiftGitopsVersions, by minor release)',
+    ],
+    ['argocd-rhel9:v1.20.0', '3.3.2', 'OpenShift GitOps 1.20.0 ships Argo CD 3.3.2 (argocd.openshiftGitopsVersions)'],
+  ])('with the built-in table, %s is Argo CD %s', (name, version, says) => {
+    const image = `registry.redhat.io/openshift-gitops-1/${name}`;
+    const table = loadConfig().argocd.openshiftGitopsVersions;
+    expect(controllerVersion(statefulSet([{ name: 'argocd-application-controller', image }]), table)).toEqual({
+      version,
+      source: `image ${image}: ${says}`,
+    });
+  });
+
+  it('prefers a release’s own row to its minor’s, and takes the highest row not above it', () => {
+    const table = { '1.9.0': '2.7.2', '1.9.2': '2.7.9', '1.9.4': '2.7.14' };
+    const versionOf = (tag: string) =>
+      controllerVersion(
+        statefulSet([{ name: 'c', image: `registry.redhat.io/openshift-gitops-1/argocd-rhel8:${tag}` }]),
+        table,
+      ).version;
+    expect(['v1.9.2', 'v1.9.3', 'v1.9.1', 'v1.9.5'].map(versionOf)).toEqual(['2.7.9', '2.7.9', '2.7.2', '2.7.14']);
   });
 
   it('never reads the table for another image', () => {

@@ -40,6 +40,7 @@ describe('the built-in rule set', () => {
       'mutating CREATE delete-policy',
       'mutating CREATE hook-ttl',
       'mutating CREATE idempotent-cleanup',
+      'mutating CREATE lost-delete-hook',
       'mutating CREATE foreign-finalizer',
       'mutating CREATE hook-finalizer',
       'mutating CREATE native-sidecar',
@@ -49,6 +50,8 @@ describe('the built-in rule set', () => {
       'mutating CREATE hook-pod-restart-policy',
       'mutating CREATE mesh-sidecar',
       'mutating CREATE hook-sync-options',
+      'mutating CREATE suspended-hook',
+      'mutating CREATE hook-managed-by',
       'mutating CREATE hook-output-log-policy',
       'mutating UPDATE immutable-update',
       'validating CREATE version-race',
@@ -123,6 +126,8 @@ describe('the built-in rule set', () => {
       'hook-deadline',
       'mesh-sidecar',
       'hook-sync-options',
+      'suspended-hook',
+      'hook-managed-by',
     ]);
   });
 
@@ -145,6 +150,8 @@ describe('the built-in rule set', () => {
       'hook-deadline',
       'mesh-sidecar',
       'hook-sync-options',
+      'suspended-hook',
+      'hook-managed-by',
       'hook-output-log-policy',
     ]);
   });
@@ -233,6 +240,8 @@ describe('the built-in rule set', () => {
       'hook-deadline',
       'mesh-sidecar',
       'hook-sync-options',
+      'suspended-hook',
+      'hook-managed-by',
     ]);
   });
 
@@ -313,7 +322,7 @@ describe('the built-in advisories with the built-in rules', () => {
     const job = riskyHook([HOOK_FINALIZER, 'example.com/cleanup']);
     job.metadata!.annotations!['hookguard.io/skip'] =
       'delete-policy,hook-ttl,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime,' +
-      'hook-deadline,hook-pod-restart-policy,mesh-sidecar,hook-sync-options';
+      'lost-delete-hook,hook-deadline,hook-pod-restart-policy,mesh-sidecar,hook-sync-options,suspended-hook,hook-managed-by';
     // 3.4.0: the cache leak (sweep), the native sidecar (warning and sweep), the foreign finalizer (warning).
     const context = decisionContext(loadConfig(), '3.4.0');
     expect(decide(request(job, argo), 'validate', context)).toMatchObject({ allowed: true, findings: [] });

@@ -61,12 +61,15 @@ describe('delete-phase hooks under Argo CD', () => {
     },
   );
 
-  it('a PostSync hook with the same settings is still denied at 3.1.0 (the guard cannot fit the deadline)', async () => {
+  it('a PostSync hook with the same settings is guarded at 3.1.0, its 5 s deadline raised by the 30 s wait', async () => {
     const { status, result } = await check(manifest('argocd.argoproj.io/hook: PostSync', SKIPS[1]!));
-    expect(status).toBe(1);
-    expect(result.findings).toContainEqual(
-      expect.objectContaining({ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }),
-    );
+    expect(status).toBe(0);
+    expect(result.findings).toContainEqual({
+      rule: 'min-runtime',
+      action: 'mutate',
+      advisory: 'argocd-fast-hook-finalizer-race',
+      message: "raised spec.activeDeadlineSeconds from 5 to 35 (the guard's 30s wait added)",
+    });
   });
 
   it('keeps the TTL floor, as for a Helm hook, and names no advisory: executeHooks creates a vanished hook again', async () => {

@@ -8,6 +8,8 @@ import {
   minRuntime,
   WINDOWS_NOT_GUARDED,
 } from '../../../src/rules/min-runtime.js';
+import { parseQuantity } from '../../../src/core/quantity.js';
+import { podTotals, qosClass, type SimPodSpec } from '../../support/limit-ranger.js';
 import { contextFor, DEFAULT_GUARD_CONTAINER, hookJob, hookPod } from '../../support/objects.js';
 
 const settings = loadConfig().rules.minRuntime;
@@ -70,31 +72,68 @@ describe('min-runtime', () => {
     expect(report.warnings).toEqual(warnings);
   });
 
-  it.each([
-    [
-      'a Job activeDeadlineSeconds too short for the guard',
-      argo,
-      { activeDeadlineSeconds: 10 },
-      'activeDeadlineSeconds 10 leaves no time after a 10s guard; raise it or lower hookguard.io/min-runtime-seconds',
-    ],
-    [
-      'an annotation of 0',
-      { ...argo, 'hookguard.io/min-runtime-seconds': '0' },
-      {},
-      'hookguard.io/min-runtime-seconds is 0',
-    ],
-  ])('reports, and does not change, %s', (_name, annotations, spec, unmet) => {
-    const job = hookJob(annotations, spec);
+  it('reports, and does not change, an annotation of 0', () => {
+    const job = hookJob({ ...argo, 'hookguard.io/min-runtime-seconds': '0' });
     const before = structuredClone(job);
     const report = minRuntime.mutate(job, contextFor(job));
     expect(job).toEqual(before);
-    expect(report.unmet).toBe(unmet);
+    expect(report.unmet).toBe('hookguard.io/min-runtime-seconds is 0');
   });
 
-  it('fits a guard inside a longer deadline', () => {
-    const job = hookJob(argo, { activeDeadlineSeconds: 600 });
-    expect(minRuntime.mutate(job, contextFor(job)).unmet).toBeUndefined();
-    expect(initContainersOf(job.spec)).toHaveLength(1);
+  // The guard's wait counts against the chart's deadline (the Job's from its start, the Pod's from the Pod's): each
+  // deadline grows by exactly the wait, so a hook with 60 s that runs 55 s still finishes (issue 27, item 12).
+  it.each<[string, KubeObject, string[], number | undefined, number | undefined]>([
+    [
+      'a Job deadline of 60',
+      hookJob(argo, { activeDeadlineSeconds: 60 }),
+      ["raised spec.activeDeadlineSeconds from 60 to 70 (the guard's 10s wait added)"],
+      70,
+      undefined,
+    ],
+    [
+      'a Job deadline shorter than the wait',
+      hookJob(argo, { activeDeadlineSeconds: 5 }),
+      ["raised spec.activeDeadlineSeconds from 5 to 15 (the guard's 10s wait added)"],
+      15,
+      undefined,
+    ],
+    [
+      'a pod template deadline beside the Job one',
+      jobWith({ activeDeadlineSeconds: 30 }),
+      ["raised spec.template.spec.activeDeadlineSeconds from 30 to 40 (the guard's 10s wait added)"],
+      undefined,
+      40,
+    ],
+    [
+      'a 30 s guard (annotation) on a deadline of 600',
+      hookJob({ ...argo, 'hookguard.io/min-runtime-seconds': '30' }, { activeDeadlineSeconds: 600 }),
+      ["raised spec.activeDeadlineSeconds from 600 to 630 (the guard's 30s wait added)"],
+      630,
+      undefined,
+    ],
+  ])('adds the guard and its wait to %s', (_name, job, raised, jobDeadline, podDeadline) => {
+    const seconds = Number(job.metadata?.annotations?.['hookguard.io/min-runtime-seconds'] ?? 10);
+    const report = minRuntime.mutate(job, contextFor(job));
+    expect(report).toEqual({
+      mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting ${seconds}s`, ...raised],
+      warnings: [],
+    });
+    expect((job.spec as JobSpec).activeDeadlineSeconds).toBe(jobDeadline);
+    expect(podSpecOf(job).activeDeadlineSeconds).toBe(podDeadline);
+    // Applied again, nothing changes: the guard is there, so the deadline is not raised twice.
+    const once = structuredClone(job);
+    expect(minRuntime.mutate(job, contextFor(job))).toEqual({ mutations: [], warnings: [] });
+    expect(job).toEqual(once);
+  });
+
+  it('adds the wait to a bare Pod’s deadline', () => {
+    const pod = hookPod({ 'argocd.argoproj.io/hook': 'Sync' });
+    pod.spec!.activeDeadlineSeconds = 20;
+    expect(minRuntime.mutate(pod, contextFor(pod)).mutations).toEqual([
+      `added init container ${GUARD_CONTAINER_NAME} waiting 10s`,
+      "raised spec.activeDeadlineSeconds from 20 to 30 (the guard's 10s wait added)",
+    ]);
+    expect(pod.spec!.activeDeadlineSeconds).toBe(30);
   });
 
   it('guards bare Pods in spec.initContainers', () => {
@@ -377,5 +416,60 @@ describe('min-runtime: per config, not per request', () => {
       command: ['/bin/sleep', '5'],
     });
     expect(guardContainer(5, settings, podSpec)).toMatchObject({ image: 'busybox:1.37.0', command: ['sleep', '5'] });
+  });
+});
+
+// Pod-level resources (PodLevelResources, beta and on by default from Kubernetes 1.34): the containers' aggregate
+// request must stay within the pod-level request and each container's limit within the pod-level limit (kubernetes
+// v1.34 pkg/apis/core/validation validatePodResourceConsistency), and the QoS class is read from the pod-level values
+// (pkg/apis/core/helper/qos ComputePodQOS): the guard keeps every pattern valid and changes neither (issue 27, item 11).
+describe('min-runtime: pod-level resources', () => {
+  const quantity = (text: string | undefined) => (text === undefined ? undefined : parseQuantity(text));
+  function consistent(spec: PodSpec): string[] {
+    const problems: string[] = [];
+    const podLevel = spec.resources as { requests?: Record<string, string>; limits?: Record<string, string> };
+    const aggregate = podTotals(spec, 'requests');
+    for (const [resource, text] of Object.entries(podLevel.requests ?? {})) {
+      const sum = aggregate.get(resource)?.nano ?? 0n;
+      if (sum > quantity(text)!) problems.push(`aggregate ${resource} request above the pod-level ${text}`);
+    }
+    for (const container of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
+      for (const [resource, text] of Object.entries(podLevel.limits ?? {})) {
+        const limit = quantity((container.resources as { limits?: Record<string, string> })?.limits?.[resource]);
+        if (limit !== undefined && limit > quantity(text)!)
+          problems.push(`${container.name} ${resource} limit above ${text}`);
+      }
+    }
+    return problems;
+  }
+  it.each<[string, Record<string, unknown>, unknown[], unknown]>([
+    [
+      'pod-level only: the guard sets none and shares the budget',
+      { requests: { cpu: '500m', memory: '256Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+      [undefined, undefined],
+      undefined,
+    ],
+    [
+      'pod-level and container requests',
+      { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '2', memory: '2Gi' } },
+      [{ requests: { cpu: '300m', memory: '300Mi' } }, { requests: { cpu: '100m', memory: '700Mi' } }],
+      { requests: { cpu: '100m', memory: '300Mi' } },
+    ],
+    [
+      'pod-level limits below the cap, containers with limits',
+      { limits: { cpu: '200m', memory: '128Mi' } },
+      [{ requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '200m', memory: '128Mi' } }],
+      { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } },
+    ],
+  ])('%s', (_name, podResources, containers, expected) => {
+    const job = jobWith({ resources: podResources }, ...containers);
+    const before = podSpecOf(structuredClone(job));
+    expect(consistent(before)).toEqual([]);
+    const guard = guardOf(job);
+    expect(guard?.resources).toEqual(expected);
+    const after = podSpecOf(job);
+    expect(consistent(after)).toEqual([]);
+    expect(qosClass(after as SimPodSpec)).toBe(qosClass(before as SimPodSpec));
+    expect(podTotals(after as SimPodSpec, 'requests')).toEqual(podTotals(before as SimPodSpec, 'requests'));
   });
 });

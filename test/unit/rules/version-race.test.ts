@@ -57,18 +57,10 @@ describe('version-race', () => {
     expect(judge(job, '2.14.8')).toEqual([]);
   });
 
-  it('denies an activeDeadlineSeconds too short for the guard', () => {
+  it('allows a chart deadline shorter than the guard: min-runtime adds the wait to it', () => {
     const job = mutated(hookJob(undefined, { activeDeadlineSeconds: 5 }), '3.1.0');
-    expect(judge(job, '3.1.0')).toEqual([
-      {
-        rule: 'version-race',
-        action: 'deny',
-        advisory: 'argocd-fast-hook-finalizer-race',
-        message:
-          'Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
-          'min-runtime activeDeadlineSeconds 5 leaves no time after a 10s guard; raise it or lower hookguard.io/min-runtime-seconds. Fixed in Argo CD 3.4.0.',
-      },
-    ]);
+    expect((job.spec as JobSpec).activeDeadlineSeconds).toBe(15);
+    expect(judge(job, '3.1.0')).toEqual([]);
   });
 
   it('denies a look-alike guard: an init container named hookguard-min-runtime that does not wait', () => {

@@ -244,6 +244,9 @@ describe('advisoriesInEffect', () => {
           { namespace: 'new', version: '3.4.0' },
         ],
       ],
+      ['argocd-autosync-skips-hooks', undefined, [{ namespace: 'new', version: '3.4.0' }]],
+      ['argocd-delete-hook-lost', undefined, [{ namespace: 'new', version: '3.4.0' }]],
+      ['argocd-failed-delete-hook-loop', undefined, [{ namespace: 'new', version: '3.4.0' }]],
     ]);
   });
 
