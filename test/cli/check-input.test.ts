@@ -384,6 +384,15 @@ describe('hostile input', () => {
     expect(run.stderr).toMatch(/^hookguard check: stdin document 1, line \d+: document contains excessive aliasing \(/);
   });
 
+  it('refuses a scalar longer than check.maxScalarBytes before reading its value', () => {
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n  key: "${'x'.repeat(2000)}"\n`;
+    const run = runCli(['check', '-'], text, { HOOKGUARD_CHECK_MAX_SCALAR_BYTES: '1024' });
+    expect(run.stderr).toBe(
+      'hookguard check: stdin document 1, line 5: a scalar of 2002 characters is longer than 1024 bytes (check.maxScalarBytes); Kubernetes stores no object that large (the API server refuses a request body over 3 MiB, etcd a value over 1.5 MiB)\n',
+    );
+    expect(run.status).toBe(2);
+  });
+
   // Growth, not an absolute time: 8x the keys cost about 8x, and under 16x with the garbage collector and a shared
   // machine's noise; the pairwise duplicate check this replaces cost 64x (100,000 keys: over 120 s).
   it('reads a mapping of 100,000 keys in time linear in its size', () => {
