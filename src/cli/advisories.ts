@@ -1,14 +1,8 @@
 import { loadConfig } from '../config/load.js';
 import type { Advisory } from '../core/types.js';
-import { builtInRules, catalogOf, describeStages } from '../rules/index.js';
-import { EXIT, UsageError } from '../errors.js';
-import { parseArguments } from './arguments.js';
+import { EXIT } from '../errors.js';
+import { parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
-
-function outputFormat(value: string | undefined): 'text' | 'json' {
-  if (value === undefined || value === 'text' || value === 'json') return value ?? 'text';
-  throw new UsageError(`--output must be text or json, got "${value}"`);
-}
 
 /** What removes an advisory's race, or that nothing hookguard does at admission can. */
 function remedies(advisory: Advisory): string[] {
@@ -46,30 +40,12 @@ export async function runAdvisories(argv: readonly string[], io: CommandIO): Pro
   const { values } = parseArguments(argv, {
     options: { output: { type: 'string' }, config: { type: 'string' } },
   });
-  const output = outputFormat(values.output);
+  const output = textOrJson(values.output);
   const { advisories } = loadConfig({ file: values.config ?? io.env.HOOKGUARD_CONFIG });
   if (output === 'json') {
     io.stdout(`${JSON.stringify({ advisories }, null, 2)}\n`);
     return EXIT.ok;
   }
   for (const advisory of advisories) io.stdout(describeAdvisory(advisory));
-  return EXIT.ok;
-}
-
-/** `hookguard rules`: the rule catalog. */
-export async function runRules(argv: readonly string[], io: CommandIO): Promise<number> {
-  const { values } = parseArguments(argv, {
-    options: { output: { type: 'string' } },
-  });
-  const catalog = catalogOf(builtInRules);
-  if (outputFormat(values.output) === 'json') io.stdout(`${JSON.stringify({ rules: catalog }, null, 2)}\n`);
-  else {
-    const idWidth = Math.max(...catalog.map((rule) => rule.id.length));
-    const webhookWidth = Math.max(...catalog.map((rule) => rule.webhook.length));
-    for (const rule of catalog)
-      io.stdout(
-        `${rule.id.padEnd(idWidth)} ${rule.webhook.padEnd(webhookWidth)} ${rule.operation.padEnd(6)} ${rule.doc} (takes effect at ${describeStages(rule.stages)})\n`,
-      );
-  }
   return EXIT.ok;
 }

@@ -21,6 +21,12 @@ export function parseArguments<T extends ParseArgsConfig>(
   }
 }
 
+/** `--output` of a command that prints text or JSON (text when not given). */
+export function textOrJson(value: string | undefined): 'text' | 'json' {
+  if (value === undefined || value === 'text' || value === 'json') return value ?? 'text';
+  throw new UsageError(`--output must be text or json, got "${value}"`);
+}
+
 /**
  * What parseArgs refused, in hookguard's words. Node's own text for an unknown option ends in an unbalanced quote
  * (`as in '-- "--x"`: node lib/internal/errors.js, ERR_PARSE_ARGS_UNKNOWN_OPTION): said here whole.

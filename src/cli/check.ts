@@ -192,7 +192,12 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     note: (text) => io.stderr(`${printable(`hookguard check: ${text}`)}\n`),
   });
   const inputs = read.map((input) =>
-    readDocuments(input.text, input.file, input.chartRoot === undefined ? chartRoot : repositoryPath(input.chartRoot)),
+    readDocuments(
+      input.text,
+      input.file,
+      input.chartRoot === undefined ? chartRoot : repositoryPath(input.chartRoot),
+      config.check.maxScalarBytes,
+    ),
   );
   const objects = inputs.flat().flatMap((document) => document.objects);
   const results = objects.map((object, index): CheckResult => {

@@ -56,7 +56,7 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve.js')).runServe,
   check: async () => (await import('./check.js')).runCheck,
   advisories: async () => (await import('./advisories.js')).runAdvisories,
-  rules: async () => (await import('./advisories.js')).runRules,
+  rules: async () => (await import('./rules.js')).runRules,
   sweep: async () => (await import('./sweep.js')).runSweep,
   why: async () => (await import('./why.js')).runWhy,
   'self-test': async () => (await import('./self-test.js')).runSelfTestOnce,

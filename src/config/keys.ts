@@ -773,6 +773,17 @@ export const KEYS = {
       env: 'HOOKGUARD_CHECK_MAX_INPUT_BYTES',
       doc: '`hookguard check` refuses more input than this, files and standard input together (--max-input-bytes).',
     }),
+    // The API server refuses a request body over 3 MiB (k8s.io/apiserver pkg/server/config.go, MaxRequestBodyBytes)
+    // and etcd a value over 1.5 MiB by default (--max-request-bytes): no stored object holds a longer string, and the
+    // source text allows twice that for escapes and indentation. Bounded before the yaml package composes a scalar,
+    // which builds a double-quoted one a character at a time (about 40 bytes of memory per character of source).
+    maxScalarBytes: integer({
+      default: 3 * 1024 * 1024,
+      min: 1024,
+      max: 512 * 1024 * 1024,
+      env: 'HOOKGUARD_CHECK_MAX_SCALAR_BYTES',
+      doc: '`hookguard check` refuses a document holding one YAML or JSON scalar (a string, with its quotes, escapes and indentation) longer than this, before reading its value: Kubernetes stores no object that large.',
+    }),
   },
 };
 

@@ -1,6 +1,7 @@
 // Reading manifests for `hookguard check`: a multi-document YAML or JSON text split into the Kubernetes objects it
 // holds, each with where it came from (file, document, line), so every result can be traced back to its source.
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, Parser, type CST } from 'yaml';
+import { DEFAULTS } from '../config/keys.js';
 import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 import { InputError } from '../errors.js';
@@ -125,15 +126,72 @@ function firstLineOf(lines: LineIndex, start: number, contentsStart: number): nu
   return last;
 }
 
+type ScalarToken = CST.FlowScalar | CST.BlockScalar;
+
+/** The scalars of a CST token, keys included: what the yaml package's composer would turn into values. */
+function* scalarsOf(token: CST.Token | null | undefined): Generator<ScalarToken> {
+  if (!token) return;
+  switch (token.type) {
+    case 'scalar':
+    case 'single-quoted-scalar':
+    case 'double-quoted-scalar':
+    case 'block-scalar':
+      yield token;
+      return;
+    case 'block-map':
+    case 'block-seq':
+    case 'flow-collection':
+      for (const item of token.items) {
+        yield* scalarsOf('key' in item ? item.key : undefined);
+        yield* scalarsOf(item.value);
+      }
+      return;
+    case 'document':
+      yield* scalarsOf(token.value);
+      return;
+    default:
+      return;
+  }
+}
+
+/**
+ * Refuses a text holding a scalar whose source is longer than `maxScalarBytes`, before the yaml package composes it:
+ * its composer builds a double-quoted scalar a character at a time (compose/resolve-flow-scalar.js doubleQuotedValue),
+ * which took 15 s and 1.2 GiB for one string of 30 MB. The lexer and parser that make the CST only slice the text.
+ * A UTF-16 length is at most the UTF-8 length, so a scalar refused holds more than that many bytes.
+ */
+function refuseLongScalars(text: string, file: string, lines: LineIndex, maxScalarBytes: number): void {
+  if (text.length <= maxScalarBytes) return;
+  let document = 0;
+  for (const token of new Parser().parse(text)) {
+    if (token.type !== 'document') continue;
+    document++;
+    for (const scalar of scalarsOf(token)) {
+      if (scalar.source.length <= maxScalarBytes) continue;
+      const at = lines.where(scalar.offset);
+      throw new InputError(
+        `${fileLabel(file)} document ${document}, line ${at.line}: a scalar of ${scalar.source.length} characters is longer than ${maxScalarBytes} bytes (check.maxScalarBytes); Kubernetes stores no object that large (the API server refuses a request body over 3 MiB, etcd a value over 1.5 MiB)`,
+      );
+    }
+  }
+}
+
 /**
  * Splits a multi-document YAML or JSON text into its documents and the Kubernetes objects they hold, read as
- * Kubernetes reads them (kubeValue(), src/offline/yaml11.ts); a List gives its items.
+ * Kubernetes reads them (kubeValue(), src/offline/yaml11.ts); a List gives its items. A scalar longer than
+ * `maxScalarBytes` (check.maxScalarBytes) is refused before any value is composed.
  */
-export function readDocuments(text: string, file: string, chartRoot?: string): InputDocument[] {
+export function readDocuments(
+  text: string,
+  file: string,
+  chartRoot?: string,
+  maxScalarBytes: number = DEFAULTS.check.maxScalarBytes,
+): InputDocument[] {
+  const lines = new LineIndex(text);
+  refuseLongScalars(text, file, lines, maxScalarBytes);
   const parsed = parseAllDocuments(text, PARSE_OPTIONS);
   // yaml returns an EmptyStream for input with no documents at all.
   if (!Array.isArray(parsed) || parsed.length === 0) return [];
-  const lines = new LineIndex(text);
   let start = 0;
   return parsed.map((document, index) => {
     const end = index === parsed.length - 1 ? text.length : document.range[2];

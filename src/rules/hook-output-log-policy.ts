@@ -24,8 +24,9 @@ export const hookOutputLogPolicy: MutationRule = {
   stages: ['render'],
   kinds: ['Job', 'Pod'],
   gate: 'always',
-  mutate(object, { hook, settings, helmVersion }) {
-    if (!settings.hookOutputLogPolicy.enabled || hook.appliedByArgo || hook.testOnly) return report();
+  // rules.hookOutputLogPolicy.enabled: false leaves the rule out of the RuleSet (withoutRules(), src/rules/index.ts).
+  mutate(object, { hook, helmVersion }) {
+    if (hook.appliedByArgo || hook.testOnly) return report();
     if (helmVersion !== undefined && !versionInRange(helmVersion, READ_BY_HELM)) return report();
     if (annotation(object, HELM_OUTPUT_LOG_POLICY) !== undefined) return report();
     setAnnotation(object, HELM_OUTPUT_LOG_POLICY, 'hook-failed');

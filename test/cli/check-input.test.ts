@@ -416,6 +416,15 @@ describe('hostile input', () => {
     return visited;
   }
 
+  it('refuses a scalar longer than check.maxScalarBytes before reading its value', () => {
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n  key: "${'x'.repeat(2000)}"\n`;
+    const run = runCli(['check', '-'], text, { HOOKGUARD_CHECK_MAX_SCALAR_BYTES: '1024' });
+    expect(run.stderr).toBe(
+      'hookguard check: stdin document 1, line 5: a scalar of 2002 characters is longer than 1024 bytes (check.maxScalarBytes); Kubernetes stores no object that large (the API server refuses a request body over 3 MiB, etcd a value over 1.5 MiB)\n',
+    );
+    expect(run.status).toBe(2);
+  });
+
   it('reads a mapping of 20,000 keys with work linear in its size', () => {
     const mapping = (keys: number): string =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n${Array.from({ length: keys }, (_, index) => `  k${index}: v\n`).join('')}`;
