@@ -203,9 +203,11 @@ export function eventProblems(event: Json): string[] {
   if (!QUALIFIED_NAME.test(text('reportingController'))) problems.push('reportingController: Invalid value');
   for (const key of ['reportingInstance', 'action', 'reason']) {
     if (text(key) === '') problems.push(`${key}: Required value`);
-    if (text(key).length > 128) problems.push(`${key}: Too long: may not be more than 128 bytes`);
+    // Go's len(): bytes of UTF-8 (kubernetes v1.34.1 pkg/apis/core/validation/events.go legacyValidateEvent).
+    if (Buffer.byteLength(text(key)) > 128) problems.push(`${key}: Invalid value: "": can have at most 128 characters`);
   }
-  if (text('note').length > 1024) problems.push('note: Too long: may not be more than 1024 bytes');
+  if (Buffer.byteLength(text('note')) > 1024)
+    problems.push('message: Invalid value: "": can have at most 1024 characters');
   if (event.type !== 'Normal' && event.type !== 'Warning') problems.push(`type: Unsupported value: "${text('type')}"`);
   for (const key of ['deprecatedFirstTimestamp', 'deprecatedLastTimestamp', 'deprecatedCount', 'deprecatedSource'])
     if (event[key] !== undefined) problems.push(`${key}: Invalid value: needs to be unset`);
