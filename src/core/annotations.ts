@@ -14,6 +14,8 @@ export const ARGOCD_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 export const HOOKGUARD_SKIP = 'hookguard.io/skip';
 /** `audit` makes hookguard only report on this object, whatever the global mode. */
 export const HOOKGUARD_MODE = 'hookguard.io/mode';
+/** hookguard's guard init container (the min-runtime rule): never the cause `hookguard why` names. */
+export const GUARD_CONTAINER_NAME = 'hookguard-min-runtime';
 /** Overrides minRuntimeSeconds for this object. */
 export const HOOKGUARD_MIN_RUNTIME_SECONDS = 'hookguard.io/min-runtime-seconds';
 

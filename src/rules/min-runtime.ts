@@ -1,11 +1,11 @@
-import { HOOKGUARD_MIN_RUNTIME_SECONDS } from '../core/annotations.js';
+import { GUARD_CONTAINER_NAME, HOOKGUARD_MIN_RUNTIME_SECONDS } from '../core/annotations.js';
 import { imageRepository } from '../core/image.js';
 import { annotation, isRecord, jobSpecOf, podSpecOf } from '../core/objects.js';
 import { parseQuantity } from '../core/quantity.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
 import type { Container, PodSpec } from '../core/types.js';
 
-export const GUARD_CONTAINER_NAME = 'hookguard-min-runtime';
+export { GUARD_CONTAINER_NAME };
 
 /**
  * The annotation OpenShift's namespace controller gives every namespace: the UID range its `restricted-v2` SCC
