@@ -525,6 +525,18 @@ export const KEYS = {
         "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs). false: off.",
       ),
     },
+    hookLabel: {
+      enabled: ruleEnabled(
+        'hook-label',
+        "Label admitted hooks hookguard.io/hook: admitted, which serve's hook watcher selects (false: it sees no hook).",
+      ),
+    },
+    terminationMessagePolicy: {
+      enabled: ruleEnabled(
+        'termination-message-policy',
+        "Set terminationMessagePolicy FallbackToLogsOnError on hook containers left at File: a failed container's last log lines (80, 2 KiB) stay in its status. false: off.",
+      ),
+    },
     immutableUpdate: { enabled: ruleEnabled('immutable-update') },
     versionRace: { enabled: ruleEnabled('version-race') },
   },

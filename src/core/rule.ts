@@ -62,6 +62,8 @@ export interface RuleSettings {
   };
   hookSyncOptions: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
+  hookLabel: { enabled: boolean };
+  terminationMessagePolicy: { enabled: boolean };
   immutableUpdate: { enabled: boolean };
   versionRace: { enabled: boolean };
 }
