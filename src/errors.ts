@@ -11,6 +11,8 @@ export const EXIT = {
   denied: 1,
   /** sweep: a patch did not go through, or the cluster could not be listed. */
   failed: 1,
+  /** why: a hook failed, is stuck or blocked, or the cluster could not be read. */
+  hookFailing: 1,
   /** serve: connections still open at server.shutdownTimeoutMs were cut. */
   shutdownForced: 1,
   /** A UserError: bad arguments, config, certificate files or manifests; stderr names the problem. */

@@ -7,10 +7,11 @@ import { packageVersion } from './version.js';
  * only its own (the sweep CronJob's memory limit has no room for the webhook server's modules).
  */
 async function usage(): Promise<string> {
-  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }] = await Promise.all([
+  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }, { WHY_USAGE }] = await Promise.all([
     import('./serve.js'),
     import('./check.js'),
     import('./sweep.js'),
+    import('./why.js'),
   ]);
   return `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
@@ -20,10 +21,12 @@ Commands:
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
   sweep        remove finalizers nothing else will (Argo CD hooks, Argo Workflows pods; dry run unless --apply)
+  why          say why a hook Job or Pod failed or hangs (one hook, an Argo CD Application's, or the cluster's)
 
 Exit status:
   ${EXIT.ok}  done: check allowed everything, sweep's patches went through, serve answered every request
   ${EXIT.denied}  check: something would be denied; sweep: a patch failed or the cluster could not be listed;
+     why: a hook failed, is stuck or blocked, or the cluster could not be read;
      serve: connections still open at server.shutdownTimeoutMs were cut
   ${EXIT.badInput}  bad input: arguments, config, certificate files, manifests (stderr names the problem)
   ${EXIT.internal}  internal error: a bug in hookguard (stderr holds the stack trace)
@@ -33,6 +36,8 @@ ${SERVE_USAGE}
 ${CHECK_USAGE}
 
 ${SWEEP_USAGE}
+
+${WHY_USAGE}
 `;
 }
 
@@ -44,6 +49,7 @@ const commands: Record<string, () => Promise<Command>> = {
   advisories: async () => (await import('./advisories.js')).runAdvisories,
   rules: async () => (await import('./advisories.js')).runRules,
   sweep: async () => (await import('./sweep.js')).runSweep,
+  why: async () => (await import('./why.js')).runWhy,
 };
 
 /**

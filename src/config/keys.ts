@@ -703,6 +703,25 @@ export const KEYS = {
       doc: 'Longest delay between those tries.',
     }),
   },
+  why: {
+    // A Pod pulling a large image, a quota another Job frees in a minute, a node autoscaler adding capacity: each
+    // looks stuck for a while and is not. Five minutes is what issue 26 allows at most, and Helm's own --timeout
+    // default (5m0s, helm pkg/cli) is the same.
+    stuckAfterSeconds: integer({
+      default: 300,
+      min: 30,
+      max: 86400,
+      env: 'HOOKGUARD_WHY_STUCK_AFTER_SECONDS',
+      doc: 'A hook whose Pod has waited this long (image pull, scheduling, a crash loop), or whose Job has failed to create Pods this long, is Stuck or Blocked, not Running (`hookguard why --stuck-after-seconds`, the hook watcher).',
+    }),
+    // -A and --application read each hook's Pods and Events: a cap keeps one run's API calls bounded.
+    maxHooks: integer({
+      default: 200,
+      min: 1,
+      max: 10_000,
+      doc: '`hookguard why -A` and `--application` explain at most this many hooks (the rest are counted and named as left out).',
+    }),
+  },
   check: {
     // A rendered chart is a few MiB at most (CRDs included); past this, reading and parsing would only cost memory.
     maxInputBytes: integer({

@@ -35,7 +35,8 @@ export type HookReason =
   | 'Unschedulable'
   | 'FailedCreate'
   | 'SidecarRunning'
-  | 'NoPods';
+  | 'NoPods'
+  | 'Deleted';
 
 /** Who refused a Job's Pod, read from the job controller's FailedCreate message. */
 export type BlockedBy = 'ResourceQuota' | 'PodSecurity' | 'SecurityContextConstraints' | 'AdmissionWebhook' | 'Other';
@@ -115,7 +116,83 @@ export function explainHook(evidence: HookEvidence, options: ExplainOptions): Ho
     options,
     events,
   };
-  return base.kind === 'Pod' ? explainPodHook(base, hook) : explainJob(base, hook, evidence.pods);
+  return ordered(base.kind === 'Pod' ? explainPodHook(base, hook) : explainJob(base, hook, evidence.pods));
+}
+
+/** The fields in one order, unset ones left out: the JSON a script reads and the watcher's Event carry the same. */
+const FIELD_ORDER: readonly (keyof HookExplanation)[] = [
+  'kind',
+  'namespace',
+  'name',
+  'state',
+  'reason',
+  'message',
+  'nextStep',
+  'since',
+  'forSeconds',
+  'pod',
+  'container',
+  'containerRole',
+  'image',
+  'containerReason',
+  'exitCode',
+  'signal',
+  'terminationMessage',
+  'quoted',
+  'quotedFrom',
+  'jobCondition',
+  'blockedBy',
+  'missing',
+];
+
+function ordered(explanation: HookExplanation): HookExplanation {
+  const out: Record<string, unknown> = {};
+  for (const key of FIELD_ORDER) if (explanation[key] !== undefined) out[key] = explanation[key];
+  return out as unknown as HookExplanation;
+}
+
+/** gitops-engine pkg/sync/common/types.go: the operation and hook phases after which nothing is waited for. */
+const COMPLETED_PHASES = new Set(['Succeeded', 'Failed', 'Error']);
+
+/**
+ * A hook an Argo CD operation lists (`status.operationState.syncResult.resources[]`: group, kind, namespace, name,
+ * hookType, hookPhase, message; argo-cd pkg/apis/application/v1alpha1 ResourceResult) whose object is gone, deleted by
+ * its delete policy or TTL: what Argo CD recorded is all there is. An operation still running that waits for a hook
+ * which no longer exists waits for ever (argo-cd#21055; from v3.4.0 it fails with "… is missing"): Stuck.
+ */
+export function explainRecordedHook(resource: unknown, operationPhase: string | undefined): HookExplanation {
+  const entry = record(resource);
+  const hookPhase = text(entry.hookPhase);
+  const said = text(entry.message);
+  const head: Pick<HookExplanation, 'kind' | 'namespace' | 'name'> = {
+    kind: entry.kind === 'Pod' ? 'Pod' : 'Job',
+    namespace: text(entry.namespace),
+    name: text(entry.name) ?? '<unnamed>',
+  };
+  const recorded = `${head.kind} ${head.name} no longer exists; Argo CD recorded it as ${hookPhase ?? 'not started'}${said ? `: ${oneLine(said)}` : ''}`;
+  const common = {
+    ...head,
+    reason: 'Deleted' as const,
+    message: recorded,
+    quoted: quote(said),
+    quotedFrom: said ? 'Argo CD syncResult' : undefined,
+  };
+  if (hookPhase === 'Succeeded') return ordered({ ...common, state: 'Succeeded', nextStep: 'Nothing to do.' });
+  if (hookPhase !== undefined && COMPLETED_PHASES.has(hookPhase))
+    return ordered({
+      ...common,
+      state: 'Failed',
+      nextStep:
+        'Its Pods and Events went with it: to keep a failed hook for reading, leave HookFailed out of its delete policy (or raise its ttlSecondsAfterFinished), then sync again.',
+    });
+  const waiting = operationPhase !== undefined && !COMPLETED_PHASES.has(operationPhase);
+  return ordered({
+    ...common,
+    state: waiting ? 'Stuck' : 'Failed',
+    nextStep: waiting
+      ? 'Argo CD waits for a hook that is gone: terminate the operation and sync again (argo-cd#21055).'
+      : 'Sync again; keep the hook (its delete policy, ttlSecondsAfterFinished) if it fails once more.',
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -453,8 +530,8 @@ function livePodFinding(base: Base, pod: Json): Finding {
         message:
           `${containerWord(container)} of Pod ${podName} keeps crashing` +
           (restarts !== undefined ? ` (${restarts} restarts` : ' (') +
-          (exitCode !== undefined ? `${restarts !== undefined ? ', ' : ''}last exit code ${exitCode}` : '') +
-          (text(last.reason) ? ` ${text(last.reason)}` : '') +
+          (exitCode !== undefined ? `${restarts !== undefined ? '; ' : ''}last exit code ${exitCode}` : '') +
+          (text(last.reason) ? `, ${text(last.reason)}` : '') +
           ')',
         nextStep: `Read the last run's log: ${kubectlLogs(base, podName, container.name, true)}`,
       };
@@ -561,7 +638,7 @@ function imagePull(base: Base, pod: Json, podName: string, container: ContainerS
  */
 function missingReference(message: string | undefined): HookExplanation['missing'] {
   if (message === undefined) return undefined;
-  const notFound = /\b(secret|configmap) "([^"]+)" not found/i.exec(message);
+  const notFound = /\b(secret|configmap)s? "([^"]+)" not found/i.exec(message);
   if (notFound) return { kind: kindWord(notFound[1] ?? ''), name: notFound[2] ?? '' };
   const noKey = /couldn't find key (\S+) in (Secret|ConfigMap) (?:[^/\s]+\/)?(\S+)/.exec(message);
   if (noKey) return { kind: kindWord(noKey[2] ?? ''), name: noKey[3] ?? '', key: noKey[1] };
@@ -842,7 +919,7 @@ function jobFailure(base: Base, job: Json, failed: Json, pods: readonly Json[], 
   const jobCondition = conditionSummary(failed);
   const timing = timed(base.options, text(failed.lastTransitionTime));
   const said = jobCondition.message;
-  const ended = `the Job failed: ${jobCondition.reason ?? 'Failed'}${said ? ` (${oneLine(said)})` : ''}`;
+  const ended = `Job ${base.name} failed: ${jobCondition.reason ?? 'Failed'}${said ? ` (${oneLine(said)})` : ''}`;
   const common = {
     state: 'Failed' as const,
     ...timing,
@@ -886,7 +963,7 @@ function jobFailure(base: Base, job: Json, failed: Json, pods: readonly Json[], 
   return {
     ...common,
     reason,
-    message: `Job ${base.name}: ${ended}; its Pods are gone`,
+    message: `${ended}; its Pods are gone`,
     nextStep: `Read the Job's Events: ${kubectlEvents(base, 'Job', base.name)}`,
   };
 }

@@ -11,7 +11,8 @@
 // resources defined from their CRD (validated against its schema, with a status subresource), and CREATEs of Jobs and
 // Pods through the admission webhooks when `admission` is set: it calls hookguard's /mutate and /validate over TLS,
 // applies the JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"`
-// headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts.
+// headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts. Events are served through
+// core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -75,6 +76,9 @@ const RESOURCES: readonly Resource[] = [
     kind: 'Event',
     apiVersion: 'events.k8s.io/v1',
   },
+  // core v1 Events: the same objects as events.k8s.io/v1 Events in kube-apiserver (one storage, two shapes). Stored in
+  // whichever shape they were put in; a list through either API serves all of them, converted (eventsServed()).
+  { prefix: '/api/v1', plural: 'events', group: '', kind: 'Event', apiVersion: 'v1' },
   // Cluster-scoped: no metadata.namespace; stored, and found by modify/remove/get, with the namespace ''.
   { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1' },
   { prefix: '/api/v1', plural: 'secrets', group: '', kind: 'Secret', apiVersion: 'v1' },
@@ -216,6 +220,107 @@ export function eventProblems(event: Json): string[] {
   if (regarding.namespace !== metadata.namespace)
     problems.push('regarding.namespace: Invalid value: does not match event.namespace');
   return problems;
+}
+
+/**
+ * The field labels kube-apiserver accepts on Events: core v1 `involvedObject.*`, `reason`, `reportingComponent`,
+ * `source`, `type` (pkg/registry/core/event/strategy.go ToSelectableFields); events.k8s.io/v1 `regarding.*`, `reason`,
+ * `reportingController`, `type`, mapped onto those (pkg/apis/events/v1/conversion.go AddFieldLabelConversionsForEvent).
+ * Any other label is refused with 400, as kube-apiserver does.
+ */
+const EVENT_FIELDS: Readonly<Record<string, Readonly<Record<string, (event: Json) => unknown>>>> = (() => {
+  const about = (event: Json) => (event.involvedObject ?? {}) as Json;
+  const core: Record<string, (event: Json) => unknown> = {
+    'metadata.name': (event) => (event.metadata as Json).name,
+    'metadata.namespace': (event) => (event.metadata as Json).namespace,
+    reason: (event) => event.reason,
+    reportingComponent: (event) => event.reportingComponent,
+    source: (event) => ((event.source ?? {}) as Json).component,
+    type: (event) => event.type,
+  };
+  const events: Record<string, (event: Json) => unknown> = {
+    'metadata.name': core['metadata.name'] as (event: Json) => unknown,
+    'metadata.namespace': core['metadata.namespace'] as (event: Json) => unknown,
+    reason: (event) => event.reason,
+    reportingController: (event) => event.reportingComponent,
+    type: (event) => event.type,
+  };
+  for (const field of ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath']) {
+    core[`involvedObject.${field}`] = (event) => about(event)[field];
+    events[`regarding.${field}`] = (event) => about(event)[field];
+  }
+  return { v1: core, 'events.k8s.io/v1': events };
+})();
+
+/** A core v1 Event as events.k8s.io/v1 serves it, and back (kubernetes pkg/apis/events/v1/conversion.go). */
+export function eventAsV1(event: Json): KubeItem {
+  if (event.apiVersion === 'v1') return structuredClone(event) as KubeItem;
+  const {
+    regarding,
+    note,
+    deprecatedSource,
+    deprecatedFirstTimestamp,
+    deprecatedLastTimestamp,
+    deprecatedCount,
+    reportingController,
+    ...rest
+  } = event;
+  return structuredClone({
+    ...rest,
+    apiVersion: 'v1',
+    involvedObject: regarding,
+    ...(note !== undefined ? { message: note } : {}),
+    ...(deprecatedSource !== undefined ? { source: deprecatedSource } : {}),
+    ...(deprecatedFirstTimestamp !== undefined ? { firstTimestamp: deprecatedFirstTimestamp } : {}),
+    ...(deprecatedLastTimestamp !== undefined ? { lastTimestamp: deprecatedLastTimestamp } : {}),
+    ...(deprecatedCount !== undefined ? { count: deprecatedCount } : {}),
+    ...(reportingController !== undefined ? { reportingComponent: reportingController } : {}),
+  }) as unknown as KubeItem;
+}
+
+export function eventAsEventsV1(event: Json): KubeItem {
+  if (event.apiVersion === 'events.k8s.io/v1') return structuredClone(event) as KubeItem;
+  const { involvedObject, message, source, firstTimestamp, lastTimestamp, count, reportingComponent, ...rest } = event;
+  return structuredClone({
+    ...rest,
+    apiVersion: 'events.k8s.io/v1',
+    regarding: involvedObject,
+    ...(message !== undefined ? { note: message } : {}),
+    ...(source !== undefined ? { deprecatedSource: source } : {}),
+    ...(firstTimestamp !== undefined ? { deprecatedFirstTimestamp: firstTimestamp } : {}),
+    ...(lastTimestamp !== undefined ? { deprecatedLastTimestamp: lastTimestamp } : {}),
+    ...(count !== undefined ? { deprecatedCount: count } : {}),
+    ...(reportingComponent !== undefined ? { reportingController: reportingComponent } : {}),
+  }) as unknown as KubeItem;
+}
+
+/** Every stored Event, in either shape, as `apiVersion` serves it, filtered; or the 400 message for a bad selector. */
+function eventsServed(
+  apiVersion: string,
+  stored: readonly KubeItem[],
+  namespace: string | undefined,
+  selector: Record<string, string>,
+  fieldSelector: string | undefined,
+): KubeItem[] | string {
+  const fields = EVENT_FIELDS[apiVersion] ?? {};
+  const terms: Array<[(event: Json) => unknown, string]> = [];
+  for (const term of (fieldSelector ?? '').split(',').filter(Boolean)) {
+    const [label, value] = term.split('=');
+    const read = label === undefined ? undefined : fields[label];
+    if (read === undefined || value === undefined) return `field label not supported: ${label ?? term}`;
+    terms.push([read, value]);
+  }
+  return stored
+    .filter((item) => item.kind === 'Event' && (item.apiVersion === 'v1' || item.apiVersion === 'events.k8s.io/v1'))
+    .filter((item) => matches(item, namespace, selector))
+    .filter((item) => {
+      const asV1 = eventAsV1(item);
+      return terms.every(([read, value]) => {
+        const field = read(asV1);
+        return (typeof field === 'string' ? field : '') === value;
+      });
+    })
+    .map((item) => (apiVersion === 'v1' ? eventAsV1(item) : eventAsEventsV1(item)));
 }
 
 function parseSelector(raw: string | undefined): Record<string, string> {
@@ -630,9 +735,24 @@ export class FakeApiServer {
       return;
     }
     this.beforeList?.(query);
-    const items = [...this.objects.values()].filter(
-      (item) => this.resourceOf(item) === resource && matches(item, namespace, selector),
-    );
+    let items: KubeItem[];
+    if (resource.kind === 'Event') {
+      const served = eventsServed(
+        resource.apiVersion,
+        [...this.objects.values()],
+        namespace,
+        selector,
+        query.fieldSelector,
+      );
+      if (typeof served === 'string') {
+        this.reply(response, recorded, 400, statusBody(400, served, {}, 'BadRequest'));
+        return;
+      }
+      items = served;
+    } else
+      items = [...this.objects.values()].filter(
+        (item) => this.resourceOf(item) === resource && matches(item, namespace, selector),
+      );
     // Pages: `limit`, and an opaque `continue` token to pass back for the next page, which names the
     // resourceVersion the list began at: once etcd has compacted past it, the token has expired.
     const token = query.continue

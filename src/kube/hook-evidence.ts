@@ -1,0 +1,162 @@
+// What `hookguard why` reads from the API server to explain a hook: the hook, its Pods, the Events about both (from
+// events.k8s.io/v1 and core v1 alike), the hooks of a namespace or of the cluster, an Argo CD Application. Every read
+// is a GET of JSON (src/kube/api-request.ts), every list is paged and capped, and lists of Jobs and Pods parse only
+// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain.ts.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { isRecord } from '../core/objects.js';
+import type { HookEvidence } from '../core/explain.js';
+import { apiFailure } from './api-failure.js';
+import { getBody, ReceiveBuffer } from './api-request.js';
+import { scanListPage } from './list-scan.js';
+
+export type HookKindName = 'Job' | 'Pod';
+type Json = Record<string, unknown>;
+
+/** client-go's pager size (tools/pager defaultPageSize). */
+const PAGE_SIZE = 500;
+/** A Job's Pods and an object's Events are read as one page each: enough for any hook, bounded for any cluster. */
+export const POD_LIMIT = 100;
+export const EVENT_LIMIT = 100;
+const TIMEOUT_MS = 30_000;
+
+/**
+ * Both hook annotations end in `/hook"` as kube-apiserver writes them (`"helm.sh/hook":`, `"argocd.argoproj.io/hook":`;
+ * Go's encoding/json escapes neither), and the delete-policy and weight annotations do not: a list item without
+ * this text is no hook and is not parsed.
+ */
+export const HOOK_MARKER = '/hook"';
+
+export interface HookReader {
+  /** One Job or Pod; undefined when it does not exist. */
+  get(kind: HookKindName, namespace: string, name: string): Promise<Json | undefined>;
+  /** The hook with its Pods and the Events about both. */
+  evidence(hook: Json): Promise<HookEvidence>;
+  /**
+   * The Jobs or Pods carrying a hook annotation that `keep` keeps, in a namespace or (undefined) the whole cluster,
+   * page by page: only what is kept stays in memory.
+   */
+  listHooks(kind: HookKindName, namespace: string | undefined, keep: (hook: Json) => boolean): Promise<Json[]>;
+  /** An Argo CD Application (argoproj.io/v1alpha1); undefined when it does not exist. */
+  getApplication(namespace: string, name: string): Promise<Json | undefined>;
+}
+
+function collection(kind: HookKindName, namespace: string | undefined): string {
+  const [prefix, plural] = kind === 'Job' ? ['/apis/batch/v1', 'jobs'] : ['/api/v1', 'pods'];
+  return namespace === undefined
+    ? `${prefix}/${plural}`
+    : `${prefix}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+}
+
+function parseObject(body: Buffer, what: string): Json {
+  const parsed = JSON.parse(body.toString('utf8')) as unknown;
+  if (!isRecord(parsed)) throw new Error(`${what}: the answer is not a JSON object`);
+  return parsed;
+}
+
+function items(list: Json): Json[] {
+  return Array.isArray(list.items) ? list.items.filter(isRecord) : [];
+}
+
+/** The label selector of a Job's Pods: its own spec.selector.matchLabels, as the job controller uses it. */
+export function podSelectorOf(job: Json): string | undefined {
+  const spec = isRecord(job.spec) ? job.spec : {};
+  const selector = isRecord(spec.selector) ? spec.selector : {};
+  const labels = isRecord(selector.matchLabels) ? selector.matchLabels : {};
+  const terms = Object.entries(labels)
+    .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+    .map(([key, value]) => `${key}=${value}`);
+  if (terms.length > 0) return terms.join(',');
+  const name = isRecord(job.metadata) && typeof job.metadata.name === 'string' ? job.metadata.name : undefined;
+  // Jobs before the selector was set by the API server (or a manual selector left empty): the job-name label.
+  return name === undefined ? undefined : `job-name=${name}`;
+}
+
+export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
+  const pages = new ReceiveBuffer();
+  const getJson = async (path: string): Promise<Json | undefined> => {
+    try {
+      return parseObject(await getBody(kubeConfig, { path, accept: 'application/json', timeoutMs: TIMEOUT_MS }), path);
+    } catch (error) {
+      if (apiFailure(error).status === 404) return undefined;
+      throw error;
+    }
+  };
+  const list = async (path: string, query: Record<string, string>): Promise<Json[]> => {
+    const search = new URLSearchParams(query).toString();
+    return items((await getJson(`${path}?${search}`)) ?? {});
+  };
+  /**
+   * Events about one object through both APIs (field labels: core v1 `involvedObject.*`; events.k8s.io/v1
+   * `regarding.*`, kubernetes pkg/apis/events/v1/conversion.go AddFieldLabelConversionsForEvent). An Event is the same
+   * object in both, and explainHook() keeps it once. A server without events.k8s.io/v1 answers 404: nothing from it.
+   */
+  const eventsAbout = async (namespace: string, kind: string, name: string): Promise<Json[]> => {
+    const base = `/namespaces/${encodeURIComponent(namespace)}/events`;
+    const [core, events] = await Promise.all([
+      list(`/api/v1${base}`, {
+        fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
+        limit: String(EVENT_LIMIT),
+      }),
+      list(`/apis/events.k8s.io/v1${base}`, {
+        fieldSelector: `regarding.kind=${kind},regarding.name=${name}`,
+        limit: String(EVENT_LIMIT),
+      }),
+    ]);
+    return [...core, ...events];
+  };
+  return {
+    async get(kind, namespace, name) {
+      return getJson(`${collection(kind, namespace)}/${encodeURIComponent(name)}`);
+    },
+    async evidence(hook) {
+      const metadata = isRecord(hook.metadata) ? hook.metadata : {};
+      const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : '';
+      const name = typeof metadata.name === 'string' ? metadata.name : '';
+      if (hook.kind === 'Pod') return { hook, pods: [], events: await eventsAbout(namespace, 'Pod', name) };
+      const selector = podSelectorOf(hook);
+      const pods =
+        selector === undefined
+          ? []
+          : await list(collection('Pod', namespace), { labelSelector: selector, limit: String(POD_LIMIT) });
+      const podNames = pods.flatMap((pod) =>
+        isRecord(pod.metadata) && typeof pod.metadata.name === 'string' ? [pod.metadata.name] : [],
+      );
+      const events = await Promise.all([
+        eventsAbout(namespace, 'Job', name),
+        ...podNames.map((podName) => eventsAbout(namespace, 'Pod', podName)),
+      ]);
+      return { hook, pods, events: events.flat() };
+    },
+    async listHooks(kind, namespace, keep) {
+      const hooks: Json[] = [];
+      let continueToken: string | undefined;
+      do {
+        const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+        if (continueToken !== undefined) query.set('continue', continueToken);
+        const body = await getBody(
+          kubeConfig,
+          {
+            path: `${collection(kind, namespace)}?${query.toString()}`,
+            accept: 'application/json',
+            timeoutMs: TIMEOUT_MS,
+          },
+          pages,
+        );
+        const page = scanListPage(body, HOOK_MARKER);
+        for (const item of page.items) {
+          // A List's items carry no apiVersion or kind of their own.
+          const hook = isRecord(item) ? { apiVersion: kind === 'Job' ? 'batch/v1' : 'v1', kind, ...item } : undefined;
+          if (hook !== undefined && keep(hook)) hooks.push(hook);
+        }
+        const token = page.metadata.continue;
+        continueToken = typeof token === 'string' && token !== '' ? token : undefined;
+      } while (continueToken !== undefined);
+      return hooks;
+    },
+    async getApplication(namespace, name) {
+      return getJson(
+        `/apis/argoproj.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/applications/${encodeURIComponent(name)}`,
+      );
+    },
+  };
+}
