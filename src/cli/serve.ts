@@ -177,6 +177,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       sources: { certificate: certificates.inUse, discovery: () => discovery.source.status() },
       observe: (outcome, atMs) => metrics.selfTest(outcome, atMs),
     },
+    hooks: { failure: (reason) => metrics.hookFailure(reason), failing: (count) => metrics.failing(count) },
   });
   const discovery = startDiscovery(config, io.env, logger);
   const namespaceWatch = startNamespaceWatch(config, io.env, logger);
@@ -184,6 +185,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     processMetrics: true,
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
     selfTest: controllers.selfTest.status().enabled,
+    hookWatch: controllers.hookWatch.enabled,
     logLinesDropped: logging.dropped,
   });
   metrics.certificate(certificates.tls.cert, false);

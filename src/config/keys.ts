@@ -703,6 +703,25 @@ export const KEYS = {
       doc: 'Longest delay between those tries.',
     }),
   },
+  hookWatch: {
+    enabled: flag({
+      default: true,
+      env: 'HOOKGUARD_HOOK_WATCH_ENABLED',
+      doc: "serve's Lease holder watches the hooks it admitted (label hookguard.io/hook) and posts one Warning Event, HookFailed or HookStuck, on a hook that fails or is stuck (why.stuckAfterSeconds) and on its Argo CD Application.",
+    }),
+    // A long migration is overdue without being stuck: each look costs a list of its Pods and Events.
+    recheckSeconds: integer({
+      default: 60,
+      min: 5,
+      max: 3600,
+      doc: 'A hook that has run longer than why.stuckAfterSeconds without failing is explained again at most this often.',
+    }),
+    eventLogs: flag({
+      default: false,
+      env: 'HOOKGUARD_HOOK_WATCH_EVENT_LOGS',
+      doc: 'Allow the last log lines of a failed container (redacted: tokens, password=, Authorization:, PEM blocks, long base64) in the Event, where the hook or its namespace is annotated hookguard.io/event-logs: "true". Needs pods/log (the chart grants it with hookWatch.eventLogs).',
+    }),
+  },
   why: {
     // A Pod pulling a large image, a quota another Job frees in a minute, a node autoscaler adding capacity: each
     // looks stuck for a while and is not. Five minutes is what issue 26 allows at most, and Helm's own --timeout

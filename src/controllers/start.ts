@@ -6,13 +6,20 @@ import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { leaderIdentity, startLeaderLoop, type LeaderTask } from './leader-loop.js';
 import { selfTestController, selfTestDisabled, selfTestOff, type SelfTestView } from './selftest/start.js';
 import type { OutcomeObserver, SelfTestSources } from './selftest/self-test.js';
+import { kubeHookWatchClient } from './hooks/client.js';
+import { HookWatcher, type HookWatchObserver } from './hooks/watcher.js';
+import { hostname } from 'node:os';
+import { ARGOCD_INSTANCE_LABEL } from '../core/annotations.js';
 
 export interface ControllerInputs {
   selfTest: { sources: SelfTestSources; observe: OutcomeObserver };
+  hooks: HookWatchObserver;
 }
 
 export interface RunningControllers {
   selfTest: SelfTestView;
+  /** Whether the hook watcher runs on the Lease holder, or why not. */
+  hookWatch: { enabled: true } | { enabled: false; reason: string };
   /** Gives the Lease up at once (another replica takes over) and waits for the controllers to end. */
   stop(): Promise<void>;
 }
@@ -28,8 +35,15 @@ export function startControllers(
   // Checked first: a config the self-test refuses stops serve before anything starts.
   const selfTestReason = selfTestOff(config);
   const connection = kubeConnection(env);
+  const hookWatchOff = config.hookWatch.enabled ? undefined : 'hookWatch.enabled is false';
   if (!connection) {
-    return { selfTest: selfTestDisabled(selfTestReason ?? NO_CLUSTER, logger), stop: async () => undefined };
+    const hookWatch = { enabled: false as const, reason: hookWatchOff ?? NO_CLUSTER };
+    logger.info({ reason: hookWatch.reason }, 'hook watcher off');
+    return {
+      selfTest: selfTestDisabled(selfTestReason ?? NO_CLUSTER, logger),
+      hookWatch,
+      stop: async () => undefined,
+    };
   }
   const identity = leaderIdentity();
   const tasks: LeaderTask[] = [];
@@ -51,7 +65,42 @@ export function startControllers(
   } else {
     selfTest = selfTestDisabled(selfTestReason, logger);
   }
-  if (tasks.length === 0) return { selfTest, stop: async () => undefined };
+  let hookWatch: RunningControllers['hookWatch'] = { enabled: true };
+  if (hookWatchOff === undefined) {
+    const watcher = new HookWatcher(
+      connection.kubeConfig,
+      kubeHookWatchClient(connection.kubeConfig),
+      {
+        stuckAfterSeconds: config.why.stuckAfterSeconds,
+        recheckSeconds: config.hookWatch.recheckSeconds,
+        eventLogs: config.hookWatch.eventLogs,
+        // In a cluster, the pod's name: which replica wrote an Event.
+        reportingInstance: hostname(),
+        applicationLookup: {
+          instanceLabels: [
+            ARGOCD_INSTANCE_LABEL,
+            ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : []),
+          ],
+          controlPlaneNamespaces: config.sweep.applicationNamespaces,
+        },
+        reflector: {
+          backoff: { initialMs: config.discovery.backoffInitialMs, maxMs: config.discovery.backoffMaxMs },
+          watchTimeoutSeconds: config.discovery.watchTimeoutSeconds,
+        },
+      },
+      logger.child({ component: 'hook-watcher' }),
+      inputs.hooks,
+    );
+    tasks.push({ name: 'hook-watcher', run: (signal) => watcher.run(signal) });
+    logger.info(
+      { stuckAfterSeconds: config.why.stuckAfterSeconds, eventLogs: config.hookWatch.eventLogs },
+      'hook watcher on: the replica holding the Lease posts a HookFailed or HookStuck Event on a failing hook and its Argo CD Application',
+    );
+  } else {
+    hookWatch = { enabled: false, reason: hookWatchOff };
+    logger.info({ reason: hookWatchOff }, 'hook watcher off');
+  }
+  if (tasks.length === 0) return { selfTest, hookWatch, stop: async () => undefined };
   const { leaderElection } = config;
   logger.info(
     {
@@ -69,5 +118,5 @@ export function startControllers(
     logger.child({ component: 'leader' }),
     identity,
   );
-  return { selfTest, stop: () => loop.stop() };
+  return { selfTest, hookWatch, stop: () => loop.stop() };
 }
