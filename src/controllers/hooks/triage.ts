@@ -54,7 +54,7 @@ export function eventNote(explanation: HookExplanation, logLines: string | undef
   const head = `${explanation.kind} ${explanation.name} ${explanation.state.toLowerCase()} (${explanation.reason}): ${explanation.message}${detail}. Next: ${explanation.nextStep}`;
   return logLines === undefined || logLines.trim() === ''
     ? head
-    : `${head} Log lines included (redacted) from ${explanation.container ?? 'the container'}: ${logLines.trim()}`;
+    : `${head}${/[.!?]$/.test(head) ? '' : '.'} Log lines included (redacted) from ${explanation.container ?? 'the container'}: ${logLines.trim()}`;
 }
 
 /**
