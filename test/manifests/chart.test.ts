@@ -168,6 +168,9 @@ function expectedNames(each: Case): string[] {
           'HookGuard/hookguard',
         ]
       : []),
+    ...(value(each, 'hookWatch.enabled')
+      ? ['ClusterRole/hookguard-hook-watcher', 'ClusterRoleBinding/hookguard-hook-watcher']
+      : []),
     ...(value(each, 'sweep.enabled')
       ? [
           'ServiceAccount/hookguard-sweep',
