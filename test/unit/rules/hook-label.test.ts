@@ -4,20 +4,11 @@ import { loadConfig } from '../../../src/config/load.js';
 import { decide } from '../../../src/core/decide.js';
 import type { KubeObject } from '../../../src/core/types.js';
 import { hookLabel } from '../../../src/rules/hook-label.js';
-import { contextFor, hookJob, hookPod } from '../../support/objects.js';
+import { admitWithOnly, contextFor, hookJob, hookPod } from '../../support/objects.js';
 
 const SET = "set label hookguard.io/hook: admitted: hookguard's hook watcher follows it";
-// Only this rule's part of the patch: every other mutation named in hookguard.io/skip.
-const OTHERS = 'hook-ttl,idempotent-cleanup,ttl-floor,min-runtime,hook-deadline,termination-message-policy';
 
-function admit(object: KubeObject, config: Record<string, string> = {}) {
-  object.metadata!.annotations!['hookguard.io/skip'] = OTHERS;
-  return decide(
-    { uid: 'u', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'kubernetes-admin' }, object },
-    'mutate',
-    decisionContext(loadConfig({ overrides: config })),
-  );
-}
+const admit = (object: KubeObject, config: Record<string, string> = {}) => admitWithOnly('hook-label', object, config);
 
 describe('hook-label', () => {
   it.each([

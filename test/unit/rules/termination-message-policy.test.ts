@@ -1,24 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decisionContext } from '../../../src/config/decision-context.js';
-import { loadConfig } from '../../../src/config/load.js';
-import { decide } from '../../../src/core/decide.js';
 import { applyPatch } from '../../../src/core/json-patch.js';
 import type { KubeObject } from '../../../src/core/types.js';
 import { terminationMessagePolicy } from '../../../src/rules/termination-message-policy.js';
-import { contextFor, hookJob, hookPod } from '../../support/objects.js';
+import { admitWithOnly, contextFor, hookJob, hookPod } from '../../support/objects.js';
 
 const FALLBACK = 'FallbackToLogsOnError';
-const OTHERS = 'hook-ttl,idempotent-cleanup,ttl-floor,min-runtime,hook-deadline,hook-label';
 
-function admit(object: KubeObject, config: Record<string, string> = {}) {
-  object.metadata!.annotations!['hookguard.io/skip'] = OTHERS;
-  return decide(
-    { uid: 'u', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'kubernetes-admin' }, object },
-    'mutate',
-    decisionContext(loadConfig({ overrides: config })),
-  );
-}
+const admit = (object: KubeObject, config: Record<string, string> = {}) =>
+  admitWithOnly('termination-message-policy', object, config);
 
 function jobWith(containers: object[], initContainers?: object[]): KubeObject {
   return hookJob(undefined, {
