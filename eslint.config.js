@@ -15,7 +15,7 @@ const LAYERS = [
   ['rules'],
   ['config', 'errors'],
   ['kube', 'tls', 'offline', 'report'],
-  ['discovery', 'sweep', 'selftest', 'controllers'],
+  ['discovery', 'sweep', 'controllers'],
   ['http'],
   ['cli'],
 ];

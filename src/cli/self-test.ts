@@ -1,7 +1,7 @@
 import { EXIT, UsageError } from '../errors.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
-import { kubeSelfTestClient } from '../selftest/client.js';
-import { probeOnce } from '../selftest/self-test.js';
+import { kubeSelfTestClient } from '../controllers/selftest/client.js';
+import { probeOnce } from '../controllers/selftest/self-test.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp, buildProbeApp } from '../http/app.js';
@@ -9,9 +9,10 @@ import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { BoundedLogDestination, stdoutStream } from '../http/log-destination.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
-import { loadTls, type KeyPair } from '../tls/certificates.js';
+import { loadTls, type KeyPair, type TlsMaterial } from '../tls/certificates.js';
 import { startSelfManagedCertificates } from '../controllers/certificates/start.js';
-import { startSelfTest } from '../selftest/start.js';
+import { startControllers } from '../controllers/start.js';
+import type { Config } from '../config/keys.js';
 import { EXIT, ListenError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
@@ -44,6 +45,108 @@ function listenError(host: string, port: number, error: NodeJS.ErrnoException, c
   return new ListenError(`cannot listen on ${where}: ${error.message}`);
 }
 
+/** The log: pino into a bounded destination, so a slow stdout drops lines (counted) rather than holding requests. */
+function startLogging(config: Readonly<Config>) {
+  const destination = new BoundedLogDestination(stdoutStream(), config.log.maxQueueBytes);
+  const logger = pino(
+    { level: config.log.level, base: { service: 'hookguard' }, timestamp: pino.stdTimeFunctions.isoTime },
+    destination,
+  );
+  return {
+    logger,
+    dropped: () => destination.droppedByLine,
+    /** Hands what is queued to stdout within log.flushTimeoutMs, or says on stderr what was lost. */
+    async stop(io: CommandIO): Promise<void> {
+      const flushed = await destination.end(config.log.flushTimeoutMs);
+      if (!flushed.flushed)
+        io.stderr(
+          `hookguard: stdout took no more log lines within log.flushTimeoutMs (${config.log.flushTimeoutMs} ms): ${flushed.unwrittenBytes} bytes of them were not written (${destination.dropped} lines dropped before)\n`,
+        );
+    },
+  };
+}
+
+/**
+ * The serving certificate: kept by hookguard in a Secret (certificates.mode self), read from files and reloaded when
+ * they change, or a generated development certificate.
+ */
+async function startCertificates(config: Readonly<Config>, env: CommandIO['env'], logger: Logger) {
+  const selfManaged =
+    config.certificates.mode === 'self' ? startSelfManagedCertificates(config, env, logger) : undefined;
+  const tls: TlsMaterial = selfManaged
+    ? { ...(await selfManaged.firstPair()), generated: false }
+    : await loadTls(config.server.tls);
+  if (tls.generated) {
+    logger.warn(
+      'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
+    );
+  }
+  let inUse = tls.cert;
+  let fileWatch: CertificateWatch | undefined;
+  return {
+    tls,
+    /** CAs hookguard did not make that the keeper removed (certificates.mode self only). */
+    untrustedCasRemoved: selfManaged?.untrustedCasRemoved,
+    /** The serving certificate in use (PEM): it changes with every reload. */
+    inUse: () => inUse,
+    /** From now on, new certificates are handed to `server`. */
+    serveWith(server: TlsServer, metrics: Metrics): void {
+      const observer = {
+        reloaded: (pair: KeyPair) => {
+          inUse = pair.cert;
+          metrics.certificate(pair.cert, true);
+        },
+        rejected: () => metrics.error('tls_reload'),
+      };
+      const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
+      if (selfManaged) {
+        selfManaged.serveWith(server, observer);
+      } else if (certFile !== null && keyFile !== null) {
+        fileWatch = watchCertificates({
+          server,
+          certFile,
+          keyFile,
+          current: tls,
+          intervalMs: reloadIntervalMs,
+          logger,
+          ...observer,
+        });
+      }
+    },
+    async stop(): Promise<void> {
+      fileWatch?.close();
+      await selfManaged?.stop();
+    },
+  };
+}
+
+/** Resolves with the first SIGTERM or SIGINT, having begun the shutdown; later ones are left to shutdownTimeoutMs. */
+function signalled(lifecycle: Lifecycle): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const received = (name: string) => () => {
+      if (lifecycle.shuttingDown) return;
+      lifecycle.beginShutdown();
+      resolve(name);
+    };
+    process.on('SIGTERM', received('SIGTERM'));
+    process.on('SIGINT', received('SIGINT'));
+  });
+}
+
+async function listen(
+  server: FastifyInstance,
+  host: string,
+  key: keyof typeof CHOOSE_PORT,
+  port: number,
+): Promise<number> {
+  try {
+    await server.listen({ host, port });
+  } catch (error) {
+    throw listenError(host, port, error as NodeJS.ErrnoException, CHOOSE_PORT[key]);
+  }
+  return (server.server.address() as AddressInfo).port;
+}
+
 /** `hookguard serve`: listens until SIGTERM or SIGINT, then shuts down gracefully (exit 0 when every request was answered). */
 export async function runServe(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArguments(argv, {
@@ -66,84 +169,48 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'mode', key: 'mode', value: values.mode },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
   ]);
-  const logDestination = new BoundedLogDestination(stdoutStream(), config.log.maxQueueBytes);
-  const logger = pino(
-    {
-      level: config.log.level,
-      base: { service: 'hookguard' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+  const logging = startLogging(config);
+  const { logger } = logging;
+  const certificates = await startCertificates(config, io.env, logger);
+  // The controllers read `discovery` and `metrics` when they first run, after the Lease is taken. Started first, as
+  // the self-test's config check may still refuse to serve.
+  const controllers = startControllers(config, io.env, logger, {
+    selfTest: {
+      sources: { certificate: certificates.inUse, discovery: () => discovery.source.status() },
+      observe: (outcome, atMs) => metrics.selfTest(outcome, atMs),
     },
-    logDestination,
-  );
-  const selfManaged =
-    config.certificates.mode === 'self' ? startSelfManagedCertificates(config, io.env, logger) : undefined;
-  const tls = selfManaged ? { ...(await selfManaged.firstPair()), generated: false } : await loadTls(config.server.tls);
-  if (tls.generated) {
-    logger.warn(
-      'no TLS certificate configured (server.tls.certFile/keyFile): generated a self-signed development certificate for localhost, valid 30 days',
-    );
-  }
-  let certificateInUse = tls.cert;
-  // Read when the first self-test runs, after the Lease is taken: `discovery` and `metrics` exist by then. Started
-  // first, as its config check may still refuse to serve.
-  const selfTest = startSelfTest(
-    config,
-    io.env,
-    logger,
-    { certificate: () => certificateInUse, discovery: () => discovery.source.status() },
-    (outcome, atMs) => metrics.selfTest(outcome, atMs),
-  );
+    hooks: { failure: (reason) => metrics.hookFailure(reason), failing: (count) => metrics.failing(count) },
+  });
   const discovery = startDiscovery(config, io.env, logger);
   const namespaceWatch = startNamespaceWatch(config, io.env, logger);
-  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop()]);
-  const lifecycle = new Lifecycle();
   const metrics = new Metrics({
     processMetrics: true,
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
-    selfTest: selfTest.status().enabled,
-    logLinesDropped: () => logDestination.droppedByLine,
-    untrustedCasRemoved: selfManaged?.untrustedCasRemoved,
+    selfTest: controllers.selfTest.status().enabled,
+    hookWatch: controllers.hookWatch.enabled,
+    logLinesDropped: logging.dropped,
+    untrustedCasRemoved: certificates.untrustedCasRemoved,
   });
-  metrics.certificate(tls.cert, false);
-  const app = buildApp(config, {
-    logger,
-    tls,
-    argocd: discovery.source,
-    namespaces: namespaceWatch.source,
-    metrics,
-    lifecycle,
-    selfTest,
-  });
-  const probes = buildProbeApp(config, {
-    logger,
-    argocd: discovery.source,
-    namespaces: namespaceWatch.source,
-    metrics,
-    lifecycle,
-    selfTest,
-  });
-  const listen = async (server: FastifyInstance, key: 'server.port' | 'server.probePort', port: number) => {
-    try {
-      await server.listen({ host: config.server.host, port });
-    } catch (error) {
-      await Promise.all([stopWatches(), selfTest.stop(), selfManaged?.stop(), app.close(), probes.close()]);
-      throw listenError(config.server.host, port, error as NodeJS.ErrnoException, CHOOSE_PORT[key]);
-    }
-    return (server.server.address() as AddressInfo).port;
-  };
-  const port = await listen(app, 'server.port', config.server.port);
-  const probePort = await listen(probes, 'server.probePort', config.server.probePort);
+  metrics.certificate(certificates.tls.cert, false);
+  const lifecycle = new Lifecycle();
+  const shared = { logger, argocd: discovery.source, namespaces: namespaceWatch.source, metrics, lifecycle };
+  const app = buildApp(config, { ...shared, tls: certificates.tls, selfTest: controllers.selfTest });
+  const probes = buildProbeApp(config, { ...shared, selfTest: controllers.selfTest });
+  // The Leases are released at once, so other replicas take the controllers and certificates over while this one
+  // drains; the watches serve the requests still in flight.
+  const stopLeading = () => Promise.all([controllers.stop(), certificates.stop()]);
+  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop()]);
+  let port: number;
+  let probePort: number;
+  try {
+    port = await listen(app, config.server.host, 'server.port', config.server.port);
+    probePort = await listen(probes, config.server.host, 'server.probePort', config.server.probePort);
+  } catch (error) {
+    await Promise.all([stopLeading(), stopWatches(), app.close(), probes.close()]);
+    throw error;
+  }
   // Listening for signals before saying ready: whoever reads that line may stop the process at once.
-  const signalled = new Promise<string>((resolve) => {
-    const received = (name: string) => () => {
-      // Only the first signal counts; shutdownTimeoutMs bounds the rest.
-      if (lifecycle.shuttingDown) return;
-      lifecycle.beginShutdown();
-      resolve(name);
-    };
-    process.on('SIGTERM', received('SIGTERM'));
-    process.on('SIGINT', received('SIGINT'));
-  });
+  const signal = signalled(lifecycle);
   logger.info(
     {
       port,
@@ -155,47 +222,18 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     },
     'hookguard ready',
   );
-  const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
-  let certificates: CertificateWatch | undefined;
-  const certificateObserver = {
-    reloaded: (pair: KeyPair) => {
-      certificateInUse = pair.cert;
-      metrics.certificate(pair.cert, true);
-    },
-    rejected: () => metrics.error('tls_reload'),
-  };
-  if (selfManaged) {
-    selfManaged.serveWith(app.server as unknown as TlsServer, certificateObserver);
-  } else if (certFile !== null && keyFile !== null) {
-    certificates = watchCertificates({
-      server: app.server as unknown as TlsServer,
-      certFile,
-      keyFile,
-      current: tls,
-      intervalMs: reloadIntervalMs,
-      logger,
-      ...certificateObserver,
-    });
-  }
-  const signal = await signalled;
+  certificates.serveWith(app.server as unknown as TlsServer, metrics);
+  const received = await signal;
   logger.info(
-    { signal, shutdownDelayMs: config.server.shutdownDelayMs },
+    { signal: received, shutdownDelayMs: config.server.shutdownDelayMs },
     'shutting down: finishing in-flight requests',
   );
-  certificates?.close();
-  // The Lease is released at once, so another replica looks after the certificates while this one drains.
-  const certificatesStopped = selfManaged?.stop();
-  // Released at once, so another replica takes the self-test over while this one drains.
-  const selfTestStopped = selfTest.stop();
+  const leadingStopped = stopLeading();
   // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
-  const settings = signal === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
+  const settings = received === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
   // The probes answer (readiness failing) until the webhook has drained.
-  await Promise.all([stopWatches(), selfTestStopped, certificatesStopped, probes.close()]);
-  const flushed = await logDestination.end(config.log.flushTimeoutMs);
-  if (!flushed.flushed)
-    io.stderr(
-      `hookguard: stdout took no more log lines within log.flushTimeoutMs (${config.log.flushTimeoutMs} ms): ${flushed.unwrittenBytes} bytes of them were not written (${logDestination.dropped} lines dropped before)\n`,
-    );
+  await Promise.all([leadingStopped, stopWatches(), probes.close()]);
+  await logging.stop(io);
   return result === 'drained' ? EXIT.ok : EXIT.shutdownForced;
 }

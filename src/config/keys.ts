@@ -578,6 +578,18 @@ export const KEYS = {
         "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs). false: off.",
       ),
     },
+    hookLabel: {
+      enabled: ruleEnabled(
+        'hook-label',
+        "Label admitted hooks hookguard.io/hook: admitted, which serve's hook watcher selects (false: it sees no hook).",
+      ),
+    },
+    terminationMessagePolicy: {
+      enabled: ruleEnabled(
+        'termination-message-policy',
+        "Set terminationMessagePolicy FallbackToLogsOnError on hook containers left at File: a failed container's last log lines (80, 2 KiB) stay in its status. false: off.",
+      ),
+    },
     immutableUpdate: { enabled: ruleEnabled('immutable-update') },
     versionRace: { enabled: ruleEnabled('version-race') },
   },
@@ -743,6 +755,25 @@ export const KEYS = {
       min: sibling('backoffInitialMs'),
       max: 600_000,
       doc: 'Longest delay between those tries.',
+    }),
+  },
+  hookWatch: {
+    enabled: flag({
+      default: true,
+      env: 'HOOKGUARD_HOOK_WATCH_ENABLED',
+      doc: "serve's Lease holder watches the hooks it admitted (label hookguard.io/hook) and posts one Warning Event, HookFailed or HookStuck, on a hook that fails or is stuck (why.stuckAfterSeconds) and on its Argo CD Application.",
+    }),
+    // A long migration is overdue without being stuck: each look costs a list of its Pods and Events.
+    recheckSeconds: integer({
+      default: 60,
+      min: 5,
+      max: 3600,
+      doc: 'A hook that has run longer than why.stuckAfterSeconds without failing is explained again at most this often.',
+    }),
+    eventLogs: flag({
+      default: false,
+      env: 'HOOKGUARD_HOOK_WATCH_EVENT_LOGS',
+      doc: 'Allow the last log lines of a failed container (redacted: tokens, password=, Authorization:, PEM blocks, long base64) in the Event, where the hook or its namespace is annotated hookguard.io/event-logs: "true". Needs pods/log (the chart grants it with hookWatch.eventLogs).',
     }),
   },
   why: {

@@ -25,3 +25,11 @@ export const HOOKGUARD_MIN_RUNTIME_SECONDS = 'hookguard.io/min-runtime-seconds';
 export const ARGO_WORKFLOWS_STATUS_FINALIZER = 'workflows.argoproj.io/status';
 export const ARGO_WORKFLOWS_NODE_ID = 'workflows.argoproj.io/node-id';
 export const ARGO_WORKFLOWS_COMPLETED = 'workflows.argoproj.io/completed';
+/**
+ * The label hookguard puts on the hook Jobs and Pods it admits (rule hook-label), so the hook watcher lists and
+ * watches only those with a label selector, never every Job and Pod of the cluster.
+ */
+export const HOOKGUARD_HOOK_LABEL = 'hookguard.io/hook';
+export const HOOKGUARD_HOOK_LABEL_VALUE = 'admitted';
+/** `"true"` on a hook or its namespace: the hook watcher's Event may carry the last log lines of the failed container. */
+export const HOOKGUARD_EVENT_LOGS = 'hookguard.io/event-logs';

@@ -65,6 +65,8 @@ export interface RuleSettings {
   lostDeleteHook: { enabled: boolean };
   hookManagedBy: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
+  hookLabel: { enabled: boolean };
+  terminationMessagePolicy: { enabled: boolean };
   immutableUpdate: { enabled: boolean };
   versionRace: { enabled: boolean };
 }

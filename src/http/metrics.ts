@@ -1,5 +1,6 @@
 // Prometheus metrics, in a registry of their own (never prom-client's global one, so two apps in one process, as in
 // tests, never share counters).
+import type { HookReason } from '../core/explain.js';
 import { X509Certificate } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ArgoInstances } from '../core/argocd-instances.js';
@@ -38,6 +39,8 @@ export interface MetricsOptions {
   logLinesDropped?: () => Readonly<DroppedLines>;
   /** CAs hookguard did not make that the certificates' keeper removed, by where (certificates.mode self only). */
   untrustedCasRemoved?: () => Readonly<Record<'secret' | 'caBundle', number>>;
+  /** Register the hook watcher's metrics (where it runs). */
+  hookWatch?: boolean;
 }
 
 /** The self-test's outcomes as the counter labels them. */
@@ -86,6 +89,8 @@ export class Metrics {
   private readonly certificateNotAfter: Gauge;
   private readonly selfTests: Counter<'outcome'> | undefined;
   private readonly selfTestLastSuccess: Gauge | undefined;
+  private readonly hookFailures: Counter<'reason'> | undefined;
+  private readonly failingHooks: Gauge | undefined;
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -228,7 +233,30 @@ export class Metrics {
         registers,
       });
     }
+    if (options.hookWatch) {
+      this.hookFailures = new Counter({
+        name: 'hookguard_hook_failures_total',
+        help: "Hooks this replica, as the leader, found failed or stuck and posted an Event for, once per hook and state, by explainHook()'s reason (a fixed set: ContainerFailed, OOMKilled, BackoffLimitExceeded, DeadlineExceeded, ImagePullBackOff, Unschedulable, FailedCreate, …).",
+        labelNames: ['reason'] as const,
+        registers,
+      });
+      this.failingHooks = new Gauge({
+        name: 'hookguard_failing_hooks',
+        help: 'Hooks hookguard admitted that are failed or stuck now, as the leader last saw them (0 on the other replicas: take the max).',
+        registers,
+      });
+    }
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A hook found failing or stuck, once per hook and state. */
+  hookFailure(reason: HookReason): void {
+    this.hookFailures?.labels(reason).inc();
+  }
+
+  /** How many watched hooks are failing or stuck now. */
+  failing(count: number): void {
+    this.failingHooks?.set(count);
   }
 
   /** One self-test, run at `atMs`. */

@@ -3,6 +3,7 @@ import { ruleSet, type RuleSet, type Stage } from '../core/rule.js';
 import { deletePolicy } from './delete-policy.js';
 import { foreignFinalizer } from './foreign-finalizer.js';
 import { hookFinalizer } from './hook-finalizer.js';
+import { hookLabel } from './hook-label.js';
 import { hookTtl } from './hook-ttl.js';
 import { hookDeadline } from './hook-deadline.js';
 import { hookPodRestartPolicy, hookPodRestartPolicyAtRender } from './hook-pod-restart-policy.js';
@@ -16,6 +17,7 @@ import { immutableUpdate } from './immutable-update.js';
 import { meshSidecar } from './mesh-sidecar.js';
 import { minRuntime } from './min-runtime.js';
 import { nativeSidecar } from './native-sidecar.js';
+import { terminationMessagePolicy } from './termination-message-policy.js';
 import { ttlFloor } from './ttl-floor.js';
 import { versionRace } from './version-race.js';
 
@@ -41,6 +43,8 @@ export const builtInRules: RuleSet = ruleSet({
     suspendedHook,
     hookManagedBy,
     hookOutputLogPolicy,
+    hookLabel,
+    terminationMessagePolicy,
   ],
   updateJudges: [immutableUpdate],
   createValidators: [versionRace, hookPodRestartPolicyAtRender],

@@ -12,7 +12,7 @@ import { backoffDelayMs, type BackoffSettings } from '../kube/backoff.js';
 import { ApiCallError, type ApiFailure } from '../errors.js';
 import { apiFailure, isTransient } from '../kube/api-failure.js';
 import type { SweepClient } from './client.js';
-import { finalizerEvent } from './events.js';
+import { finalizerEvent } from './finalizer-event.js';
 import { PROFILES, type JudgeContext, type Profile } from './profiles.js';
 import { withoutFinalizer, type ApplicationLookup, type Qualification, type SweptKind } from './qualify.js';
 

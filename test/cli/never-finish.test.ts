@@ -113,7 +113,16 @@ describe('hooks that never finish, in real processes over real charts', () => {
         admissionReview({ uid: 'job', operation: 'CREATE', object: job }),
       );
       // Its TTL of 0 goes up to the floor (a Helm hook: helm#31786); its missing deadline is named, none is set.
-      expect(decodePatch(mutated)).toEqual([{ op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 }]);
+      // With them the watcher's label and the log fallback of its one container.
+      expect(decodePatch(mutated)).toEqual([
+        {
+          op: 'add',
+          path: '/spec/template/spec/containers/0/terminationMessagePolicy',
+          value: 'FallbackToLogsOnError',
+        },
+        { op: 'replace', path: '/spec/ttlSecondsAfterFinished', value: 60 },
+        { op: 'add', path: '/metadata/labels/hookguard.io~1hook', value: 'admitted' },
+      ]);
       expect(mutated.warnings).toEqual([
         DEADLINE_WARNING,
         'hookguard [mesh-sidecar]: istio-proxy may keep this Job running; pod label sidecar.istio.io/inject=false fixes it (name…',

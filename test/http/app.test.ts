@@ -69,6 +69,7 @@ function cleanupJobPatched(): Json {
       name: 'cleanup',
       namespace: 'apps',
       annotations: { 'helm.sh/hook': 'post-delete' },
+      labels: { 'hookguard.io/hook': 'admitted' },
     },
     spec: {
       backoffLimit: 3,
@@ -81,6 +82,7 @@ function cleanupJobPatched(): Json {
               name: 'main',
               image: 'bitnami/kubectl:1.31',
               command: ['kubectl', 'delete', 'configmap', 'x', '--ignore-not-found'],
+              terminationMessagePolicy: 'FallbackToLogsOnError',
             },
           ],
         },
@@ -92,8 +94,10 @@ function cleanupJobPatched(): Json {
 // No delete policy at admission (Helm reads it from the rendered release only): the Job gets a TTL instead.
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
+  { op: 'add', path: '/spec/template/spec/containers/0/terminationMessagePolicy', value: 'FallbackToLogsOnError' },
   { op: 'replace', path: '/spec/backoffLimit', value: 3 },
   { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+  { op: 'add', path: '/metadata/labels', value: { 'hookguard.io/hook': 'admitted' } },
 ];
 
 // hook-deadline sets no deadline by default: it names the missing one.
@@ -104,6 +108,10 @@ const HOOK_TTL_MESSAGE =
   'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
 
+const HOOK_LABEL_MESSAGE = "set label hookguard.io/hook: admitted: hookguard's hook watcher follows it";
+const MESSAGE_POLICY_MESSAGE =
+  'set terminationMessagePolicy FallbackToLogsOnError on main: a failed container keeps its last log lines in its status';
+
 const CLEANUP_FINDINGS = [
   { rule: 'hook-ttl', action: 'mutate', message: HOOK_TTL_MESSAGE },
   {
@@ -113,6 +121,8 @@ const CLEANUP_FINDINGS = [
   },
   { rule: 'idempotent-cleanup', action: 'mutate', message: 'raised spec.backoffLimit from 1 to 3' },
   { rule: 'hook-deadline', action: 'warn', message: DEADLINE_MESSAGE },
+  { rule: 'hook-label', action: 'mutate', message: HOOK_LABEL_MESSAGE },
+  { rule: 'termination-message-policy', action: 'mutate', message: MESSAGE_POLICY_MESSAGE },
 ];
 
 const CLEANUP_AUDIT_WARNINGS = [
@@ -122,6 +132,8 @@ const CLEANUP_AUDIT_WARNINGS = [
   'hookguard audit would change [idempotent-cleanup]: container main: --ignore-not-found for kubectl delete configmap x (e…',
   'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3',
   `hookguard audit note [hook-deadline]: ${DEADLINE_MESSAGE}`,
+  `hookguard audit would change [hook-label]: ${HOOK_LABEL_MESSAGE}`,
+  'hookguard audit would change [termination-message-policy]: set terminationMessagePolicy FallbackToLogsOnError on main: …',
 ];
 
 /** A Helm install hook that opted out of min-runtime, as Argo CD applies Helm charts. */
@@ -675,8 +687,10 @@ describe('a rule that throws', () => {
     expect(response.allowed).toBe(true);
     expect(response.warnings).toEqual([DEADLINE_WARNING]);
     expect(decodePatch(response)).toEqual([
+      { op: 'add', path: '/spec/template/spec/containers/0/terminationMessagePolicy', value: 'FallbackToLogsOnError' },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+      { op: 'add', path: '/metadata/labels', value: { 'hookguard.io/hook': 'admitted' } },
     ]);
     expect(lines.filter((line) => line.level === 50)).toHaveLength(0);
   });
@@ -715,6 +729,8 @@ describe('audit log', () => {
         'hook-sync-options',
         'suspended-hook',
         'hook-managed-by',
+        'hook-label',
+        'termination-message-policy',
       ],
       patch: CLEANUP_PATCH,
       patchApplied: true,

@@ -89,6 +89,8 @@ describe('GET /metrics', () => {
       'hookguard_rule_actions_total{rule="idempotent-cleanup",action="mutate"} 2',
       // The missing deadline, named (hook-deadline sets none by default).
       'hookguard_rule_actions_total{rule="hook-deadline",action="warn"} 1',
+      'hookguard_rule_actions_total{rule="hook-label",action="mutate"} 1',
+      'hookguard_rule_actions_total{rule="termination-message-policy",action="mutate"} 1',
       'hookguard_rule_actions_total{rule="version-race",action="deny"} 1',
     ]);
     expect(await scrape(target, 'hookguard_errors_total')).toEqual([

@@ -77,7 +77,11 @@ async function fakeServer(port = 0): Promise<FakeApiServer> {
 function discover(
   kubeConfig: KubeConfig,
   settings: DiscoverySettings = SETTINGS,
-  config: Readonly<Config> = loadConfig(),
+  // The rules that do the same for every version (the watcher's label, the log fallback) off: these tests are about
+  // what the discovered versions decide.
+  config: Readonly<Config> = loadConfig({
+    overrides: { 'rules.hookLabel.enabled': 'false', 'rules.terminationMessagePolicy.enabled': 'false' },
+  }),
 ): { discovery: ArgoDiscovery; app: FastifyInstance; lines: LogLine[] } {
   const { logger, lines } = capturedLogger();
   const discovery = new ArgoDiscovery(kubeConfig, settings, logger);
@@ -470,7 +474,10 @@ let configFiles = 0;
 function configFrom(yaml: string): Readonly<Config> {
   const file = join(configDirectory, `config-${++configFiles}.yaml`);
   writeFileSync(file, yaml);
-  return loadConfig({ file });
+  return loadConfig({
+    file,
+    overrides: { 'rules.hookLabel.enabled': 'false', 'rules.terminationMessagePolicy.enabled': 'false' },
+  });
 }
 
 const synced = (discovery: ArgoDiscovery) => {

@@ -4,7 +4,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { kubeLeaseLock, LeaderElector, type LeaderElectionSettings } from '../../src/kube/leader-election.js';
-import { kubeSelfTestClient } from '../../src/selftest/client.js';
+import { kubeSelfTestClient } from '../../src/controllers/selftest/client.js';
 import { FakeApiServer, kubeConfigOptions, type KubeItem } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { KubeConfig } from '@kubernetes/client-node';

@@ -35,7 +35,14 @@ async function watching(
   const watch = new NamespaceWatch(server.kubeConfig('hookguard'), SETTINGS, logger, RULE_NAMESPACE_KEYS);
   watch.start();
   cleanup.push(() => watch.stop());
-  const app = buildApp(loadConfig({ overrides: config }), { logger, namespaces: watch });
+  // The version- and namespace-independent rules (the watcher's label, the log fallback) off: these tests are about
+  // what the namespace watch decides.
+  const app = buildApp(
+    loadConfig({
+      overrides: { 'rules.hookLabel.enabled': 'false', 'rules.terminationMessagePolicy.enabled': 'false', ...config },
+    }),
+    { logger, namespaces: watch },
+  );
   cleanup.push(() => app.close());
   return { watch, app };
 }

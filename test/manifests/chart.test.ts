@@ -16,7 +16,7 @@ import { runCommand } from '../support/command.js';
 import { loadFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { schemaValidator } from '../support/fake-admission.js';
-import { probeJob } from '../../src/selftest/probe.js';
+import { probeJob } from '../../src/controllers/selftest/probe.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { metricNames, promqlErrors } from '../support/promql.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
@@ -233,6 +233,9 @@ function expectedNames(each: Case): string[] {
           'ClusterRoleBinding/hookguard-status',
           'HookGuard/hookguard',
         ]
+      : []),
+    ...(value(each, 'hookWatch.enabled')
+      ? ['ClusterRole/hookguard-hook-watcher', 'ClusterRoleBinding/hookguard-hook-watcher']
       : []),
     ...(value(each, 'sweep.enabled')
       ? [

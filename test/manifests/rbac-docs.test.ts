@@ -82,7 +82,7 @@ const KIND_GROUPS: Record<string, string> = {
   MutatingWebhookConfiguration: 'admissionregistration.k8s.io',
   ValidatingWebhookConfiguration: 'admissionregistration.k8s.io',
 };
-/** The custom resources each CustomObjectsApi call reaches (src/selftest/client.ts, src/sweep/client.ts). */
+/** The custom resources each CustomObjectsApi call reaches (src/controllers/selftest/client.ts, src/sweep/client.ts). */
 const CUSTOM_RESOURCES: Record<string, Array<[string, string]>> = {
   ClusterCustomObject: [['hookguard.io', 'hookguards']],
   ClusterCustomObjectStatus: [['hookguard.io', 'hookguards/status']],

@@ -209,9 +209,11 @@ export function eventProblems(event: Json): string[] {
   if (!QUALIFIED_NAME.test(text('reportingController'))) problems.push('reportingController: Invalid value');
   for (const key of ['reportingInstance', 'action', 'reason']) {
     if (text(key) === '') problems.push(`${key}: Required value`);
-    if (text(key).length > 128) problems.push(`${key}: Too long: may not be more than 128 bytes`);
+    // Go's len(): bytes of UTF-8 (kubernetes v1.34.1 pkg/apis/core/validation/events.go legacyValidateEvent).
+    if (Buffer.byteLength(text(key)) > 128) problems.push(`${key}: Invalid value: "": can have at most 128 characters`);
   }
-  if (text('note').length > 1024) problems.push('note: Too long: may not be more than 1024 bytes');
+  if (Buffer.byteLength(text('note')) > 1024)
+    problems.push('message: Invalid value: "": can have at most 1024 characters');
   if (event.type !== 'Normal' && event.type !== 'Warning') problems.push(`type: Unsupported value: "${text('type')}"`);
   for (const key of ['deprecatedFirstTimestamp', 'deprecatedLastTimestamp', 'deprecatedCount', 'deprecatedSource'])
     if (event[key] !== undefined) problems.push(`${key}: Invalid value: needs to be unset`);
@@ -721,10 +723,6 @@ export class FakeApiServer {
         return;
       }
     }
-    if (method === 'POST' && name === undefined && resource.kind === 'Event') {
-      this.createEvent(namespace, text, response, recorded);
-      return;
-    }
     if (method !== 'GET' || name !== undefined) {
       this.reply(
         response,
@@ -786,37 +784,6 @@ export class FakeApiServer {
     );
   }
 
-  /** POST of an events.k8s.io/v1 Event: checked as kube-apiserver does, a generateName completed, stored. */
-  private createEvent(
-    namespace: string | undefined,
-    text: string,
-    response: ServerResponse,
-    recorded: RecordedRequest,
-  ): void {
-    const event = JSON.parse(text) as KubeItem;
-    const problems = eventProblems(event);
-    if (problems.length > 0) {
-      this.reply(
-        response,
-        recorded,
-        422,
-        statusBody(
-          422,
-          `Event "${String(event.metadata?.name ?? event.metadata?.generateName)}" is invalid: ${problems.join(', ')}`,
-        ),
-      );
-      return;
-    }
-    // The API server fills in what the URL says.
-    event.apiVersion ??= 'events.k8s.io/v1';
-    event.kind ??= 'Event';
-    const metadata = event.metadata;
-    metadata.namespace = namespace ?? '';
-    if (metadata.name === undefined && typeof metadata.generateName === 'string')
-      metadata.name = `${metadata.generateName.slice(0, 58)}${Math.random().toString(36).slice(2, 7)}`;
-    this.reply(response, recorded, 201, this.put(event));
-  }
-
   /** The Events stored, oldest first. */
   get events(): KubeItem[] {
     return [...this.objects.values()].filter((item) => item.kind === 'Event').map((item) => structuredClone(item));
@@ -832,6 +799,15 @@ export class FakeApiServer {
 
   /** The 400 or 422 the API server gives a body it cannot decode or that its schema refuses; undefined when fine. */
   private refusal(resource: Resource, item: KubeItem): { code: number; body: Json } | undefined {
+    if (resource.kind === 'Event') {
+      // events.k8s.io/v1 is checked as kube-apiserver's ValidateEventCreate does.
+      const problems = eventProblems(item);
+      if (problems.length > 0)
+        return {
+          code: 422,
+          body: statusBody(422, `Event "${String(item.metadata.name)}" is invalid: ${problems.join(', ')}`),
+        };
+    }
     if (resource.kind === 'Lease') {
       const spec = (item.spec ?? {}) as Json;
       for (const field of ['acquireTime', 'renewTime']) {

@@ -1,4 +1,5 @@
 import { decisionContext } from '../../src/config/decision-context.js';
+import { decide, type Decision } from '../../src/core/decide.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ruleContextFor } from '../../src/core/context.js';
 import { readHook } from '../../src/core/hook.js';
@@ -84,3 +85,25 @@ export const DEFAULT_GUARD_CONTAINER = {
     seccompProfile: { type: 'RuntimeDefault' },
   },
 };
+
+/**
+ * The mutating decision at admission on `object` with only `ruleId` among the default mutations that change a plain
+ * hook Job: the others are named in hookguard.io/skip, so the patch is that rule's alone.
+ */
+export function admitWithOnly(ruleId: string, object: KubeObject, config: Record<string, string> = {}): Decision {
+  const others = [
+    'hook-ttl',
+    'idempotent-cleanup',
+    'ttl-floor',
+    'min-runtime',
+    'hook-deadline',
+    'hook-label',
+    'termination-message-policy',
+  ];
+  object.metadata!.annotations!['hookguard.io/skip'] = others.filter((id) => id !== ruleId).join(',');
+  return decide(
+    { uid: 'u', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'kubernetes-admin' }, object },
+    'mutate',
+    decisionContext(loadConfig({ overrides: config })),
+  );
+}

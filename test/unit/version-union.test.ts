@@ -34,7 +34,11 @@ const GATES: Record<string, RuleGate> = {
   'hook-finalizer': 'argocd-known',
 };
 
-const base = decisionContext(loadConfig());
+// The rules that do the same for every version (the watcher's label, the log fallback) are off: these tests are about
+// what the versions decide.
+const base = decisionContext(
+  loadConfig({ overrides: { 'rules.hookLabel.enabled': 'false', 'rules.terminationMessagePolicy.enabled': 'false' } }),
+);
 const context: DecisionContext = { ...base, advisories: ADVISORIES };
 const argoHook = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' }, { ttlSecondsAfterFinished: 0 });
 const helmHook = hookJob({ 'helm.sh/hook': 'pre-upgrade' });

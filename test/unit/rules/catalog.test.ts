@@ -24,6 +24,14 @@ const enforce = decisionContext(loadConfig());
 const audit = decisionContext(loadConfig({ overrides: { mode: 'audit' } }));
 // At admission a hook Job without a delete policy gets a TTL; the policy itself is written at render time only.
 const HOOK_TTL_OP = { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 };
+// termination-message-policy and hook-label: one field per container, one label.
+const MESSAGE_POLICY_OP = {
+  op: 'add',
+  path: '/spec/template/spec/containers/0/terminationMessagePolicy',
+  value: 'FallbackToLogsOnError',
+};
+const HOOK_LABEL_OP = { op: 'add', path: '/metadata/labels', value: { 'hookguard.io/hook': 'admitted' } };
+const HOOK_JOB_OPS = [MESSAGE_POLICY_OP, HOOK_TTL_OP, HOOK_LABEL_OP];
 const HOOK_TTL_MESSAGE =
   'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. ' +
   "Fix in its chart: add helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded to the template's metadata.annotations";
@@ -53,6 +61,8 @@ describe('the built-in rule set', () => {
       'mutating CREATE suspended-hook',
       'mutating CREATE hook-managed-by',
       'mutating CREATE hook-output-log-policy',
+      'mutating CREATE hook-label',
+      'mutating CREATE termination-message-policy',
       'mutating UPDATE immutable-update',
       'validating CREATE version-race',
       'validating CREATE hook-pod-restart-policy',
@@ -64,7 +74,8 @@ describe('the built-in rule set', () => {
       catalogOf(builtInRules)
         .filter((rule) => rule.stages.length === 1 && rule.stages[0] === stage)
         .map((rule) => rule.id);
-    expect(atOnly('admission')).toEqual(['immutable-update']);
+    // The watcher's label and the kubelet's log fallback matter only to a hook that runs in a cluster.
+    expect(atOnly('admission')).toEqual(['hook-label', 'termination-message-policy', 'immutable-update']);
     // At admission a missing restartPolicy already reads Always: only render time can deny the one the author wrote.
     // Helm reads hook-output-log-policy from the rendered manifest too.
     expect(atOnly('render')).toEqual(['delete-policy', 'hook-output-log-policy', 'hook-pod-restart-policy']);
@@ -114,7 +125,7 @@ describe('the built-in rule set', () => {
     expect(decision).toMatchObject({
       allowed: true,
       mode: 'enforce',
-      patch: [HOOK_TTL_OP],
+      patch: HOOK_JOB_OPS,
       withheldPatch: [],
       warnings: [`hookguard [hook-deadline]: ${DEADLINE_WARNING}`],
       reason: 'mutated',
@@ -128,6 +139,8 @@ describe('the built-in rule set', () => {
       'hook-sync-options',
       'suspended-hook',
       'hook-managed-by',
+      'hook-label',
+      'termination-message-policy',
     ]);
   });
 
@@ -162,10 +175,15 @@ describe('the built-in rule set', () => {
       allowed: true,
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP],
+      withheldPatch: HOOK_JOB_OPS,
       warnings: [
         truncate(`hookguard audit would change [hook-ttl]: ${HOOK_TTL_MESSAGE}`, MAX_WARNING_CHARS),
         `hookguard audit note [hook-deadline]: ${DEADLINE_WARNING}`,
+        "hookguard audit would change [hook-label]: set label hookguard.io/hook: admitted: hookguard's hook watcher follows it",
+        truncate(
+          'hookguard audit would change [termination-message-policy]: set terminationMessagePolicy FallbackToLogsOnError on main: a failed container keeps its last log lines in its status',
+          MAX_WARNING_CHARS,
+        ),
       ],
       reason: 'would mutate (audit)',
     });
@@ -176,14 +194,14 @@ describe('the built-in rule set', () => {
     expect(decide(request(job), 'mutate', enforce)).toMatchObject({
       mode: 'audit',
       patch: [],
-      withheldPatch: [HOOK_TTL_OP],
+      withheldPatch: HOOK_JOB_OPS,
     });
   });
 
   it('honours hookguard.io/skip and warns about rule ids it does not know', () => {
     const job = hookJob({
       'helm.sh/hook': 'pre-upgrade',
-      'hookguard.io/skip': 'hook-ttl, hook-deadline, no-such-rule',
+      'hookguard.io/skip': 'hook-ttl, hook-deadline, hook-label, termination-message-policy, no-such-rule',
     });
     const decision = decide(request(job), 'mutate', enforce);
     expect(decision.patch).toEqual([]);
@@ -242,6 +260,8 @@ describe('the built-in rule set', () => {
       'hook-sync-options',
       'suspended-hook',
       'hook-managed-by',
+      'hook-label',
+      'termination-message-policy',
     ]);
   });
 
@@ -322,7 +342,8 @@ describe('the built-in advisories with the built-in rules', () => {
     const job = riskyHook([HOOK_FINALIZER, 'example.com/cleanup']);
     job.metadata!.annotations!['hookguard.io/skip'] =
       'delete-policy,hook-ttl,idempotent-cleanup,foreign-finalizer,hook-finalizer,native-sidecar,ttl-floor,min-runtime,' +
-      'lost-delete-hook,hook-deadline,hook-pod-restart-policy,mesh-sidecar,hook-sync-options,suspended-hook,hook-managed-by';
+      'lost-delete-hook,hook-deadline,hook-pod-restart-policy,mesh-sidecar,hook-sync-options,suspended-hook,hook-managed-by,' +
+      'hook-label,termination-message-policy';
     // 3.4.0: the cache leak (sweep), the native sidecar (warning and sweep), the foreign finalizer (warning).
     const context = decisionContext(loadConfig(), '3.4.0');
     expect(decide(request(job, argo), 'validate', context)).toMatchObject({ allowed: true, findings: [] });

@@ -264,6 +264,10 @@ describe('delete-policy', () => {
       userInfo: { username: 'kubernetes-admin' },
       object: hookPod({ 'helm.sh/hook': 'test' }),
     };
-    expect(decide(request, 'mutate', decisionContext(loadConfig(), undefined, stage)).patch).toEqual(expected);
+    // Only delete-policy's part of the patch: the admission-only rules switched off.
+    const config = loadConfig({
+      overrides: { 'rules.hookLabel.enabled': 'false', 'rules.terminationMessagePolicy.enabled': 'false' },
+    });
+    expect(decide(request, 'mutate', decisionContext(config, undefined, stage)).patch).toEqual(expected);
   });
 });

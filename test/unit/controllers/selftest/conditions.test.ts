@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadBuiltInAdvisories } from '../../../src/config/advisories.js';
-import type { DiscoveryStatus } from '../../../src/discovery/discovery.js';
+import { loadBuiltInAdvisories } from '../../../../src/config/advisories.js';
+import type { DiscoveryStatus } from '../../../../src/discovery/discovery.js';
 import {
   advisoriesInEffect,
   argoCdKnown,
@@ -10,7 +10,7 @@ import {
   ready,
   webhookCalled,
   type Observation,
-} from '../../../src/selftest/conditions.js';
+} from '../../../../src/controllers/selftest/conditions.js';
 
 const DAY_MS = 86_400_000;
 const NOW = Date.parse('2026-09-01T00:00:00Z');

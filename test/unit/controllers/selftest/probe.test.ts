@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decisionContext } from '../../../src/config/decision-context.js';
-import { loadConfig } from '../../../src/config/load.js';
-import { decide } from '../../../src/core/decide.js';
-import { applyPatch } from '../../../src/core/json-patch.js';
-import type { AdmissionRequest, KubeObject } from '../../../src/core/types.js';
+import { decisionContext } from '../../../../src/config/decision-context.js';
+import { loadConfig } from '../../../../src/config/load.js';
+import { decide } from '../../../../src/core/decide.js';
+import { applyPatch } from '../../../../src/core/json-patch.js';
+import type { AdmissionRequest, KubeObject } from '../../../../src/core/types.js';
 import {
   isSelfTestProbe,
   judgeProbe,
@@ -11,7 +11,7 @@ import {
   SELF_TEST_LABEL,
   VALIDATING_MARKER,
   warningTexts,
-} from '../../../src/selftest/probe.js';
+} from '../../../../src/controllers/selftest/probe.js';
 
 const HOOKGUARD = 'system:serviceaccount:hookguard:hookguard';
 

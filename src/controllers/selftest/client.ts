@@ -1,9 +1,9 @@
 // The API calls of the self-test, through @kubernetes/client-node's typed clients, as plain JSON objects.
 import { BatchV1Api, CustomObjectsApi, type KubeConfig, type V1Job } from '@kubernetes/client-node';
-import type { KubeObject } from '../core/types.js';
-import { abortWith } from '../kube/abort.js';
-import { apiFailure } from '../kube/api-failure.js';
-import { plainObject } from '../kube/plain.js';
+import type { KubeObject } from '../../core/types.js';
+import { abortWith } from '../../kube/abort.js';
+import { apiFailure } from '../../kube/api-failure.js';
+import { plainObject } from '../../kube/plain.js';
 import { warningTexts } from './probe.js';
 
 /**

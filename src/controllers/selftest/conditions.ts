@@ -1,10 +1,10 @@
 // Pure: the HookGuard object's status conditions, following the Kubernetes API conventions (metav1.Condition:
 // type, status True/False/Unknown, a CamelCase reason, a message, lastTransitionTime changed only when the status
 // changes, observedGeneration). Ready is True only when every other condition is.
-import { advisoryAffects, normalizeArgoVersion } from '../core/argocd-version.js';
-import { isRecord } from '../core/objects.js';
-import type { Advisory } from '../core/types.js';
-import type { DiscoveryStatus } from '../discovery/discovery.js';
+import { advisoryAffects, normalizeArgoVersion } from '../../core/argocd-version.js';
+import { isRecord } from '../../core/objects.js';
+import type { Advisory } from '../../core/types.js';
+import type { DiscoveryStatus } from '../../discovery/discovery.js';
 import type { ProbeVerdict } from './probe.js';
 
 export type ConditionType = 'WebhookCalled' | 'CertificateValid' | 'ArgoCDKnown' | 'Ready';

@@ -7,11 +7,11 @@
 // pkg/registry/generic/registry/dryrun.go Create, pkg/endpoints/filters/warning.go; kubernetes/apimachinery v0.36.2
 // pkg/util/net/http.go NewWarningHeader). A webhook call that fails under failurePolicy Ignore leaves no trace in
 // the answer at all: the object comes back exactly as sent.
-import { HELM_HOOK } from '../core/annotations.js';
-import { containersOf, isRecord, metadataOf, podSpecOf } from '../core/objects.js';
-import type { AdmissionRequest, KubeObject, Mode } from '../core/types.js';
-import { findingPrefix } from '../core/warnings.js';
-import { idempotentCleanup } from '../rules/idempotent-cleanup.js';
+import { HELM_HOOK } from '../../core/annotations.js';
+import { containersOf, isRecord, metadataOf, podSpecOf } from '../../core/objects.js';
+import type { AdmissionRequest, KubeObject, Mode } from '../../core/types.js';
+import { findingPrefix } from '../../core/warnings.js';
+import { idempotentCleanup } from '../../rules/idempotent-cleanup.js';
 
 /**
  * Only the probe carries this label. Admission requests with it, from hookguard's own identity, are not counted

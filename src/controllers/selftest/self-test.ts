@@ -3,10 +3,10 @@
 import { X509Certificate } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Advisory, KubeObject, Mode } from '../core/types.js';
-import type { DiscoveryStatus } from '../discovery/discovery.js';
-import { callSignal } from '../kube/abort.js';
-import { apiFailure } from '../kube/api-failure.js';
+import type { Advisory, KubeObject, Mode } from '../../core/types.js';
+import type { DiscoveryStatus } from '../../discovery/discovery.js';
+import { callSignal } from '../../kube/abort.js';
+import { apiFailure } from '../../kube/api-failure.js';
 import type { SelfTestClient } from './client.js';
 import {
   advisoriesInEffect,

@@ -1,0 +1,174 @@
+// The hook watcher against the stand-in API server (test/support/fake-apiserver.ts), which stores events.k8s.io/v1
+// Events only as kube-apiserver's ValidateEventCreate accepts them (note and reason limits in UTF-8 bytes), serves the
+// label and field selectors the watcher sends, and refuses a second Event of the same name with 409 AlreadyExists.
+// The hooks are the realistic Job, Pod and Event shapes of test/golden/why/ (provenance in each file).
+import { afterEach, describe, expect, it } from 'vitest';
+import { HookWatcher, type HookWatchSettings } from '../../src/controllers/hooks/watcher.js';
+import { kubeHookWatchClient } from '../../src/controllers/hooks/client.js';
+import { FakeApiServer, type KubeItem } from '../support/fake-apiserver.js';
+import { capturedLogger, eventually } from '../support/log-sink.js';
+import { relocated, seedWhy, whyFixture, type WhyFixture } from '../support/why-fixtures.js';
+
+const SETTINGS: Omit<HookWatchSettings, 'eventLogs'> = {
+  stuckAfterSeconds: 300,
+  recheckSeconds: 60,
+  reportingInstance: 'hookguard-7d9f-abcde',
+  applicationLookup: { instanceLabels: ['app.kubernetes.io/instance'], controlPlaneNamespaces: ['argocd'] },
+  reflector: { backoff: { initialMs: 50, maxMs: 200 }, watchTimeoutSeconds: 30 },
+};
+const APPLICATION = {
+  apiVersion: 'argoproj.io/v1alpha1',
+  kind: 'Application',
+  metadata: { name: 'shop', namespace: 'argocd', uid: 'app-uid-shop' },
+  spec: {},
+};
+
+let cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step();
+  cleanup = [];
+});
+
+/** A why fixture as hookguard admitted it: the hook carries rule hook-label's label. */
+function admitted(name: string, change: (fixture: WhyFixture) => void = () => undefined): WhyFixture {
+  const fixture = relocated(whyFixture(name), Date.now());
+  const hook = fixture.hook as KubeItem;
+  hook.metadata.labels = { ...(hook.metadata.labels ?? {}), 'hookguard.io/hook': 'admitted' };
+  change(fixture);
+  return fixture;
+}
+
+async function cluster(...fixtures: WhyFixture[]): Promise<FakeApiServer> {
+  const fake = await new FakeApiServer().start();
+  cleanup.push(() => fake.stop());
+  fake.put(APPLICATION);
+  for (const fixture of fixtures) seedWhy(fake, fixture);
+  return fake;
+}
+
+/** A leader's watcher, running until the test ends. */
+function lead(fake: FakeApiServer, eventLogs = false) {
+  const failures: string[] = [];
+  const failing: number[] = [];
+  const { logger, lines } = capturedLogger('debug');
+  const kubeConfig = fake.kubeConfig('hookguard');
+  const watcher = new HookWatcher(kubeConfig, kubeHookWatchClient(kubeConfig), { ...SETTINGS, eventLogs }, logger, {
+    failure: (reason) => failures.push(reason),
+    failing: (count) => failing.push(count),
+  });
+  const stop = new AbortController();
+  const running = watcher.run(stop.signal);
+  cleanup.push(async () => {
+    stop.abort();
+    await running;
+  });
+  return { failures, failing, lines };
+}
+
+const ours = (fake: FakeApiServer) =>
+  fake.events.filter((event) => event.reportingController === 'hookguard.io/hook-watcher');
+const eventPosts = (fake: FakeApiServer) =>
+  fake.requests.filter((request) => request.method === 'POST' && request.path.endsWith('/events'));
+
+describe('the hook watcher', () => {
+  it('posts one HookFailed Event on the failed Job and one on its Argo CD Application, with the explanation', async () => {
+    const fake = await cluster(admitted('failed-exit-code'));
+    const { failures, failing } = lead(fake);
+    const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
+    const onJob = events.find((event) => (event.regarding as { kind: string }).kind === 'Job')!;
+    const onApp = events.find((event) => (event.regarding as { kind: string }).kind === 'Application')!;
+    expect(onJob).toMatchObject({
+      type: 'Warning',
+      reason: 'HookFailed',
+      action: 'ExplainHook',
+      reportingInstance: 'hookguard-7d9f-abcde',
+      regarding: {
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        name: 'db-migrate',
+        namespace: 'shop',
+        uid: '6a1c3f8e-3b1d-4c57-9d0e-2f4b7a9c1e01',
+      },
+      metadata: { namespace: 'shop' },
+    });
+    expect(onApp).toMatchObject({
+      reason: 'HookFailed',
+      regarding: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        name: 'shop',
+        namespace: 'argocd',
+        uid: 'app-uid-shop',
+      },
+      metadata: { namespace: 'argocd' },
+    });
+    expect(onApp.note).toBe(onJob.note);
+    expect(onJob.note).toBe(
+      'Job db-migrate failed (ContainerFailed): container migrate of Pod db-migrate-9tq2w exited with code 1 (Error); Job db-migrate failed: BackoffLimitExceeded (Job has reached the specified backoff limit). Next: Read its log: kubectl logs -n shop db-migrate-9tq2w -c migrate',
+    );
+    // The container's own log tail stays out of the Event unless asked for.
+    expect(onJob.note).not.toContain('Log lines included');
+    await eventually(() => failing.includes(1), 'the failing count');
+    expect(failures).toEqual(['ContainerFailed']);
+  });
+
+  it('posts no second Event on a resync, a change of the Job, or a new leader (409 AlreadyExists on the fixed name)', async () => {
+    const fixture = admitted('failed-exit-code');
+    const fake = await cluster(fixture);
+    const first = lead(fake);
+    await eventually(() => ours(fake).length === 2, 'two Events');
+    // A change of the Job (a MODIFIED watch event) and a second leader reading everything afresh.
+    fake.put({
+      ...(fixture.hook as KubeItem),
+      metadata: { ...(fixture.hook as KubeItem).metadata, annotations: { touched: 'yes' } },
+    });
+    const second = lead(fake);
+    await eventually(
+      () => eventPosts(fake).filter((post) => post.status === 409).length === 2,
+      'the new leader refused',
+    );
+    expect(ours(fake)).toHaveLength(2);
+    expect(first.failures).toEqual(['ContainerFailed']);
+    expect(second.failures).toEqual([]);
+  });
+
+  it('posts nothing for a hook that succeeded, and reads no Pods or Events of it', async () => {
+    const fake = await cluster(admitted('succeeded'));
+    const { failing } = lead(fake);
+    await eventually(() => failing.length > 0, 'a pass');
+    expect(ours(fake)).toEqual([]);
+    expect(
+      fake.requests.filter(
+        (request) => request.path.includes('/events') || request.query.labelSelector?.startsWith('job-name'),
+      ),
+    ).toEqual([]);
+    expect(failing.at(-1)).toBe(0);
+  });
+
+  it('with log lines allowed and asked for, carries them redacted and cut to 1024 bytes of UTF-8 (multi-byte text)', async () => {
+    const secretLine = 'Authorization: Bearer abc.def password=hunter2 token=ghp_0123456789abcdefghijABCDEFGHIJ';
+    const fixture = admitted('failed-exit-code', (each) => {
+      const hook = each.hook as KubeItem;
+      hook.metadata.annotations = { ...(hook.metadata.annotations ?? {}), 'hookguard.io/event-logs': 'true' };
+      type Terminated = { state: { terminated?: { message?: string } } };
+      for (const pod of each.pods as Array<{ status: { containerStatuses: Terminated[] } }>)
+        for (const status of pod.status.containerStatuses)
+          if (status.state.terminated)
+            status.state.terminated.message = `${secretLine}\n${'Datenbankfehler — 数据库不可用 😀\n'.repeat(60)}`;
+    });
+    const fake = await cluster(fixture);
+    lead(fake, true);
+    const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
+    for (const event of events) {
+      const note = String(event.note);
+      expect(Buffer.byteLength(note, 'utf8')).toBeLessThanOrEqual(1024);
+      expect(note).toContain('Log lines included (redacted) from migrate: Authorization: [redacted]');
+      expect(note).not.toContain('hunter2');
+      expect(note).not.toContain('ghp_');
+      expect(note).toContain('数据库不可用');
+      expect(note.endsWith('…')).toBe(true);
+    }
+    // Nothing was refused: every note went in on the first POST.
+    expect(eventPosts(fake).map((post) => post.status)).toEqual([201, 201]);
+  });
+});
