@@ -1,5 +1,6 @@
 // `hookguard why`'s output: text for people, JSON for scripts, both from the explanations of src/core/explain.ts.
 import type { HookExplanation, HookState } from '../core/explain.js';
+import { printable } from './report.js';
 
 export interface WhyReport {
   /** What was asked about: `job shop/db-migrate`, `Application argocd/shop`, `all namespaces`. */
@@ -19,18 +20,6 @@ export interface WhyReport {
 /** Lines of a termination message shown in text (the JSON carries it whole). */
 const TERMINATION_LINES = 20;
 const STATE_ORDER: readonly HookState[] = ['Failed', 'Stuck', 'Blocked', 'Suspended', 'Running', 'Succeeded'];
-
-/**
- * Text from the cluster (termination messages, Event notes) is written by whoever runs a Pod: control characters are
- * shown as escapes, so none can move the cursor, recolour or rewrite what the terminal shows.
- */
-export function printable(text: string): string {
-  return text.replace(
-    // eslint-disable-next-line no-control-regex
-    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
-    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
 
 /** 45s, 18m58s, 2h03m, 3d04h. */
 export function duration(seconds: number): string {

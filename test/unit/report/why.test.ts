@@ -1,7 +1,8 @@
 // The text renderer of `hookguard why`: what a terminal shows of text a Pod wrote, long termination messages, ages.
 import { describe, expect, it } from 'vitest';
 import type { HookExplanation } from '../../../src/core/explain.js';
-import { duration, printable, renderWhyText } from '../../../src/report/why.js';
+import { printable } from '../../../src/report/report.js';
+import { duration, renderWhyText } from '../../../src/report/why.js';
 
 const failed: HookExplanation = {
   kind: 'Job',
@@ -27,7 +28,7 @@ describe('renderWhyText', () => {
         'Job shop/db-migrate: Failed (ContainerFailed)',
         '  container migrate of Pod db-migrate-9tq2w exited with code 1 (Error)',
         '  termination message:',
-        '    | ok\\u001b[2J\\u001b]0;owned\\u0007\\u000dgone\\u009b31m',
+        '    | ok\\u001b[2J\\u001b]0;owned\\u0007\\rgone\\u009b31m',
         '  next step: Read its log: kubectl logs -n shop db-migrate-9tq2w -c migrate',
         '',
       ].join('\n'),
@@ -61,7 +62,8 @@ describe('renderWhyText', () => {
 
 describe('printable and duration', () => {
   it.each([
-    ['tab\tand newline\nstay', 'tab\tand newline\nstay'],
+    ['tab\tand newline\nescaped', 'tab\\tand newline\\nescaped'],
+    ['a bidi override \u202e reversed', 'a bidi override \\u202e reversed'],
     ['\u0000\u007f', '\\u0000\\u007f'],
     ['naïve 日本', 'naïve 日本'],
   ])('%j', (input, shown) => expect(printable(input)).toBe(shown));
