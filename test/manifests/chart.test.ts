@@ -1058,12 +1058,17 @@ describe("the README's install", () => {
   const block = () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Install on a cluster'), readme.indexOf('## Upgrade'));
-    return (/```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '').split('\n').filter((line) => /^[a-z]/.test(line));
+    // The block that installs (the one before it builds the image), its continued lines joined.
+    const install = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].find(([, text]) => text!.includes('helm install'));
+    return (install?.[1] ?? '')
+      .replace(/ \\\n\s*/g, ' ')
+      .split('\n')
+      .filter((line) => /^[a-z]/.test(line));
   };
 
   it('is three commands: helm install, kubectl wait for Ready, kubectl get hookguard', () => {
     expect(block()).toEqual([
-      'helm install hookguard charts/hookguard -n hookguard --create-namespace --set argocd.version=3.1.4',
+      'helm install hookguard charts/hookguard -n hookguard --create-namespace --set argocd.version=3.1.4 --set image.repository=my.registry/hookguard',
       'kubectl wait hookguard/hookguard --for=condition=Ready --timeout=5m',
       'kubectl get hookguard',
     ]);

@@ -224,12 +224,15 @@ describe('container commands keep their meaning through every mutation', () => {
           const after = containersOf(stored);
           for (const [index, before] of containersOf(object).entries()) {
             const mutated = after[index] as Container;
-            // Only command and args may change, and only by the one flag.
-            expect({ ...mutated, command: undefined, args: undefined }).toEqual({
-              ...before,
-              command: undefined,
-              args: undefined,
-            });
+            // Only command and args may change, and only by the one flag; besides them, at admission,
+            // termination-message-policy turns a container left at the default File to FallbackToLogsOnError, which
+            // changes nothing a shell runs.
+            const unchanged = { command: undefined, args: undefined, terminationMessagePolicy: undefined };
+            expect({ ...mutated, ...unchanged }).toEqual({ ...before, ...unchanged });
+            const leftAtDefault = [undefined, 'File'].includes(before.terminationMessagePolicy as string | undefined);
+            expect(mutated.terminationMessagePolicy).toBe(
+              stage === 'admission' && leftAtDefault ? 'FallbackToLogsOnError' : before.terminationMessagePolicy,
+            );
             const original = sandbox.run(argvOf(before), sandbox.present);
             const rewritten = sandbox.run(argvOf(mutated), sandbox.present);
             expect(rewritten.status, rewritten.stderr).toBe(original.status);
