@@ -98,7 +98,15 @@ describe('scripts/build.sh in a clean copy of the repository', () => {
       );
       const { response } = JSON.parse(reply.body);
       expect([reply.status, response.uid]).toEqual([200, 'uid-image']);
-      expect(decodePatch(response)).toEqual([{ op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 }]);
+      expect(decodePatch(response)).toEqual([
+        {
+          op: 'add',
+          path: '/spec/template/spec/containers/0/terminationMessagePolicy',
+          value: 'FallbackToLogsOnError',
+        },
+        { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+        { op: 'add', path: '/metadata/labels', value: { 'hookguard.io/hook': 'admitted' } },
+      ]);
       connection.destroy();
       serve.child.kill('SIGTERM');
       expect(await serve.exitWithin(10_000), serve.stderr).toBe(0);
@@ -144,9 +152,10 @@ describe('Dockerfile', () => {
     ]);
     // /out/ is copied to /app/, so the entrypoint's /app/dist/cli/main.js is the build's dist/cli/main.js.
     expect(existsSync(join(out, 'dist', 'cli', 'main.js'))).toBe(true);
-    // The user the chart runs it as is the image's.
+    // The chart runs it as the image's user: it forces no UID, so OpenShift's SCC can assign one from the namespace's
+    // range (issue 27 item 3), and everywhere else the image's numeric USER applies.
     const deployment = readFileSync(join(repoRoot, 'charts', 'hookguard', 'templates', 'deployment.yaml'), 'utf8');
-    expect(deployment).toContain('runAsUser: 65532');
+    expect(deployment).not.toContain('runAsUser: 65532');
   });
 });
 

@@ -392,6 +392,8 @@ describe('hookguard advisories and rules', () => {
       'suspended-hook',
       'hook-managed-by',
       'hook-output-log-policy',
+      'hook-label',
+      'termination-message-policy',
       'immutable-update',
       'version-race',
       'hook-pod-restart-policy',
@@ -402,8 +404,8 @@ describe('hookguard advisories and rules', () => {
     const lines = (await runCommand(['rules'])).stdout.trimEnd().split('\n');
     const restart = lines.filter((line) => line.startsWith('hook-pod-restart-policy '));
     expect(restart.map((line) => line.slice(0, 48))).toEqual([
-      'hook-pod-restart-policy mutating   CREATE Sets r',
-      'hook-pod-restart-policy validating CREATE Denies',
+      'hook-pod-restart-policy    mutating   CREATE Set',
+      'hook-pod-restart-policy    validating CREATE Den',
     ]);
     expect(
       new Set(

@@ -85,10 +85,13 @@ const cleanupReview = (uid: string) =>
     }),
   );
 // No backoffLimit means Kubernetes' default of 6 retries, already enough for a cleanup hook; its delete policy does
-// not delete it on success, so it gets a TTL.
+// not delete it on success, so it gets a TTL; its container keeps its log tail on failure, and the hook watcher's
+// label marks it.
 const CLEANUP_PATCH = [
   { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
+  { op: 'add', path: '/spec/template/spec/containers/0/terminationMessagePolicy', value: 'FallbackToLogsOnError' },
   { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+  { op: 'add', path: '/metadata/labels', value: { 'hookguard.io/hook': 'admitted' } },
 ];
 
 describe('/readyz', () => {

@@ -95,8 +95,10 @@ describe('the webhook over a real TLS socket', () => {
     expect(response.uid).toBe('uid-tls');
     expect(decodePatch(response)).toEqual([
       { op: 'add', path: '/spec/template/spec/containers/0/command/4', value: '--ignore-not-found' },
+      { op: 'add', path: '/spec/template/spec/containers/0/terminationMessagePolicy', value: 'FallbackToLogsOnError' },
       { op: 'replace', path: '/spec/backoffLimit', value: 3 },
       { op: 'add', path: '/spec/ttlSecondsAfterFinished', value: 86400 },
+      { op: 'add', path: '/metadata/labels', value: { 'hookguard.io/hook': 'admitted' } },
     ]);
   });
 
