@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { startApiDiscovery } from '../discovery/api-groups.js';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp, buildProbeApp } from '../http/app.js';
@@ -95,7 +96,8 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   );
   const discovery = startDiscovery(config, io.env, logger);
   const namespaceWatch = startNamespaceWatch(config, io.env, logger);
-  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop()]);
+  const apiDiscovery = startApiDiscovery(config, io.env, logger);
+  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop(), apiDiscovery.stop()]);
   const lifecycle = new Lifecycle();
   const metrics = new Metrics({
     processMetrics: true,
@@ -110,6 +112,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     tls,
     argocd: discovery.source,
     namespaces: namespaceWatch.source,
+    cluster: apiDiscovery.source,
     metrics,
     lifecycle,
     selfTest,
@@ -118,6 +121,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
     logger,
     argocd: discovery.source,
     namespaces: namespaceWatch.source,
+    cluster: apiDiscovery.source,
     metrics,
     lifecycle,
     selfTest,
