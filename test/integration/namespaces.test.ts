@@ -7,10 +7,9 @@ import { loadConfig } from '../../src/config/load.js';
 import { NamespaceWatch, RULE_NAMESPACE_KEYS } from '../../src/discovery/namespaces.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
-import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually } from '../support/log-sink.js';
-import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
+import { hookJob } from '../support/objects.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 
 const SETTINGS = { backoff: { initialMs: 20, maxMs: 100 }, watchTimeoutSeconds: 60 };
