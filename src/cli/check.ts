@@ -33,8 +33,8 @@ skipped; a directory holding Chart.yaml is rendered with the helm on PATH (helm 
   --fix                print the manifests as hookguard would store them (YAML, documents in order); only the
                        nodes hookguard patches change; each denial goes to stderr: the object, the rule, why, and
                        where it was read (not with -o)
-  --openshift          the objects go to OpenShift namespaces, whose SCC assigns user ids: the min-runtime guard
-                       sets no runAsUser/runAsGroup (rules.minRuntime.openshift)
+  --openshift          the objects go to an OpenShift cluster, whose SCC assigns user ids: the min-runtime guard
+                       sets no runAsUser/runAsGroup (rules.minRuntime.openshift: true)
   --max-input-bytes N  refuse more input than N bytes in all (check.maxInputBytes, default 32 MiB)
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 

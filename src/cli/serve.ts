@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
+import { startApiDiscovery } from '../discovery/api-groups.js';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp, buildProbeApp } from '../http/app.js';
@@ -183,6 +184,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   });
   const discovery = startDiscovery(config, io.env, logger);
   const namespaceWatch = startNamespaceWatch(config, io.env, logger);
+  const apiDiscovery = startApiDiscovery(config, io.env, logger);
   const metrics = new Metrics({
     processMetrics: true,
     argocdInstances: () => knownArgoCdInstances(config.argocd.version, () => discovery.source.instances()),
@@ -193,13 +195,20 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   });
   metrics.certificate(certificates.tls.cert, false);
   const lifecycle = new Lifecycle();
-  const shared = { logger, argocd: discovery.source, namespaces: namespaceWatch.source, metrics, lifecycle };
+  const shared = {
+    logger,
+    argocd: discovery.source,
+    namespaces: namespaceWatch.source,
+    cluster: apiDiscovery.source,
+    metrics,
+    lifecycle,
+  };
   const app = buildApp(config, { ...shared, tls: certificates.tls, selfTest: controllers.selfTest });
   const probes = buildProbeApp(config, { ...shared, selfTest: controllers.selfTest });
   // The Leases are released at once, so other replicas take the controllers and certificates over while this one
   // drains; the watches serve the requests still in flight.
   const stopLeading = () => Promise.all([controllers.stop(), certificates.stop()]);
-  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop()]);
+  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop(), apiDiscovery.stop()]);
   let port: number;
   let probePort: number;
   try {

@@ -46,6 +46,7 @@ export function decisionContext(
     pinnedArgocdVersion: argocdVersion,
     argocdInstances: NO_INSTANCES,
     namespaces: undefined,
+    cluster: undefined,
     remoteArgo: Object.entries(config.argocd.remote).map(([username, version]) => ({
       username,
       version: normalizeArgoVersion(version ?? undefined),

@@ -463,27 +463,36 @@ export const KEYS = {
           max: 86400,
           doc: 'The longest wait an object may ask for with hookguard.io/min-runtime-seconds.',
         }),
+        // distroless debug-nonroot: its config says `user = "65532"`, a numeric non-root user, and it carries busybox
+        // at /busybox (GoogleContainerTools/distroless static/static.bzl static_image, common/variables.bzl NONROOT,
+        // at cd080764). So the guard needs no runAsUser anywhere: restricted-v2 assigns one from the namespace's range,
+        // anyuid and nonroot-v2 leave the image's 65532, which the kubelet can verify as non-root.
         image: text({
-          default: 'busybox:1.37.0',
+          default: 'gcr.io/distroless/static-debian12:debug-nonroot',
           format: IMAGE_REFERENCE,
-          doc: 'Image of the guard init container; mirror it and pin it by digest in production.',
+          doc: 'Image of the guard init container: its USER should be a numeric non-root uid (the default runs as 65532); mirror it and pin it by digest in production.',
         }),
         command: list({
-          default: ['sleep'],
+          default: ['/busybox/sleep'],
           nonEmpty: true,
           doc: 'The guard runs this command with the seconds to wait appended.',
         }),
         runAsUser: optionalInteger({
-          default: 65534,
+          default: null,
           min: 1,
           max: 2 ** 31 - 1,
-          doc: "User (and group) the guard runs as where the Pod sets none; null: the image's or the platform's (OpenShift).",
+          doc: "User (and group) the guard runs as where the Pod sets none, never on OpenShift (see openshift); null (default): the image's user, or the one OpenShift's SCC assigns.",
         }),
-        // At admission a namespace with openshift.io/sa.scc.uid-range is recognised by the namespace watch; at render
-        // time (`hookguard check --openshift`) nothing says where the manifest will go.
-        openshift: flag({
-          default: false,
-          doc: 'The hooks run in OpenShift namespaces, whose SCC assigns user ids: the guard sets no runAsUser/runAsGroup of its own (at admission a namespace with openshift.io/sa.scc.uid-range needs no key).',
+        imageRunsAsNonRoot: flag({
+          default: true,
+          doc: "The guard image's own USER is a numeric non-root uid (the default's is 65532): with no runAsUser, the guard says runAsNonRoot: true. false for an image that runs as root (busybox): then set runAsUser, or the guard says runAsNonRoot only where the Pod must.",
+        }),
+        // OpenShift is known per cluster, never per namespace: its SCC admission assigns user ids in every namespace,
+        // and a namespace just created has no openshift.io/sa.scc.uid-range yet (cluster-policy-controller writes it
+        // asynchronously), while a copied annotation proves nothing on another cluster.
+        openshift: oneOf(['auto', 'true', 'false'], {
+          default: 'auto',
+          doc: "Whether the cluster is OpenShift, whose SCCs assign user ids, so the guard sets no runAsUser/runAsGroup of its own. auto: `serve` asks the API server's discovery (GET /apis) for the security.openshift.io group at start and every 5 minutes; `check` takes it as not OpenShift (`check --openshift` says it is).",
         }),
         requests: resources('request', '250m', '512Mi'),
         limits: resources('limit', '250m', '512Mi'),

@@ -3,6 +3,7 @@
 import type { ArgoInstances, RemoteArgo } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion, versionInRange } from './argocd-version.js';
 import type { HookDetection, HookInfo } from './hook.js';
+import type { ClusterFacts } from './cluster.js';
 import { namespaceFacts, type NamespaceSnapshot } from './namespaces.js';
 import type { RuleContext, RuleSet, RuleSettings, Stage } from './rule.js';
 import type { Advisory, AdvisoryNote, Mode } from './types.js';
@@ -27,6 +28,8 @@ export interface DecisionContext {
   argocdInstances: ArgoInstances;
   /** The namespaces the server's watch knew when the request arrived; undefined until it has synced, and at render time. */
   namespaces: NamespaceSnapshot | undefined;
+  /** What the server's API discovery knew of the cluster when the request arrived; undefined until read, and at render time. */
+  cluster: ClusterFacts | undefined;
   /** Argo CDs elsewhere that apply in this cluster as a known identity (`argocd.remote`). */
   remoteArgo: readonly RemoteArgo[];
   /** The advisories about Helm (`tool: helm`), apart from the Argo CD ones above. */
@@ -54,6 +57,11 @@ export function withInstances(context: DecisionContext, instances: ArgoInstances
 /** The decision context with a namespace watch's snapshot (undefined: not synced). */
 export function withNamespaces(context: DecisionContext, namespaces: NamespaceSnapshot | undefined): DecisionContext {
   return { ...context, namespaces };
+}
+
+/** The decision context with what API discovery knows of the cluster (undefined: not read yet). */
+export function withCluster(context: DecisionContext, cluster: ClusterFacts | undefined): DecisionContext {
+  return { ...context, cluster };
 }
 
 /** The advisories affecting the versions a hook is judged under, per rule id that names them. */
@@ -176,7 +184,10 @@ const NO_VERSIONS: readonly string[] = Object.freeze([]);
  */
 export function ruleContextFor(
   hook: HookInfo,
-  context: Pick<DecisionContext, 'stage' | 'config' | 'advisories' | 'namespaces' | 'helmAdvisories' | 'helmVersion'>,
+  context: Pick<
+    DecisionContext,
+    'stage' | 'config' | 'advisories' | 'namespaces' | 'cluster' | 'helmAdvisories' | 'helmVersion'
+  >,
   versions: string | readonly string[] | undefined,
   namespace: string | undefined,
 ): RuleContext {
@@ -195,6 +206,7 @@ export function ruleContextFor(
     stage: context.stage,
     hook,
     namespace: namespaceFacts(context.namespaces, namespace),
+    cluster: context.cluster,
     settings: context.config.rules,
     argocdVersion: judged?.versions.length === 1 ? judged.versions[0] : undefined,
     argocdVersions: judged?.versions ?? NO_VERSIONS,

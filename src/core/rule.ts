@@ -1,4 +1,5 @@
 import type { HookInfo, HookKind } from './hook.js';
+import type { ClusterFacts } from './cluster.js';
 import type { NamespaceFacts } from './namespaces.js';
 import type { Advisory, AdvisoryNote, Finding, KubeObject } from './types.js';
 
@@ -36,8 +37,10 @@ export interface RuleSettings {
     command: readonly string[];
     /** The guard's user and group where the Pod sets none; null leaves them to the image or the platform. */
     runAsUser: number | null;
-    /** Every namespace assigns user ids (OpenShift's SCCs): the guard sets none, as in a namespace with a UID range. */
-    openshift: boolean;
+    /** The image's USER is a numeric non-root uid, which the kubelet verifies as non-root. */
+    imageRunsAsNonRoot: boolean;
+    /** Whether the cluster is OpenShift (its SCCs assign user ids): `auto` takes what the server discovered. */
+    openshift: 'auto' | 'true' | 'false';
     /** Upper bounds of the guard's requests and limits (it follows the Pod's containers below them). */
     requests: ResourceList;
     limits: ResourceList;
@@ -87,6 +90,8 @@ export interface RuleContext {
    * undefined when nothing is known: at render time, or before the watch has synced.
    */
   namespace: NamespaceFacts | undefined;
+  /** What the server's API discovery knows of the cluster (OpenShift or not); undefined at render time and until read. */
+  cluster: ClusterFacts | undefined;
   settings: RuleSettings;
   /**
    * The normalised Argo CD version the hook is judged under; undefined when it is unknown, and when several Argo CDs

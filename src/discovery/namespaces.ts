@@ -1,5 +1,4 @@
-// Keeps what rules read of the cluster's namespaces (the mesh injection labels and annotations of mesh-sidecar, the
-// OpenShift UID range annotation of min-runtime) for
+// Keeps what rules read of the cluster's namespaces (the mesh injection labels and annotations of mesh-sidecar) for
 // `serve`: one list+watch of /api/v1/namespaces with the same Reflector discovery uses, published as a snapshot that
 // requests read synchronously. Admission never waits for it; until its first list is in, there is no snapshot, and
 // mesh-sidecar says nothing rather than guess.
@@ -13,7 +12,6 @@ import { kubeConnection } from '../kube/kubeconfig.js';
 import { plainObject } from '../kube/plain.js';
 import { Reflector, type ReflectorSettings } from '../kube/reflector.js';
 import { MESH_NAMESPACE_KEYS } from '../rules/mesh-sidecar.js';
-import { MIN_RUNTIME_NAMESPACE_KEYS } from '../rules/min-runtime.js';
 
 export type NamespaceWatchStatus =
   | { enabled: false; reason: string }
@@ -115,14 +113,14 @@ export class NamespaceWatch implements NamespaceSource {
   }
 }
 
-/** What the rules read of a namespace: mesh-sidecar's injection keys, min-runtime's OpenShift UID range. */
-export const RULE_NAMESPACE_KEYS: NamespaceKeys = {
-  labels: [...MESH_NAMESPACE_KEYS.labels, ...MIN_RUNTIME_NAMESPACE_KEYS.labels],
-  annotations: [...MESH_NAMESPACE_KEYS.annotations, ...MIN_RUNTIME_NAMESPACE_KEYS.annotations],
-};
+/**
+ * What the rules read of a namespace: mesh-sidecar's injection keys. (OpenShift is known per cluster, by API discovery,
+ * never by a namespace's openshift.io/sa.scc.uid-range: see src/discovery/api-groups.ts.)
+ */
+export const RULE_NAMESPACE_KEYS: NamespaceKeys = MESH_NAMESPACE_KEYS;
 
 /**
- * Starts the namespace watch unless no rule needs it (mesh-sidecar off, and every namespace taken as OpenShift's) or there is no cluster to ask; in those
+ * Starts the namespace watch unless no rule needs it (mesh-sidecar off) or there is no cluster to ask; in those
  * cases it says why, once. It retries with discovery's backoff and renews its watch as discovery does.
  */
 export function startNamespaceWatch(
@@ -135,8 +133,7 @@ export function startNamespaceWatch(
     const status: NamespaceWatchStatus = { enabled: false, reason };
     return { source: { namespaces: () => undefined, status: () => status }, stop: async () => undefined };
   };
-  if (config.rules.meshSidecar.action === 'off' && config.rules.minRuntime.openshift)
-    return off('rules.meshSidecar.action is off and rules.minRuntime.openshift is set');
+  if (config.rules.meshSidecar.action === 'off') return off('rules.meshSidecar.action is off');
   const connection = kubeConnection(env);
   if (!connection) return off('no kubeconfig and no in-cluster service account: not running in a cluster');
   const { backoffInitialMs, backoffMaxMs, watchTimeoutSeconds } = config.discovery;

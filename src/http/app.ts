@@ -11,8 +11,9 @@ import { decisionContext } from '../config/decision-context.js';
 import type { Config } from '../config/keys.js';
 import type { DecisionContext } from '../core/context.js';
 import { decide, type Decision } from '../core/decide.js';
-import { withInstances, withNamespaces } from '../core/context.js';
+import { withCluster, withInstances, withNamespaces } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
+import type { ClusterSource } from '../discovery/api-groups.js';
 import type { NamespaceSource } from '../discovery/namespaces.js';
 import type { Endpoint } from '../core/types.js';
 import { isSelfTestProbe, VALIDATING_MARKER } from '../controllers/selftest/probe.js';
@@ -33,6 +34,8 @@ export interface AppOptions {
   argocd?: ArgoVersionSource;
   /** The namespace watch's facts, read as a snapshot per request; without it no rule knows a namespace. */
   namespaces?: NamespaceSource;
+  /** What API discovery knows of the cluster (OpenShift or not). */
+  cluster?: ClusterSource;
   /** Served at GET /metrics; without it the app keeps metrics of its own (no process metrics). */
   metrics?: Metrics;
   /** Shutdown state: /readyz fails and answers close their connection once it is shutting down. */
@@ -69,13 +72,16 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   const argocd = options.argocd;
   const probeUsername = options.selfTest?.probeUsername;
   const namespaceSource = options.namespaces;
-  // Rebuilt only when discovery or the namespace watch publishes a new snapshot: a request pays two comparisons.
+  const clusterSource = options.cluster;
+  // Rebuilt only when discovery, the namespace watch or API discovery publishes a new snapshot: a request pays three
+  // comparisons.
   let context = baseContext;
   const contextNow = (): DecisionContext => {
     const instances = argocd?.instances() ?? context.argocdInstances;
     const namespaces = namespaceSource?.namespaces();
-    if (instances !== context.argocdInstances || namespaces !== context.namespaces)
-      context = withNamespaces(withInstances(baseContext, instances), namespaces);
+    const cluster = clusterSource?.cluster();
+    if (instances !== context.argocdInstances || namespaces !== context.namespaces || cluster !== context.cluster)
+      context = withCluster(withNamespaces(withInstances(baseContext, instances), namespaces), cluster);
     return context;
   };
   app.removeContentTypeParser('application/json');
@@ -147,7 +153,10 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
   return app;
 }
 
-export type ProbeOptions = Pick<AppOptions, 'logger' | 'argocd' | 'namespaces' | 'lifecycle' | 'selfTest'> & {
+export type ProbeOptions = Pick<
+  AppOptions,
+  'logger' | 'argocd' | 'namespaces' | 'cluster' | 'lifecycle' | 'selfTest'
+> & {
   metrics: Metrics;
 };
 
@@ -184,6 +193,7 @@ function probeRoutes(app: FastifyInstance, options: ProbeOptions): void {
     const details = {
       ...(argocd ? { discovery: argocd.status() } : {}),
       ...(namespaceSource ? { namespaces: namespaceSource.status() } : {}),
+      ...(options.cluster ? { apiDiscovery: options.cluster.status() } : {}),
       ...(options.selfTest ? { selfTest: options.selfTest.status() } : {}),
     };
     if (!lifecycle?.shuttingDown) return { status: 'ready', ...details };

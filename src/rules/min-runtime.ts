@@ -1,4 +1,5 @@
 import { GUARD_CONTAINER_NAME, HOOKGUARD_MIN_RUNTIME_SECONDS } from '../core/annotations.js';
+import { isOpenShift } from '../core/cluster.js';
 import { imageRepository } from '../core/image.js';
 import { annotation, isRecord, jobSpecOf, podSpecOf } from '../core/objects.js';
 import { parseQuantity } from '../core/quantity.js';
@@ -6,17 +7,6 @@ import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
 import type { Container, KubeObject, PodSpec } from '../core/types.js';
 
 export { GUARD_CONTAINER_NAME };
-
-/**
- * The annotation OpenShift's namespace controller gives every namespace: the UID range its `restricted-v2` SCC
- * (MustRunAsRange) holds Pods to. A runAsUser outside it is refused, and one left unset is assigned the range's first
- * id (openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go, Generate and Validate,
- * read at a8019f39f): so in such a namespace the guard sets no user or group of its own.
- */
-export const OPENSHIFT_UID_RANGE = 'openshift.io/sa.scc.uid-range';
-
-/** What min-runtime reads of a namespace, kept by the server's namespace watch. */
-export const MIN_RUNTIME_NAMESPACE_KEYS = { labels: [], annotations: [OPENSHIFT_UID_RANGE] } as const;
 
 type GuardSettings = RuleSettings['minRuntime'];
 
@@ -33,6 +23,8 @@ interface GuardTemplate {
   repository: string;
   command: readonly string[];
   runAsUser: number | null;
+  /** The image's own USER is a numeric non-root uid: the guard can say runAsNonRoot without a runAsUser. */
+  imageRunsAsNonRoot: boolean;
   /** Upper bounds of the guard's request and limit, per resource; resources without one are copied uncapped. */
   caps: ReadonlyMap<string, { request: Quantity; limit: Quantity }>;
 }
@@ -69,6 +61,7 @@ function templateOf(settings: GuardSettings): GuardTemplate {
       repository: imageRepository(settings.image),
       command: settings.command,
       runAsUser: settings.runAsUser,
+      imageRunsAsNonRoot: settings.imageRunsAsNonRoot,
       caps,
     };
     templates.set(settings, template);
@@ -194,13 +187,19 @@ function podRunsAsNonRoot(podSpec: PodSpec): boolean {
 }
 
 /**
- * Passes Pod Security "restricted" (kubernetes/pod-security-admission v0.36.2 policy/check_*.go) wherever the Pod
- * does. It runs as the Pod's user and group when the Pod sets non-root ones, else as `runAsUser` (both). With
- * `runAsUser: null`, or where the platform assigns ids (`platformAssignsIds`: an OpenShift namespace, see
- * OPENSHIFT_UID_RANGE, or `rules.minRuntime.openshift`), and no id from the Pod, the
- * image's user runs it: then it says runAsNonRoot only where the Pod itself must, because the kubelet refuses to
- * start a container that says runAsNonRoot but would run as root (busybox's user is root) unless the platform
- * assigns it a non-root id (kubernetes/kubernetes pkg/kubelet/kuberuntime/security_context_others.go
+ * Admissible wherever the Pod is: under Pod Security "restricted" (kubernetes/pod-security-admission v0.36.2
+ * policy/check_*.go) and OpenShift's restricted-v2, nonroot-v2 and anyuid SCCs alike, without knowing which applies.
+ * It runs as the Pod's user and group when the Pod sets non-root ones, else as `runAsUser` (both) when one is
+ * configured and the cluster is not OpenShift. On OpenShift (`platformAssignsIds`) an id of our own would have to lie
+ * in the namespace's `openshift.io/sa.scc.uid-range`, which restricted-v2 (MustRunAsRange) holds Pods to and which a
+ * namespace just created does not have yet; one left unset is assigned the range's first id
+ * (openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go Generate and Validate, read
+ * at a8019f39f). With no id from the Pod or the config the image's user runs it: the default image's is 65532, so the
+ * guard says runAsNonRoot: true (`imageRunsAsNonRoot`), which restricted PSA and nonroot-v2 (user/nonroot.go
+ * Validate) want and anyuid (user/runasany.go) lets pass, unless the Pod itself runs as root (runAsUser 0: then only
+ * an SCC or level that admits root admits the Pod, and the guard runs as the Pod does). For an image whose user is
+ * root (busybox) it says runAsNonRoot only where the Pod itself must, because the kubelet refuses to start a container
+ * that says runAsNonRoot but would run as root (kubernetes/kubernetes pkg/kubelet/kuberuntime/security_context_others.go
  * verifyRunAsNonRoot: "container has runAsNonRoot and image will run as root").
  */
 function guardSecurityContext(
@@ -211,7 +210,9 @@ function guardSecurityContext(
   const fallback = platformAssignsIds ? undefined : (template.runAsUser ?? undefined);
   const runAsUser = podId(podSpec, 'runAsUser') ?? fallback;
   const runAsGroup = podId(podSpec, 'runAsGroup') ?? fallback;
-  const runAsNonRoot = runAsUser !== undefined || podRunsAsNonRoot(podSpec);
+  const podRunsAsRoot = isRecord(podSpec.securityContext) && podSpec.securityContext.runAsUser === 0;
+  const runAsNonRoot =
+    runAsUser !== undefined || podRunsAsNonRoot(podSpec) || (template.imageRunsAsNonRoot && !podRunsAsRoot);
   return {
     allowPrivilegeEscalation: false,
     capabilities: { drop: ['ALL'] },
@@ -316,7 +317,7 @@ export const minRuntime: MutationRule = {
   stages: ['admission', 'render'],
   kinds: ['Job', 'Pod'],
   gate: 'argocd',
-  mutate(object, { settings, namespace }) {
+  mutate(object, { settings, cluster }) {
     const podSpec = podSpecOf(object);
     if (!podSpec) return report({ unmet: 'the object has no pod spec to add the guard to' });
     const requested = requestedSeconds(annotation(object, HOOKGUARD_MIN_RUNTIME_SECONDS), settings.minRuntime);
@@ -331,8 +332,7 @@ export const minRuntime: MutationRule = {
     if (existing?.kind === 'guard') return report({ warnings });
     if (existing?.kind === 'lookAlike') return report({ warnings, unmet: existing.reason });
     if (runsOnWindows(podSpec)) return report({ warnings: [...warnings, WINDOWS_NOT_GUARDED] });
-    const platformAssignsIds =
-      settings.minRuntime.openshift || namespace?.annotations[OPENSHIFT_UID_RANGE] !== undefined;
+    const platformAssignsIds = isOpenShift(settings.minRuntime.openshift, cluster);
     const guard = guardContainer(requested.seconds, settings.minRuntime, podSpec, platformAssignsIds);
     if (Array.isArray(initContainers)) initContainers.push(guard);
     else podSpec.initContainers = [guard];
@@ -375,8 +375,24 @@ export function existingGuard(
   };
 }
 
-/** What keeps an init container from waiting `seconds` as the guard does; undefined when nothing does. */
+/** What a guard runs: an image repository and the command the seconds are appended to. */
+type GuardShape = Pick<GuardTemplate, 'repository' | 'command'>;
+
+/**
+ * The guard earlier hookguards wrote by default (`busybox:1.37.0`, `sleep`), still a guard: a manifest rendered with
+ * `check --fix` before the default image changed keeps its guard, and is neither guarded twice nor a look-alike.
+ */
+const EARLIER_DEFAULT_GUARDS: readonly GuardShape[] = [{ repository: 'busybox', command: ['sleep'] }];
+
+/** What keeps an init container from waiting `seconds` as the guard does (the configured one first); undefined when nothing does. */
 function guardLacks(container: Container, seconds: number, template: GuardTemplate): string | undefined {
+  const lacks = shapeLacks(container, seconds, template);
+  if (lacks === undefined || EARLIER_DEFAULT_GUARDS.some((shape) => !shapeLacks(container, seconds, shape)))
+    return undefined;
+  return lacks;
+}
+
+function shapeLacks(container: Container, seconds: number, template: GuardShape): string | undefined {
   const image = container.image;
   if (typeof image !== 'string' || imageRepository(image) !== template.repository) {
     return `its image is not ${template.repository}`;

@@ -167,7 +167,7 @@ describe('hookguard check exit status', () => {
     const fixed = parse(run.stdout);
     expect(fixed.spec.activeDeadlineSeconds).toBe(70);
     expect(fixed.spec.template.spec.initContainers.map((c: { command: string[] }) => c.command)).toEqual([
-      ['sleep', '10'],
+      ['/busybox/sleep', '10'],
     ]);
   });
 
@@ -179,11 +179,13 @@ describe('hookguard check exit status', () => {
       const added = result.patch.find((op: { path: string }) => op.path === '/spec/template/spec/initContainers');
       return added.value[0].securityContext;
     };
-    expect(await guardOf([])).toMatchObject({ runAsUser: 65534, runAsGroup: 65534, runAsNonRoot: true });
-    const openshift = await guardOf(['--openshift']);
-    expect(openshift).not.toHaveProperty('runAsUser');
-    expect(openshift).not.toHaveProperty('runAsGroup');
-    expect(openshift).not.toHaveProperty('runAsNonRoot');
+    // The default image runs as its own 65532 (distroless debug-nonroot): no user of hookguard's anywhere.
+    for (const flags of [[], ['--openshift']]) {
+      const guard = await guardOf(flags);
+      expect(guard, flags.join(' ')).not.toHaveProperty('runAsUser');
+      expect(guard, flags.join(' ')).not.toHaveProperty('runAsGroup');
+      expect(guard, flags.join(' ')).toMatchObject({ runAsNonRoot: true });
+    }
   });
 
   it('prints a readable text report by default, each object with where it was read', async () => {

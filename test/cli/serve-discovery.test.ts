@@ -36,7 +36,7 @@ describe('hookguard serve with discovery (the built CLI)', () => {
     // The self-test has a test of its own (serve-self-test.test.ts).
     writeFileSync(
       config,
-      'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\nselfTest:\n  enabled: false\nrules:\n  meshSidecar:\n    action: "off"\n  minRuntime:\n    openshift: true\n',
+      'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\nselfTest:\n  enabled: false\nrules:\n  meshSidecar:\n    action: "off"\n  minRuntime:\n    openshift: "true"\n',
     );
     const serve = await ServeProcess.start(['--config', config], { KUBECONFIG: kubeconfig });
     const { port } = serve;
@@ -56,10 +56,8 @@ describe('hookguard serve with discovery (the built CLI)', () => {
         status: 200,
         body: {
           ...readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
-          namespaces: {
-            enabled: false,
-            reason: 'rules.meshSidecar.action is off and rules.minRuntime.openshift is set',
-          },
+          namespaces: { enabled: false, reason: 'rules.meshSidecar.action is off' },
+          apiDiscovery: { enabled: false, reason: 'rules.minRuntime.openshift is true' },
           selfTest: { enabled: false, reason: 'selfTest.enabled is false' },
         },
       });
@@ -130,6 +128,10 @@ describe('hookguard serve with discovery (the built CLI)', () => {
             ],
           },
           namespaces: {
+            enabled: false,
+            reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+          },
+          apiDiscovery: {
             enabled: false,
             reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
           },

@@ -18,9 +18,28 @@ import { loadFixtures } from '../support/fixtures.js';
 import { stripNullFields } from '../support/k8s-schema.js';
 import { admitPod, type Admission, type LimitRange, type QosClass, type SimPodSpec } from '../support/limit-ranger.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
-import { restrictedViolations } from '../support/pod-security.js';
+import {
+  kubeletRefusal,
+  restrictedViolations,
+  sccAdmit,
+  type PodSpecLike,
+  type Scc,
+  type UidRange,
+} from '../support/pod-security.js';
 
 const GUARDED_VERSIONS = ['2.14.3', '3.0.0', '3.1.0'];
+
+/**
+ * The default guard image and its own USER: distroless builds every nonroot variant with `user = "%d" % uid`, uid
+ * NONROOT = 65532, a numeric user the kubelet can verify (GoogleContainerTools/distroless static/static.bzl
+ * static_image, common/variables.bzl, at cd080764a); its debug variants add busybox at /busybox.
+ */
+const GUARD_IMAGE = 'gcr.io/distroless/static-debian12:debug-nonroot';
+const GUARD_IMAGE_USER = 65532;
+
+/** OpenShift's default SCCs a hook's service account may be allowed, and a namespace's range as the allocator writes it. */
+const SCCS: readonly Scc[] = ['restricted-v2', 'nonroot-v2', 'anyuid'];
+const NAMESPACE_RANGE: UidRange = { first: 1000680000, size: 10000 };
 
 /** LimitRanges as people write them (the API server adds the defaults of SetDefaults_LimitRangeItem). */
 const LIMIT_RANGES: ReadonlyArray<[string, LimitRange[]]> = [
@@ -280,6 +299,22 @@ function figures(hooks: readonly Hook[], version: string, description: string): 
     if (passedBefore) expect(restrictedViolations(after.pod), `${hook.file} at ${version}`).toEqual([]);
     return { passedBefore, passedAfter: restrictedViolations(after.pod).length === 0 };
   });
+  const scc = SCCS.map((name) => {
+    const outcomes = hooks.map((hook) => {
+      const { before, after } = admit(hook, [], version);
+      const admittedBefore = sccAdmit(before.pod, name, NAMESPACE_RANGE);
+      const admittedAfter = sccAdmit(after.pod, name, NAMESPACE_RANGE);
+      const where = `${hook.file} under ${name} at ${version}`;
+      if (admittedBefore.violations.length === 0) {
+        expect(admittedAfter.violations, where).toEqual([]);
+        const guard = guardOf(admittedAfter.pod);
+        if (guard) expect(kubeletRefusal(admittedAfter.pod, guard, GUARD_IMAGE_USER), where).toBeUndefined();
+      }
+      return { before: admittedBefore.violations.length === 0, after: admittedAfter.violations.length === 0 };
+    });
+    const admitted = (key: 'before' | 'after') => outcomes.filter((outcome) => outcome[key]).length;
+    return `| ${name} | ${admitted('before')} | ${admitted('after')} |`;
+  });
   return [
     `${hooks.length} ${description}`,
     '',
@@ -290,6 +325,12 @@ function figures(hooks: readonly Hook[], version: string, description: string): 
     `Pod Security restricted: ${restricted.filter((entry) => entry.passedBefore).length} pass before, ` +
       `${restricted.filter((entry) => entry.passedAfter).length} after.`,
     '',
+    `OpenShift SCC admission (namespace range ${NAMESPACE_RANGE.first}/${NAMESPACE_RANGE.size}); every guard admitted`,
+    `also starts (the kubelet's runAsNonRoot check, the image's user ${GUARD_IMAGE_USER}):`,
+    '',
+    '| SCC | admitted before | admitted after |',
+    '|---|---|---|',
+    ...scc,
   ].join('\n');
 }
 
@@ -334,15 +375,39 @@ describe('admissibility: the guard never keeps a hook Pod from starting', () => 
     // About 5000 Pod admissions: seconds on a busy machine.
   }, 120_000);
 
-  it('lets the kubelet start every guard: runAsNonRoot only with a non-root user it can verify', () => {
-    for (const hook of hooks.filter((candidate) => runsInArgoSyncPhase(candidate.object))) {
+  it('runs the default guard image, whose own numeric non-root user needs no runAsUser anywhere', () => {
+    expect(config.rules.minRuntime).toMatchObject({ image: GUARD_IMAGE, runAsUser: null, imageRunsAsNonRoot: true });
+  });
+
+  it('lets the kubelet start every guard where no SCC applies: runAsNonRoot only with a non-root user it can verify', () => {
+    for (const hook of [...hooks, ...profiled].filter((candidate) => runsInArgoSyncPhase(candidate.object))) {
       const { after } = admit(hook, [], GUARDED_VERSIONS[0]!);
-      const guard = guardOf(after.pod) as { securityContext?: Record<string, unknown> } | undefined;
-      const podContext = (after.pod.securityContext ?? {}) as Record<string, unknown>;
-      const runAsNonRoot = guard?.securityContext?.runAsNonRoot ?? podContext.runAsNonRoot;
-      const runAsUser = guard?.securityContext?.runAsUser ?? podContext.runAsUser;
+      const guard = guardOf(after.pod);
       expect(guard, hook.file).toBeDefined();
-      if (runAsNonRoot === true) expect(runAsUser, hook.file).toBeGreaterThan(0);
+      expect(kubeletRefusal(after.pod as PodSpecLike, guard!, GUARD_IMAGE_USER), hook.file).toBeUndefined();
     }
+  });
+
+  it('a busybox guard (its user root) with runAsNonRoot and no user would be refused: the check can fail', () => {
+    const pod: PodSpecLike = {
+      containers: [{ name: 'main' }],
+      initContainers: [{ name: GUARD_CONTAINER_NAME, securityContext: { runAsNonRoot: true } }],
+    };
+    const admitted = sccAdmit(pod, 'anyuid', NAMESPACE_RANGE);
+    expect(admitted.violations).toEqual([]);
+    expect(kubeletRefusal(admitted.pod, admitted.pod.initContainers![0]!, 0)).toBe(
+      'container has runAsNonRoot and image will run as root',
+    );
+    expect(sccAdmit(pod, 'restricted-v2', NAMESPACE_RANGE).pod.initContainers![0]!.securityContext).toMatchObject({
+      runAsUser: 1000680000,
+    });
+    expect(
+      sccAdmit({ containers: [{ name: 'c', securityContext: { runAsUser: 65534 } }] }, 'restricted-v2', NAMESPACE_RANGE)
+        .violations,
+    ).toEqual(['c: securityContext.runAsUser: Invalid value: 65534: must be in the ranges: [1000680000, 1000689999]']);
+    expect(sccAdmit({ containers: [{ name: 'c' }] }, 'nonroot-v2', NAMESPACE_RANGE)).toMatchObject({
+      violations: [],
+      pod: { containers: [{ securityContext: { runAsNonRoot: true } }] },
+    });
   });
 });

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ARGOCD_HOOK_FINALIZER } from '../../src/core/annotations.js';
-import { withNamespaces } from '../../src/core/context.js';
+import type { ClusterFacts } from '../../src/core/cluster.js';
+import { withCluster, withNamespaces } from '../../src/core/context.js';
 import { decide } from '../../src/core/decide.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { NamespaceFacts } from '../../src/core/namespaces.js';
@@ -30,6 +31,8 @@ interface Scenario {
   namespace?: Omit<NamespaceFacts, 'name'>;
   /** Config keys, as flags give them. */
   config?: Record<string, string>;
+  /** What API discovery knows of the cluster (`serve` reads GET /apis). */
+  cluster?: ClusterFacts;
 }
 
 // Helm, and Argo CD on each side of every range in data/advisories.yaml: 2.13.3 and 2.14.2 (no hook finalizer),
@@ -60,12 +63,23 @@ const scenarios: Scenario[] = [
     namespace: { labels: {}, annotations: { 'linkerd.io/inject': 'enabled' } },
     config: { 'rules.meshSidecar.action': 'exclude' },
   },
-  // An OpenShift namespace: restricted-v2 assigns user ids from its range, so the guard sets none of its own.
+  // A runAsUser configured (65534, as for a mirrored busybox) on an OpenShift cluster (it serves security.openshift.io),
+  // in a namespace just created with no openshift.io/sa.scc.uid-range yet: restricted-v2 assigns user ids, so the
+  // guard sets none of its own. And on a plain cluster a copied annotation changes nothing: 65534.
   {
-    name: 'argocd-3.1.0-openshift-namespace',
+    name: 'argocd-3.1.0-openshift-cluster-fresh-namespace',
+    username: ARGOCD_CONTROLLER,
+    argocdVersion: '3.1.0',
+    config: { 'rules.minRuntime.runAsUser': '65534' },
+    cluster: { openshift: true },
+  },
+  {
+    name: 'argocd-3.1.0-plain-cluster-copied-uid-range',
     username: ARGOCD_CONTROLLER,
     argocdVersion: '3.1.0',
     namespace: { labels: {}, annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' } },
+    config: { 'rules.minRuntime.runAsUser': '65534' },
+    cluster: { openshift: false },
   },
 ];
 
@@ -112,9 +126,12 @@ function createRequest(object: KubeObject, scenario: Scenario): AdmissionRequest
 }
 
 function run(request: AdmissionRequest, scenario: Scenario) {
-  const context = withNamespaces(
-    decisionContext(loadConfig({ overrides: scenario.config }), scenario.argocdVersion, scenario.stage),
-    new Map(scenario.namespace ? [['ns', { name: 'ns', ...scenario.namespace }]] : []),
+  const context = withCluster(
+    withNamespaces(
+      decisionContext(loadConfig({ overrides: scenario.config }), scenario.argocdVersion, scenario.stage),
+      new Map(scenario.namespace ? [['ns', { name: 'ns', ...scenario.namespace }]] : []),
+    ),
+    scenario.cluster,
   );
   const mutation = decide(request, 'mutate', context);
   const stored = applyPatch(structuredClone(request.object), mutation.patch, true, false).newDocument as KubeObject;

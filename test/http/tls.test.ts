@@ -282,6 +282,7 @@ describe('hookguard serve (the built CLI)', () => {
           status: 'ready',
           discovery: { enabled: false, reason: offReason },
           namespaces: { enabled: false, reason: offReason },
+          apiDiscovery: { enabled: false, reason: offReason },
           selfTest: { enabled: false, reason: offReason },
         },
       ]);

@@ -7,10 +7,9 @@ import { loadConfig } from '../../src/config/load.js';
 import { NamespaceWatch, RULE_NAMESPACE_KEYS } from '../../src/discovery/namespaces.js';
 import { buildApp } from '../../src/http/app.js';
 import type { AdmissionReviewResponse } from '../../src/http/responses.js';
-import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually } from '../support/log-sink.js';
-import { ARGOCD_CONTROLLER, hookJob } from '../support/objects.js';
+import { hookJob } from '../support/objects.js';
 import { admissionReview, decodePatch } from '../support/reviews.js';
 
 const SETTINGS = { backoff: { initialMs: 20, maxMs: 100 }, watchTimeoutSeconds: 60 };
@@ -130,65 +129,6 @@ describe('the namespace watch', () => {
         lastError: 'HTTP-Code: 403',
         namespacesWithRuleKeys: 0,
       },
-    });
-  });
-
-  // What OpenShift's namespace controller writes on every namespace: the SCC ranges. restricted-v2 (MustRunAsRange)
-  // refuses a runAsUser outside the UID range and assigns one when none is set (openshift/apiserver-library-go
-  // pkg/securitycontextconstraints/user/mustrunasrange.go).
-  const OPENSHIFT_ANNOTATIONS = {
-    'openshift.io/sa.scc.mcs': 's0:c26,c15',
-    'openshift.io/sa.scc.supplemental-groups': '1000680000/10000',
-    'openshift.io/sa.scc.uid-range': '1000680000/10000',
-  };
-
-  /** The guard's securityContext on an Argo CD 3.1.0 PreSync hook Job created in `namespace`. */
-  async function guardContextIn(app: FastifyInstance, namespaceName: string) {
-    const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
-    job.metadata!.namespace = namespaceName;
-    const response = await app.inject({
-      method: 'POST',
-      url: '/mutate',
-      payload: admissionReview({
-        uid: `guard-${namespaceName}`,
-        operation: 'CREATE',
-        object: job,
-        namespace: namespaceName,
-        username: ARGOCD_CONTROLLER,
-      }),
-    });
-    const patch = decodePatch(response.json<AdmissionReviewResponse>().response);
-    const added = patch.find((op) => op.path === '/spec/template/spec/initContainers') as
-      { value: { name: string; securityContext: Record<string, unknown> }[] } | undefined;
-    const guard = added?.value.find((container) => container.name === GUARD_CONTAINER_NAME);
-    return guard?.securityContext;
-  }
-
-  it('in an OpenShift namespace (openshift.io/sa.scc.uid-range), the guard sets no user or group: the SCC assigns one', async () => {
-    const server = await new FakeApiServer().start();
-    cleanup.push(() => server.stop());
-    server.put(namespace('team-a', { 'kubernetes.io/metadata.name': 'team-a' }, OPENSHIFT_ANNOTATIONS));
-    server.put(namespace('plain'));
-    const { watch, app } = await watching(server, { 'argocd.version': '3.1.0' });
-    await eventually(() => watch.namespaces()?.size === 1, 'the first list');
-    // Only the key min-runtime reads is kept of OpenShift's annotations.
-    expect(watch.namespaces()?.get('team-a')).toEqual({
-      name: 'team-a',
-      labels: {},
-      annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' },
-    });
-    expect(await guardContextIn(app, 'team-a')).toEqual({
-      allowPrivilegeEscalation: false,
-      capabilities: { drop: ['ALL'] },
-      privileged: false,
-      readOnlyRootFilesystem: true,
-      seccompProfile: { type: 'RuntimeDefault' },
-    });
-    // Elsewhere the configured user and group, as before.
-    expect(await guardContextIn(app, 'plain')).toMatchObject({
-      runAsNonRoot: true,
-      runAsUser: 65534,
-      runAsGroup: 65534,
     });
   });
 });

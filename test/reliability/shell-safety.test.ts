@@ -217,7 +217,7 @@ describe('container commands keep their meaning through every mutation', () => {
           const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
           // The guard, where one is added, is the only init container and runs exec form: no shell reads it.
           for (const guard of initContainersOf(stored)) {
-            expect(guard).toMatchObject({ name: GUARD_CONTAINER_NAME, command: ['sleep', '10'] });
+            expect(guard).toMatchObject({ name: GUARD_CONTAINER_NAME, command: ['/busybox/sleep', '10'] });
             expect(guard.args).toBeUndefined();
             guardsSeen += 1;
           }

@@ -13,6 +13,7 @@
 // applies the JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"`
 // headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts. Events are served through
 // core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
+// GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -393,6 +394,11 @@ export class FakeApiServer {
   beforeList: ((query: Record<string, string>) => void) | undefined;
   /** false: answer full lists whatever the Accept header asks, as a server that cannot convert them does. */
   metadataLists = true;
+  /**
+   * Serve OpenShift's security.openshift.io/v1 group (SecurityContextConstraints) in the discovery APIGroupList of
+   * GET /apis, as every OpenShift 4 API server does; off: a plain Kubernetes cluster.
+   */
+  openShift = false;
 
   port = 0;
 
@@ -626,6 +632,27 @@ export class FakeApiServer {
     return failure;
   }
 
+  /**
+   * The discovery document of GET /apis as kube-apiserver answers it (an APIGroupList, apimachinery
+   * pkg/apis/meta/v1 types.go): every named group this server serves, each with its one version, and
+   * security.openshift.io when `openShift` is set.
+   */
+  private apiGroupList(): Json {
+    const versions = new Map<string, string>();
+    for (const resource of this.resources) {
+      if (resource.group !== '') versions.set(resource.group, resource.apiVersion.split('/')[1]!);
+    }
+    if (this.openShift) versions.set('security.openshift.io', 'v1');
+    return {
+      kind: 'APIGroupList',
+      apiVersion: 'v1',
+      groups: [...versions].map(([name, version]) => {
+        const groupVersion = { groupVersion: `${name}/${version}`, version };
+        return { name, versions: [groupVersion], preferredVersion: groupVersion };
+      }),
+    };
+  }
+
   /** Resolves /apis/batch/v1/namespaces/ns/jobs/name and friends. */
   private route(path: string): { resource: Resource; namespace?: string; name?: string; status?: boolean } | undefined {
     for (const resource of this.resources) {
@@ -685,6 +712,10 @@ export class FakeApiServer {
         statusBody(failure.status, message, details),
         retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {},
       );
+      return;
+    }
+    if (method === 'GET' && (url.pathname === '/apis' || url.pathname === '/apis/')) {
+      this.reply(response, recorded, 200, this.apiGroupList());
       return;
     }
     const route = this.route(url.pathname);

@@ -3,6 +3,7 @@ import { decide, type Decision } from '../../src/core/decide.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ruleContextFor } from '../../src/core/context.js';
 import { readHook } from '../../src/core/hook.js';
+import type { ClusterFacts } from '../../src/core/cluster.js';
 import type { NamespaceSnapshot } from '../../src/core/namespaces.js';
 import type { RuleContext, Stage } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';
@@ -52,6 +53,8 @@ export function contextFor(
     namespaces?: NamespaceSnapshot;
     /** Config keys, as flags give them: `{ 'rules.meshSidecar.action': 'exclude' }`. */
     config?: Record<string, string>;
+    /** What API discovery knows of the cluster (undefined: not read, or render time). */
+    cluster?: ClusterFacts;
   } = {},
 ): RuleContext {
   const context = decisionContext(loadConfig({ overrides: options.config }), options.argocdVersion, options.stage);
@@ -59,7 +62,7 @@ export function contextFor(
   if (!hook) throw new Error('test object is not a hook');
   return ruleContextFor(
     hook,
-    { ...context, namespaces: options.namespaces },
+    { ...context, namespaces: options.namespaces, cluster: options.cluster },
     options.argocdVersion,
     object.metadata?.namespace,
   );
@@ -67,21 +70,20 @@ export function contextFor(
 
 /**
  * The min-runtime guard container the default config adds to hookJob() and hookPod(), written out by hand: their
- * containers set no resources (BestEffort), so neither does the guard, and they set no user, so it runs as 65534.
+ * containers set no resources (BestEffort), so neither does the guard, and they set no user, so it runs as the
+ * image's own, 65532 (distroless debug-nonroot), and says runAsNonRoot.
  */
 export const DEFAULT_GUARD_CONTAINER = {
   name: GUARD_CONTAINER_NAME,
-  image: 'busybox:1.37.0',
+  image: 'gcr.io/distroless/static-debian12:debug-nonroot',
   imagePullPolicy: 'IfNotPresent',
-  command: ['sleep', '10'],
+  command: ['/busybox/sleep', '10'],
   securityContext: {
     allowPrivilegeEscalation: false,
     capabilities: { drop: ['ALL'] },
     privileged: false,
     readOnlyRootFilesystem: true,
     runAsNonRoot: true,
-    runAsUser: 65534,
-    runAsGroup: 65534,
     seccompProfile: { type: 'RuntimeDefault' },
   },
 };

@@ -66,9 +66,11 @@ describe('defaults', () => {
     ['rules.idempotentCleanup.minBackoffLimit', 3],
     ['rules.minRuntime.minRuntimeSeconds', 10],
     ['rules.minRuntime.maxRuntimeSeconds', 3600],
-    ['rules.minRuntime.image', 'busybox:1.37.0'],
-    ['rules.minRuntime.command', ['sleep']],
-    ['rules.minRuntime.runAsUser', 65534],
+    ['rules.minRuntime.image', 'gcr.io/distroless/static-debian12:debug-nonroot'],
+    ['rules.minRuntime.command', ['/busybox/sleep']],
+    ['rules.minRuntime.runAsUser', null],
+    ['rules.minRuntime.imageRunsAsNonRoot', true],
+    ['rules.minRuntime.openshift', 'auto'],
     ['rules.minRuntime.requests', { cpu: '250m', memory: '512Mi' }],
     ['rules.minRuntime.limits', { cpu: '250m', memory: '512Mi' }],
     ['rules.ttlFloor.minTtlSecondsAfterFinished', 60],
@@ -194,6 +196,7 @@ describe('precedence: defaults < file < environment < flags', () => {
 
   it.each([
     ['null leaves the guard’s user and group unset', 'runAsUser: null', null],
+    ['65534, as for a mirrored busybox', 'runAsUser: 65534', 65534],
     ['a user id', 'runAsUser: 1000680000', 1000680000],
   ])('rules.minRuntime.runAsUser: %s', (_name, line, value) => {
     expect(loadConfig({ file: yamlFile(`rules:\n  minRuntime:\n    ${line}\n`) }).rules.minRuntime.runAsUser).toBe(

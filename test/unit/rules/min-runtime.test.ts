@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
+import type { ClusterFacts } from '../../../src/core/cluster.js';
 import type { RuleContext } from '../../../src/core/rule.js';
 import type { Container, JobSpec, KubeObject, PodSpec } from '../../../src/core/types.js';
 import {
@@ -68,7 +69,7 @@ describe('min-runtime', () => {
   ])('annotation %j waits %i seconds', (value, seconds, warnings) => {
     const job = hookJob({ ...argo, 'hookguard.io/min-runtime-seconds': value });
     const report = minRuntime.mutate(job, contextFor(job));
-    expect(initContainersOf(job.spec)?.[0]?.command).toEqual(['sleep', String(seconds)]);
+    expect(initContainersOf(job.spec)?.[0]?.command).toEqual(['/busybox/sleep', String(seconds)]);
     expect(report.warnings).toEqual(warnings);
   });
 
@@ -154,12 +155,29 @@ describe('min-runtime', () => {
 describe('min-runtime: the guard is recognised by what it does, not by its name', () => {
   const lookAlike = (fields: Partial<Container>): Container => ({ ...DEFAULT_GUARD_CONTAINER, ...fields });
   it.each<[string, Container, string]>([
-    ['command true', lookAlike({ command: ['true'] }), 'its command is not sleep <seconds>'],
-    ['another image', lookAlike({ image: 'evil.example/busybox:1.37.0' }), 'its image is not busybox'],
-    ['a shorter wait', lookAlike({ command: ['sleep', '1'] }), 'it waits 1s, not 10s'],
-    ['a wait in args', lookAlike({ command: ['sleep'], args: ['10'] }), 'its command is not sleep <seconds>'],
+    ['command true', lookAlike({ command: ['true'] }), 'its command is not /busybox/sleep <seconds>'],
+    [
+      'another image',
+      lookAlike({ image: 'evil.example/distroless/static-debian12:debug-nonroot' }),
+      'its image is not gcr.io/distroless/static-debian12',
+    ],
+    ['a shorter wait', lookAlike({ command: ['/busybox/sleep', '1'] }), 'it waits 1s, not 10s'],
+    [
+      'a wait in args',
+      lookAlike({ command: ['/busybox/sleep'], args: ['10'] }),
+      'its command is not /busybox/sleep <seconds>',
+    ],
     ['args after the wait', lookAlike({ args: ['0'] }), 'it has args'],
-    ['a fractional wait', lookAlike({ command: ['sleep', '0.1'] }), 'its command is not sleep <seconds>'],
+    [
+      'a fractional wait',
+      lookAlike({ command: ['/busybox/sleep', '0.1'] }),
+      'its command is not /busybox/sleep <seconds>',
+    ],
+    [
+      'the earlier default image with the new command',
+      lookAlike({ image: 'busybox:1.37.0' }),
+      'its image is not gcr.io/distroless/static-debian12',
+    ],
     ['a sidecar', lookAlike({ restartPolicy: 'Always' }), 'it is a sidecar, restartPolicy Always'],
   ])('a look-alike with %s is unmet, and left as written', (_name, container, lacks) => {
     const job = hookJob(argo);
@@ -174,8 +192,15 @@ describe('min-runtime: the guard is recognised by what it does, not by its name'
   });
 
   it.each<[string, Container]>([
-    ['another tag, pinned by digest', lookAlike({ image: `docker.io/library/busybox:1.36@sha256:${'a'.repeat(64)}` })],
-    ['a longer wait', lookAlike({ command: ['sleep', '30'] })],
+    [
+      'another tag, pinned by digest',
+      lookAlike({ image: `gcr.io/distroless/static-debian12:debug-nonroot-amd64@sha256:${'a'.repeat(64)}` }),
+    ],
+    ['a longer wait', lookAlike({ command: ['/busybox/sleep', '30'] })],
+    [
+      'the earlier default, busybox’s sleep (a manifest check --fix rendered before the default changed)',
+      lookAlike({ image: `docker.io/library/busybox:1.37.0`, command: ['sleep', '10'] }),
+    ],
     ['another name (a render-time guard renamed)', lookAlike({ name: 'wait' })],
   ])('a guard with %s counts: nothing added', (_name, container) => {
     const job = hookJob(argo);
@@ -283,22 +308,49 @@ describe('min-runtime: the guard’s user, group and runAsNonRoot', () => {
     >;
     return { runAsNonRoot, runAsUser, runAsGroup };
   };
-  const unsetContext = (job: KubeObject): RuleContext => {
-    const context = contextFor(job);
+  /** The guard's settings changed, as a config file would change them. */
+  const withGuard = (
+    job: KubeObject,
+    changes: Partial<RuleContext['settings']['minRuntime']>,
+    cluster?: ClusterFacts,
+  ) => {
+    const context = contextFor(job, cluster ? { cluster } : {});
     return {
       ...context,
-      settings: { ...context.settings, minRuntime: { ...context.settings.minRuntime, runAsUser: null } },
+      settings: { ...context.settings, minRuntime: { ...context.settings.minRuntime, ...changes } },
     };
   };
+  /** A mirrored busybox (its user is root) with the user hookguard used to set, 65534. */
+  const busybox65534 = { image: 'busybox:1.37.0', command: ['sleep'], runAsUser: 65534, imageRunsAsNonRoot: false };
   const nonRootContainer = { securityContext: { runAsNonRoot: true } };
 
   it.each([
-    ['the Pod sets none: 65534', {}, { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 }],
+    [
+      'the Pod sets none: the image’s own 65532',
+      {},
+      { runAsNonRoot: true, runAsUser: undefined, runAsGroup: undefined },
+    ],
     [
       'the Pod’s user and group',
       { securityContext: { runAsUser: 2000, runAsGroup: 3000 } },
       { runAsNonRoot: true, runAsUser: 2000, runAsGroup: 3000 },
     ],
+    [
+      'a Pod that runs as root (admitted only where root is): no runAsNonRoot the kubelet would refuse',
+      { securityContext: { runAsUser: 0, runAsGroup: 0 } },
+      { runAsNonRoot: undefined, runAsUser: undefined, runAsGroup: undefined },
+    ],
+    [
+      'a container-level user is the container’s, not the Pod’s',
+      { containers: [{ name: 'main', image: 'x', securityContext: { runAsUser: 0 } }] },
+      { runAsNonRoot: true, runAsUser: undefined, runAsGroup: undefined },
+    ],
+  ])('default (distroless debug-nonroot, runAsUser null): %s', (_name, podSpec, expected) => {
+    expect(ids(jobWith(podSpec as Partial<PodSpec>))).toEqual(expected);
+  });
+
+  it.each([
+    ['the Pod sets none: 65534', {}, { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 }],
     [
       'the Pod’s user, 65534 as the group it does not set',
       { securityContext: { runAsUser: 1000 } },
@@ -309,13 +361,9 @@ describe('min-runtime: the guard’s user, group and runAsNonRoot', () => {
       { securityContext: { runAsUser: 0, runAsGroup: 0 } },
       { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 },
     ],
-    [
-      'a container-level user is the container’s, not the Pod’s',
-      { containers: [{ name: 'main', image: 'x', securityContext: { runAsUser: 0 } }] },
-      { runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534 },
-    ],
-  ])('runAsUser 65534 (default): %s', (_name, podSpec, expected) => {
-    expect(ids(jobWith(podSpec as Partial<PodSpec>))).toEqual(expected);
+  ])('runAsUser 65534 configured: %s', (_name, podSpec, expected) => {
+    const job = jobWith(podSpec);
+    expect(ids(job, withGuard(job, busybox65534))).toEqual(expected);
   });
 
   it.each([
@@ -352,41 +400,50 @@ describe('min-runtime: the guard’s user, group and runAsNonRoot', () => {
       { securityContext: { runAsUser: 2000 } },
       { runAsNonRoot: true, runAsUser: 2000, runAsGroup: undefined },
     ],
-  ])('runAsUser null: %s', (_name, podSpec, expected) => {
+  ])('an image that runs as root, runAsUser null: %s', (_name, podSpec, expected) => {
     const job = jobWith(podSpec);
-    expect(ids(job, unsetContext(job))).toEqual(expected);
+    expect(ids(job, withGuard(job, { ...busybox65534, runAsUser: null }))).toEqual(expected);
   });
 
-  // OpenShift's restricted-v2 SCC refuses a runAsUser outside the namespace's openshift.io/sa.scc.uid-range and
-  // assigns one when none is set (openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go).
-  const OPENSHIFT_NAMESPACE = new Map([
+  // OpenShift is known per cluster (the security.openshift.io API group), never per namespace: restricted-v2 refuses a
+  // runAsUser outside the namespace's openshift.io/sa.scc.uid-range and assigns one when none is set
+  // (openshift/apiserver-library-go pkg/securitycontextconstraints/user/mustrunasrange.go), and a namespace just
+  // created has no range yet.
+  const OPENSHIFT: ClusterFacts = { openshift: true };
+  const PLAIN: ClusterFacts = { openshift: false };
+  const COPIED_ANNOTATION = new Map([
     ['apps', { name: 'apps', labels: {}, annotations: { 'openshift.io/sa.scc.uid-range': '1000680000/10000' } }],
   ]);
   const openshiftContexts: [string, (job: KubeObject) => RuleContext][] = [
+    ['on a cluster serving security.openshift.io (auto)', (job) => withGuard(job, busybox65534, OPENSHIFT)],
+    ['with rules.minRuntime.openshift true', (job) => withGuard(job, { ...busybox65534, openshift: 'true' }, PLAIN)],
     [
-      'in a namespace with openshift.io/sa.scc.uid-range',
-      (job) => contextFor(job, { namespaces: OPENSHIFT_NAMESPACE }),
-    ],
-    ['with rules.minRuntime.openshift', (job) => contextFor(job, { config: { 'rules.minRuntime.openshift': 'true' } })],
-    [
-      'at render time with rules.minRuntime.openshift',
-      (job) => contextFor(job, { stage: 'render', config: { 'rules.minRuntime.openshift': 'true' } }),
+      'at render time with rules.minRuntime.openshift true (check --openshift)',
+      (job) => {
+        const context = contextFor(job, { stage: 'render', config: { 'rules.minRuntime.openshift': 'true' } });
+        const minRuntime = { ...context.settings.minRuntime, ...busybox65534 };
+        return { ...context, settings: { ...context.settings, minRuntime } };
+      },
     ],
   ];
 
-  it.each(openshiftContexts)('%s: no user or group of its own, as with runAsUser null', (_name, contextOf) => {
+  it.each(openshiftContexts)('%s: no user or group of its own, in a fresh namespace too', (_name, contextOf) => {
     const job = jobWith({});
     expect(ids(job, contextOf(job))).toEqual({ runAsNonRoot: undefined, runAsUser: undefined, runAsGroup: undefined });
     const own = jobWith({ securityContext: { runAsUser: 1000680000, runAsNonRoot: true } });
     expect(ids(own, contextOf(own))).toEqual({ runAsNonRoot: true, runAsUser: 1000680000, runAsGroup: undefined });
   });
 
-  it('in a namespace without the annotation, or with the watch not synced, 65534 as before', () => {
-    const job = jobWith({});
-    const other = new Map([['other', OPENSHIFT_NAMESPACE.get('apps')!]]);
-    expect(ids(job, contextFor(job, { namespaces: other }))).toMatchObject({ runAsUser: 65534 });
-    const again = jobWith({});
-    expect(ids(again, contextFor(again))).toMatchObject({ runAsUser: 65534 });
+  it('a copied uid-range annotation, an unread cluster or openshift false: the configured 65534', () => {
+    const copied = jobWith({});
+    const context = withGuard(copied, busybox65534, PLAIN);
+    expect(ids(copied, { ...context, namespace: COPIED_ANNOTATION.get('apps') })).toMatchObject({ runAsUser: 65534 });
+    const unread = jobWith({});
+    expect(ids(unread, withGuard(unread, busybox65534))).toMatchObject({ runAsUser: 65534 });
+    const off = jobWith({});
+    expect(ids(off, withGuard(off, { ...busybox65534, openshift: 'false' }, OPENSHIFT))).toMatchObject({
+      runAsUser: 65534,
+    });
   });
 });
 
@@ -415,7 +472,10 @@ describe('min-runtime: per config, not per request', () => {
       image: 'registry.example/busybox:1.37.0',
       command: ['/bin/sleep', '5'],
     });
-    expect(guardContainer(5, settings, podSpec)).toMatchObject({ image: 'busybox:1.37.0', command: ['sleep', '5'] });
+    expect(guardContainer(5, settings, podSpec)).toMatchObject({
+      image: 'gcr.io/distroless/static-debian12:debug-nonroot',
+      command: ['/busybox/sleep', '5'],
+    });
   });
 });
 

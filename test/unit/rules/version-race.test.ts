@@ -66,7 +66,7 @@ describe('version-race', () => {
   it('denies a look-alike guard: an init container named hookguard-min-runtime that does not wait', () => {
     const job = hookJob();
     (job.spec as JobSpec).template!.spec!.initContainers = [
-      { name: 'hookguard-min-runtime', image: 'busybox:1.37.0', command: ['true'] },
+      { name: 'hookguard-min-runtime', image: 'gcr.io/distroless/static-debian12:debug-nonroot', command: ['true'] },
     ];
     expect(judge(mutated(job, '3.1.0'), '3.1.0')).toEqual([
       {
@@ -75,7 +75,7 @@ describe('version-race', () => {
         advisory: 'argocd-fast-hook-finalizer-race',
         message:
           'Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): ' +
-          "min-runtime init container hookguard-min-runtime is not hookguard's guard (its command is not sleep <seconds>); rename or remove it. Fixed in Argo CD 3.4.0.",
+          "min-runtime init container hookguard-min-runtime is not hookguard's guard (its command is not /busybox/sleep <seconds>); rename or remove it. Fixed in Argo CD 3.4.0.",
       },
     ]);
   });
