@@ -131,6 +131,10 @@ describe('hookguard serve: SIGTERM', () => {
       503,
       {
         status: 'shutting down',
+        apiDiscovery: {
+          enabled: false,
+          reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+        },
         discovery: {
           enabled: false,
           reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
