@@ -74,6 +74,51 @@ describe('hookguard chart-hook', () => {
     expect([run.status, run.stderr]).toEqual([2, message]);
   });
 
+  it('delete-webhooks deletes both webhook configurations through the API server, and takes those gone as deleted', async () => {
+    const fake = await new FakeApiServer().start();
+    try {
+      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
+        fake.put({
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind,
+          metadata: { name: 'hookguard' },
+          webhooks: [],
+        });
+      const kubeconfig = join(dir, 'kubeconfig-lifecycle');
+      writeFileSync(
+        kubeconfig,
+        fake
+          .kubeConfig('hookguard', serviceAccountToken('system:serviceaccount:hookguard:hookguard-lifecycle'))
+          .exportConfig(),
+      );
+      const env = { KUBECONFIG: kubeconfig, HOME: dir };
+      const deleted = await runCommand(['chart-hook', 'delete-webhooks', 'hookguard'], undefined, env);
+      expect([deleted.status, deleted.stdout, deleted.stderr]).toEqual([
+        0,
+        'deleted ValidatingWebhookConfiguration and MutatingWebhookConfiguration hookguard\n',
+        '',
+      ]);
+      expect(fake.get('MutatingWebhookConfiguration', '', 'hookguard')).toBeUndefined();
+      expect(fake.get('ValidatingWebhookConfiguration', '', 'hookguard')).toBeUndefined();
+      const deletes = () =>
+        fake.requests.filter((request) => request.method === 'DELETE').map((request) => [request.path, request.status]);
+      expect(deletes()).toEqual([
+        ['/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/hookguard', 200],
+        ['/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/hookguard', 200],
+      ]);
+      // Run again (a retried hook, or an uninstall after someone deleted them): 404s count as done.
+      const again = await runCommand(['chart-hook', 'delete-webhooks', 'hookguard'], undefined, env);
+      expect([again.status, again.stderr]).toEqual([0, '']);
+      expect(
+        deletes()
+          .slice(2)
+          .map(([, status]) => status),
+      ).toEqual([404, 404]);
+    } finally {
+      await fake.stop();
+    }
+  });
+
   it('refuses a file that is not a CRD before it talks to any cluster', async () => {
     const file = join(dir, 'not-a-crd.yaml');
     writeFileSync(file, 'kind: ConfigMap\n');

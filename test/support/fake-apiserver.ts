@@ -753,6 +753,10 @@ export class FakeApiServer {
         this.patch(resource, stored, text, request.headers['content-type'], response, recorded, qualified);
         return;
       }
+      if (method === 'DELETE' && route.status !== true) {
+        this.deleteObject(resource, key, stored, response, recorded);
+        return;
+      }
     }
     if (method !== 'GET' || name !== undefined) {
       this.reply(
@@ -813,6 +817,36 @@ export class FakeApiServer {
         ? partialObjectMetadataList(listMetadata, page)
         : { kind: `${resource.kind}List`, apiVersion: resource.apiVersion, metadata: listMetadata, items: page },
     );
+  }
+
+  /**
+   * DELETE as the generic registry answers it (k8s.io/apiserver pkg/registry/generic/registry/store.go Delete): an
+   * object holding finalizers gets a deletionTimestamp and is answered as it now is; one without is removed at once
+   * and answered with a Success Status naming it.
+   */
+  private deleteObject(
+    resource: Resource,
+    key: string,
+    stored: KubeItem,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+  ): void {
+    if (((stored.metadata.finalizers as string[] | undefined) ?? []).length > 0) {
+      stored.metadata.deletionTimestamp ??= kubeNow();
+      this.reply(response, recorded, 200, this.commit(resource, stored));
+      return;
+    }
+    this.objects.delete(key);
+    this.bump(stored);
+    this.record(resource, 'DELETED', stored);
+    const { name, uid } = stored.metadata;
+    this.reply(response, recorded, 200, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      details: { name, group: resource.group, kind: resource.plural, uid },
+    });
   }
 
   /** The Events stored, oldest first. */
