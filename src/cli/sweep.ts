@@ -6,7 +6,7 @@ import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
 import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
 import { ApiCallError, EXIT, UsageError } from '../errors.js';
-import { loadConfigWithFlags, parseArguments } from './arguments.js';
+import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
 
 export const SWEEP_USAGE = `Usage: hookguard sweep [--namespace NS] [--apply] [--profile P]... [--output text|json] [--min-age-seconds N] [--config FILE]
@@ -68,8 +68,7 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
     io.stdout(`${SWEEP_USAGE}\n`);
     return EXIT.ok;
   }
-  if (values.output !== 'text' && values.output !== 'json')
-    throw new UsageError(`--output must be text or json, got "${values.output}"`);
+  const output = textOrJson(values.output);
   if (values.namespace === '') throw new UsageError('--namespace must not be empty');
   const config = loadConfigWithFlags(io, values.config, [
     { flag: 'min-age-seconds', key: 'sweep.minAgeSeconds', value: values['min-age-seconds'] },
@@ -126,7 +125,7 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
     io.stderr(`hookguard sweep: cannot list hook Jobs and Pods (${connection.source}): ${error.message}\n`);
     return EXIT.failed;
   }
-  if (values.output === 'json') io.stdout(`${JSON.stringify(report)}\n`);
+  if (output === 'json') io.stdout(`${JSON.stringify(report)}\n`);
   else io.stdout(`${[...report.results.map(line), summary(report)].join('\n')}\n`);
   return report.results.some((result) => result.action === 'failed') ? EXIT.failed : EXIT.ok;
 }

@@ -14,7 +14,7 @@ import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
 import { applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
-import { loadConfigWithFlags, parseArguments } from './arguments.js';
+import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
 
 export const WHY_USAGE = `Usage: hookguard why job/NAME|pod/NAME [-n NS] | --application NS/NAME | -A
@@ -232,8 +232,7 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     io.stdout(`${WHY_USAGE}\n`);
     return EXIT.ok;
   }
-  if (values.output !== 'text' && values.output !== 'json')
-    throw new UsageError(`--output must be text or json, got "${values.output}"`);
+  const output = textOrJson(values.output);
   const asked = [positionals.length > 0, values.application !== undefined, values['all-namespaces']].filter(Boolean);
   if (asked.length !== 1 || positionals.length > 1)
     throw new UsageError('name one hook (job/NAME or pod/NAME), or --application NS/NAME, or -A');
@@ -276,6 +275,6 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     );
     return EXIT.hookFailing;
   }
-  io.stdout(values.output === 'json' ? renderWhyJson(report) : renderWhyText(report));
+  io.stdout(output === 'json' ? renderWhyJson(report) : renderWhyText(report));
   return report.hooks.some((hook) => FAILING_STATES.has(hook.state)) ? EXIT.hookFailing : EXIT.ok;
 }
