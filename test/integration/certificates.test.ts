@@ -613,6 +613,14 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
       () => secretData(fake)[SECRET_KEYS.caBundle] === good[SECRET_KEYS.caBundle],
       'the junk dropped from ca.crt',
     );
+    // The leader logs the write once the API server has answered it: its line may reach the pipe a moment later.
+    await eventually(
+      () =>
+        leader.lines.some(
+          (line) => line.msg === 'certificates: Secret written' && /from ca\.crt$/.test(String(line.reason)),
+        ),
+      "the keeper's log line",
+    );
     expect(leader.lines).toContainEqual(
       expect.objectContaining({
         msg: 'certificates: Secret written',
