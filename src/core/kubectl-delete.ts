@@ -160,6 +160,9 @@ function shellScriptIndex(argv: readonly string[]): number | undefined {
 
 /** Inserts " --ignore-not-found" after every unquoted `delete` subcommand word; nothing else moves. */
 function rewriteScript(script: string): { script: string; changes: string[] } | undefined {
+  // Only a word written exactly `delete` is rewritten (below): a script without that text needs no scan, and most
+  // hook scripts have none (the scan is the rule's main cost on the admission path).
+  if (!script.includes('delete')) return undefined;
   const insertAt: number[] = [];
   const changes: string[] = [];
   const scanned = simpleCommands(script);
