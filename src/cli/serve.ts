@@ -7,7 +7,7 @@ import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery } from '../discovery/start.js';
 import { buildApp, buildProbeApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
-import { BoundedLogDestination, stdoutStream } from '../http/log-destination.js';
+import { BoundedLogDestination, isoTimeOncePerMillisecond, stdoutStream } from '../http/log-destination.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls, type KeyPair, type TlsMaterial } from '../tls/certificates.js';
@@ -50,7 +50,7 @@ function listenError(host: string, port: number, error: NodeJS.ErrnoException, c
 function startLogging(config: Readonly<Config>) {
   const destination = new BoundedLogDestination(stdoutStream(), config.log.maxQueueBytes);
   const logger = pino(
-    { level: config.log.level, base: { service: 'hookguard' }, timestamp: pino.stdTimeFunctions.isoTime },
+    { level: config.log.level, base: { service: 'hookguard' }, timestamp: isoTimeOncePerMillisecond() },
     destination,
   );
   return {

@@ -2,8 +2,8 @@
 // takes them slowly or never; the rest are dropped and counted, and the next line that is queued says how many.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
-import { BoundedLogDestination } from '../../src/http/log-destination.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { BoundedLogDestination, isoTimeOncePerMillisecond } from '../../src/http/log-destination.js';
 
 /** A stdout whose reader takes nothing until release() (as a pipe nobody reads): every write stays queued. */
 function stalledStdout() {
@@ -159,5 +159,19 @@ describe('BoundedLogDestination', () => {
       linesDroppedBefore: 5 - (lines.length - 1),
     });
     expect(destination.dropped).toBe(5 - (lines.length - 1));
+  });
+});
+
+describe('isoTimeOncePerMillisecond', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("writes pino's isoTime text, worked out again only when the millisecond changes", () => {
+    const now = vi.spyOn(Date, 'now').mockReturnValue(Date.parse('2026-11-27T13:15:16.189Z'));
+    const time = isoTimeOncePerMillisecond();
+    expect(time()).toBe(',"time":"2026-11-27T13:15:16.189Z"');
+    expect(time()).toBe(pino.stdTimeFunctions.isoTime());
+    now.mockReturnValue(Date.parse('2026-11-27T13:15:16.190Z'));
+    expect(time()).toBe(',"time":"2026-11-27T13:15:16.190Z"');
+    expect(time()).toBe(pino.stdTimeFunctions.isoTime());
   });
 });
