@@ -39,6 +39,11 @@ export class Setting<T> {
       readonly type: ValueType;
       /** null is a value too (the default of optional settings). */
       readonly nullable?: boolean;
+      /**
+       * A YAML boolean stands for its text: for a choice among `true`, `false` and others, where `openshift: true` (a
+       * boolean to YAML, to Helm's --set and to the chart's toYaml) means the choice "true".
+       */
+      readonly booleanAsText?: boolean;
       /** For the docs: the values it accepts ("1..65535", "enforce, audit"). */
       readonly accepts: string;
       /** The problem with a value of the right type, if any (range, format). */
@@ -167,11 +172,14 @@ export function optionalText(options: Declared & { format?: Format }): Setting<s
 }
 
 export function oneOf<const V extends string>(values: readonly V[], options: Declared & { default: V }): Setting<V> {
+  const booleanAsText = values.includes('true' as V) && values.includes('false' as V);
   return new Setting<V>({
     ...options,
     type: 'string',
     accepts: values.map((value) => `\`${value}\``).join(', '),
-    jsonSchema: { enum: values },
+    ...(booleanAsText
+      ? { booleanAsText, jsonSchema: { type: ['string', 'boolean'], enum: [...values, true, false] } }
+      : { jsonSchema: { enum: values } }),
     problem: (value) => (values.includes(value) ? undefined : `must be one of ${values.join(', ')}, got "${value}"`),
   });
 }
@@ -380,6 +388,7 @@ export function jsonSchemaOf(keys: Keys): JsonSchema {
 function overlay(node: Node, input: unknown, key: string): unknown {
   if (node instanceof Setting) {
     if (input === undefined) return structuredClone(node.spec.default as unknown);
+    if (typeof input === 'boolean' && node.spec.booleanAsText) return String(input);
     const problem = typeProblem(node, input);
     return problem === undefined ? input : fail(key, problem);
   }

@@ -205,6 +205,17 @@ describe('precedence: defaults < file < environment < flags', () => {
   });
 
   it.each([
+    ['openshift: true', 'true'],
+    ['openshift: false', 'false'],
+    ["openshift: 'true'", 'true'],
+    ['openshift: auto', 'auto'],
+  ])('rules.minRuntime.%s: a YAML boolean is the choice of the same text', (line, value) => {
+    expect(loadConfig({ file: yamlFile(`rules:\n  minRuntime:\n    ${line}\n`) }).rules.minRuntime.openshift).toBe(
+      value,
+    );
+  });
+
+  it.each([
     'busybox',
     'busybox:1.37.0',
     'my.registry:5000/mirror/library/busybox:1.37.0',
@@ -247,6 +258,8 @@ describe('invalid configuration names the bad key', () => {
     ['an unknown top-level key', () => ({ file: yamlFile('modes: audit\n') }), 'modes', 'unknown key'],
     ['an unknown key given as a flag', () => ({ overrides: { 'server.portt': '1' } }), 'server.portt', 'unknown key'],
     ['mode block', () => ({ file: yamlFile('mode: block\n') }), 'mode', 'must be one of enforce, audit, got "block"'],
+    // Only a choice between the texts true and false reads a YAML boolean as its text.
+    ['mode true', () => ({ file: yamlFile('mode: true\n') }), 'mode', 'must be a string, got boolean true'],
     [
       'mode block as a flag',
       () => ({ overrides: { mode: 'block' } }),
