@@ -298,7 +298,7 @@ export function eventAsEventsV1(event: Json): KubeItem {
 }
 
 /** Every stored Event, in either shape, as `apiVersion` serves it, filtered; or the 400 message for a bad selector. */
-function eventsServed(
+export function eventsServed(
   apiVersion: string,
   stored: readonly KubeItem[],
   namespace: string | undefined,
