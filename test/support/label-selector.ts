@@ -93,7 +93,8 @@ const DNS1123_SUBDOMAIN = new RegExp(`^${DNS1123_SUBDOMAIN_FORMAT}$`);
 
 /** content.RegexError. */
 function regexError(message: string, format: string, ...examples: string[]): string {
-  return `${message} (e.g. ${examples.map((example) => `'${example}', `).join('or ')}regex used for validation is '${format}')`;
+  // Each example is followed by "', " and joined by " or ", hence the two spaces before "or" in kube-apiserver's text.
+  return `${message} (e.g. ${examples.map((example) => `'${example}', `).join(' or ')}regex used for validation is '${format}')`;
 }
 
 const LABEL_KEY_NAME_ERROR = regexError(
@@ -287,6 +288,22 @@ function newRequirement(key: string, operator: Operator, values: string[]): Requ
   if (unique.length === 1) throw new SelectorError(unique[0]);
   if (unique.length > 1) throw new SelectorError(`[${unique.join(', ')}]`);
   return { key, operator, values };
+}
+
+/**
+ * kube-apiserver's answer to a selector it cannot parse: errors.NewBadRequest (apimachinery pkg/api/errors/errors.go),
+ * a Status without details.
+ */
+export function badRequestStatus(message: string): Record<string, unknown> {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason: 'BadRequest',
+    code: 400,
+  };
 }
 
 /** The requirements of a selector, sorted by key as selector.go sorts them; or the 400 message kube-apiserver sends. */

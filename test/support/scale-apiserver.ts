@@ -41,7 +41,13 @@ import {
   wantsMetadataList,
   type KubeItem,
 } from './fake-apiserver.js';
-import { parseLabelSelector, requiredValue, selectorMatches, type Requirement } from './label-selector.js';
+import {
+  badRequestStatus,
+  parseLabelSelector,
+  requiredValue,
+  selectorMatches,
+  type Requirement,
+} from './label-selector.js';
 
 type Json = Record<string, unknown>;
 export type ScaleKind = 'Job' | 'Pod';
@@ -586,7 +592,7 @@ export class ScaleApiServer {
       const selector = parseLabelSelector(url.searchParams.get('labelSelector') ?? '');
       const watch = ['true', '1'].includes(url.searchParams.get('watch') ?? '');
       if ('error' in selector) {
-        const bytes = this.send(response, 400, statusBody(400, selector.error));
+        const bytes = this.send(response, 400, badRequestStatus(selector.error));
         if (!watch) this.counts.listBytes += bytes;
         this.counts[watch ? 'watch' : 'list'] += 1;
       } else if (watch) this.watch(kind, match[2], selector.requirements, url.searchParams, response);
