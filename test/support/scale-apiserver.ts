@@ -635,7 +635,7 @@ export class ScaleApiServer {
         'events.k8s.io/v1',
         [...this.storedEvents.values()],
         namespace,
-        {},
+        [],
         url.searchParams.get('fieldSelector') ?? undefined,
       );
       if (typeof served === 'string') this.send(response, 400, statusBody(400, served));
