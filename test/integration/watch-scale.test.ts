@@ -60,28 +60,73 @@ describe('the scale stand-in, as kube-apiserver answers', () => {
   });
 
   it('reads every selector form, AND-joined, on cluster-wide and namespaced lists, and pages them', async () => {
-    const server = await scale(2000);
-    const notLabelled = await get(
+    // 10 hooks of 2,000: Jobs 3, 203, …, 1803 labelled; team-3 also holds 103, 303, …, 1903, not labelled.
+    const server = await scale(2000, 10);
+    const notLabelled = await get(server, '/apis/batch/v1/namespaces/team-3/jobs?labelSelector=!hookguard.io%2Fhook');
+    expect(names(notLabelled.body)).toEqual(Array.from({ length: 10 }, (_, at) => `job-${at * 200 + 103}`));
+    const otherValue = await get(
       server,
-      '/api/v1/namespaces/team-53/pods?labelSelector=hookguard.io%2Fhook!%3Dadmitted',
+      '/apis/batch/v1/namespaces/team-3/jobs?labelSelector=hookguard.io%2Fhook!%3Dadmitted',
     );
-    expect(names(notLabelled.body)).toHaveLength(0);
-    const inTeam = await get(server, '/apis/batch/v1/namespaces/team-3/jobs?labelSelector=!hookguard.io%2Fhook');
-    expect(names(inTeam.body)).toEqual([]);
+    expect(names(otherValue.body)).toEqual(names(notLabelled.body));
+    const labelled = await get(
+      server,
+      '/apis/batch/v1/namespaces/team-3/jobs?labelSelector=' + encodeURIComponent('hookguard.io/hook in (admitted,x)'),
+    );
+    expect(names(labelled.body)).toEqual(Array.from({ length: 10 }, (_, at) => `job-${at * 200 + 3}`));
+    expect(
+      names((await get(server, '/apis/batch/v1/namespaces/team-4/jobs?labelSelector=hookguard.io%2Fhook')).body),
+    ).toEqual([]);
     const both = await get(
       server,
       '/api/v1/pods?labelSelector=' + encodeURIComponent('app.kubernetes.io/part-of in (platform-0),job-name=job-7'),
     );
     expect(names(both.body)).toEqual(['pod-7']);
-    const page = await get(server, '/apis/batch/v1/jobs?labelSelector=hookguard.io%2Fhook%3Dadmitted&limit=15');
-    expect(names(page.body)).toHaveLength(15);
+    const page = await get(server, '/apis/batch/v1/jobs?labelSelector=hookguard.io%2Fhook%3Dadmitted&limit=6');
+    expect(names(page.body)).toEqual(['job-3', 'job-203', 'job-403', 'job-603', 'job-803', 'job-1003']);
     const token = (page.body.metadata as { continue: string }).continue;
     const rest = await get(
       server,
-      `/apis/batch/v1/jobs?labelSelector=hookguard.io%2Fhook%3Dadmitted&limit=15&continue=${encodeURIComponent(token)}`,
+      `/apis/batch/v1/jobs?labelSelector=hookguard.io%2Fhook%3Dadmitted&limit=6&continue=${encodeURIComponent(token)}`,
     );
-    expect(names(rest.body)).toEqual(['job-1503', 'job-1603', 'job-1703', 'job-1803', 'job-1903']);
+    expect(names(rest.body)).toEqual(['job-1203', 'job-1403', 'job-1603', 'job-1803']);
     expect(rest.body.metadata).toEqual({ resourceVersion: '500000' });
+  });
+
+  it('creates an Event once per name and lists Events by field selector', async () => {
+    const server = await scale(200);
+    const event = {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: 'job-3.hookguard-hookfailed-0123456789abcdef', namespace: 'team-3' },
+      eventTime: '2026-11-27T13:00:00.000000Z',
+      reportingController: 'hookguard.io/hook-watcher',
+      reportingInstance: 'hookguard-7d9f-abcde',
+      action: 'ExplainHook',
+      reason: 'HookFailed',
+      type: 'Warning',
+      note: 'Job job-3 failed',
+      regarding: { kind: 'Job', apiVersion: 'batch/v1', name: 'job-3', namespace: 'team-3' },
+    };
+    const post = () =>
+      fetch(`http://127.0.0.1:${server.port}/apis/events.k8s.io/v1/namespaces/team-3/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(event),
+      });
+    expect((await post()).status).toBe(201);
+    const again = await post();
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({
+      reason: 'AlreadyExists',
+      message: 'events.events.k8s.io "job-3.hookguard-hookfailed-0123456789abcdef" already exists',
+    });
+    const about = (name: string, namespace = 'team-3') =>
+      get(server, `/apis/events.k8s.io/v1/namespaces/${namespace}/events?fieldSelector=regarding.name%3D${name}`);
+    expect(names((await about('job-3')).body)).toEqual([event.metadata.name]);
+    expect(names((await about('pod-3')).body)).toEqual([]);
+    expect(names((await about('job-3', 'team-4')).body)).toEqual([]);
+    expect(server.events).toEqual([{ reason: 'HookFailed', regarding: 'job-3' }]);
   });
 
   it('refuses a malformed selector, on a list and on a watch, with the 400 Status kube-apiserver sends', async () => {

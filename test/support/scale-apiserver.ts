@@ -663,11 +663,16 @@ export class ScaleApiServer {
         this.send(
           response,
           409,
-          statusBody(409, `events.events.k8s.io "${name}" already exists`, {
-            name,
-            group: 'events.k8s.io',
-            kind: 'events',
-          }),
+          statusBody(
+            409,
+            `events.events.k8s.io "${name}" already exists`,
+            {
+              name,
+              group: 'events.k8s.io',
+              kind: 'events',
+            },
+            'AlreadyExists',
+          ),
         );
         return;
       }
