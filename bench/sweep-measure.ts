@@ -188,7 +188,7 @@ export async function measureSweep(
 
 export const round1 = (value: number) => Math.round(value * 10) / 10;
 export const requests = (counts: ScaleCounts) =>
-  counts.list + counts.get + counts.patch + counts.workflow + counts.event + counts.other;
+  counts.list + counts.get + counts.patch + counts.workflow + counts.event + counts.watch + counts.other;
 
 export function renderSweepMarkdown(measurements: readonly SweepMeasurement[], environment: string): string {
   const rows = measurements.map(

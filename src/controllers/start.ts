@@ -7,7 +7,7 @@ import { leaderIdentity, startLeaderLoop, type LeaderTask } from './leader-loop.
 import { selfTestController, selfTestDisabled, selfTestOff, type SelfTestView } from './selftest/start.js';
 import type { OutcomeObserver, SelfTestSources } from './selftest/self-test.js';
 import { kubeHookWatchClient } from './hooks/client.js';
-import { HookWatcher, type HookWatchObserver } from './hooks/watcher.js';
+import { HookWatcher, type HookWatchObserver, type HookWatchSettings } from './hooks/watcher.js';
 import { hostname } from 'node:os';
 import { ARGOCD_INSTANCE_LABEL } from '../core/annotations.js';
 
@@ -22,6 +22,25 @@ export interface RunningControllers {
   hookWatch: { enabled: true } | { enabled: false; reason: string };
   /** Gives the Lease up at once (another replica takes over) and waits for the controllers to end. */
   stop(): Promise<void>;
+}
+
+/** The hook watcher's settings from the configuration (also what `npm run bench:watch` runs it with). */
+export function hookWatchSettings(config: Readonly<Config>): HookWatchSettings {
+  return {
+    stuckAfterSeconds: config.why.stuckAfterSeconds,
+    recheckSeconds: config.hookWatch.recheckSeconds,
+    eventLogs: config.hookWatch.eventLogs,
+    // In a cluster, the pod's name: which replica wrote an Event.
+    reportingInstance: hostname(),
+    applicationLookup: {
+      instanceLabels: [ARGOCD_INSTANCE_LABEL, ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : [])],
+      controlPlaneNamespaces: config.sweep.applicationNamespaces,
+    },
+    reflector: {
+      backoff: { initialMs: config.discovery.backoffInitialMs, maxMs: config.discovery.backoffMaxMs },
+      watchTimeoutSeconds: config.discovery.watchTimeoutSeconds,
+    },
+  };
 }
 
 const NO_CLUSTER = 'no kubeconfig and no in-cluster service account: not running in a cluster';
@@ -70,24 +89,7 @@ export function startControllers(
     const watcher = new HookWatcher(
       connection.kubeConfig,
       kubeHookWatchClient(connection.kubeConfig),
-      {
-        stuckAfterSeconds: config.why.stuckAfterSeconds,
-        recheckSeconds: config.hookWatch.recheckSeconds,
-        eventLogs: config.hookWatch.eventLogs,
-        // In a cluster, the pod's name: which replica wrote an Event.
-        reportingInstance: hostname(),
-        applicationLookup: {
-          instanceLabels: [
-            ARGOCD_INSTANCE_LABEL,
-            ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : []),
-          ],
-          controlPlaneNamespaces: config.sweep.applicationNamespaces,
-        },
-        reflector: {
-          backoff: { initialMs: config.discovery.backoffInitialMs, maxMs: config.discovery.backoffMaxMs },
-          watchTimeoutSeconds: config.discovery.watchTimeoutSeconds,
-        },
-      },
+      hookWatchSettings(config),
       logger.child({ component: 'hook-watcher' }),
       inputs.hooks,
     );

@@ -13,11 +13,14 @@
 // applies the JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"`
 // headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts. Events are served through
 // core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
+// Label selectors are read as kube-apiserver reads them, every form, a malformed one refused with its 400
+// (test/support/label-selector.ts).
 // GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { applyPatch, type Operation } from '../../src/core/json-patch.js';
+import { badRequestStatus, parseLabelSelector, selectorMatches, type Requirement } from './label-selector.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { admit, schemaValidator, type Admission, type AdmissionResult } from './fake-admission.js';
 
@@ -106,7 +109,7 @@ interface HistoryEntry {
 interface OpenWatch {
   resource: Resource;
   namespace: string | undefined;
-  selector: Record<string, string>;
+  selector: readonly Requirement[];
   response: ServerResponse;
 }
 
@@ -298,11 +301,11 @@ export function eventAsEventsV1(event: Json): KubeItem {
 }
 
 /** Every stored Event, in either shape, as `apiVersion` serves it, filtered; or the 400 message for a bad selector. */
-function eventsServed(
+export function eventsServed(
   apiVersion: string,
   stored: readonly KubeItem[],
   namespace: string | undefined,
-  selector: Record<string, string>,
+  selector: readonly Requirement[],
   fieldSelector: string | undefined,
 ): KubeItem[] | string {
   const fields = EVENT_FIELDS[apiVersion] ?? {};
@@ -326,26 +329,14 @@ function eventsServed(
     .map((item) => (apiVersion === 'v1' ? eventAsV1(item) : eventAsEventsV1(item)));
 }
 
-function parseSelector(raw: string | undefined): Record<string, string> {
-  const selector: Record<string, string> = {};
-  for (const term of (raw ?? '').split(',').filter(Boolean)) {
-    const [key, value] = term.split('=');
-    if (key === undefined || value === undefined)
-      throw new Error(`the fake API server only supports key=value selectors, got ${term}`);
-    selector[key] = value;
-  }
-  return selector;
-}
-
 /** One event of a watch stream: a JSON line. */
 function writeEvent(response: ServerResponse, type: string, object: Json): void {
   response.write(`${JSON.stringify({ type, object })}\n`);
 }
 
-function matches(object: KubeItem, namespace: string | undefined, selector: Record<string, string>): boolean {
+function matches(object: KubeItem, namespace: string | undefined, selector: readonly Requirement[]): boolean {
   if (namespace !== undefined && object.metadata.namespace !== namespace) return false;
-  const labels = (object.metadata.labels ?? {}) as Record<string, string>;
-  return Object.entries(selector).every(([key, value]) => labels[key] === value);
+  return selectorMatches(selector, (object.metadata.labels ?? {}) as Record<string, string>);
 }
 
 /** The user a bearer token stands for: a JWT's subject (service account tokens), or NAME for `token-of-NAME`. */
@@ -767,7 +758,12 @@ export class FakeApiServer {
       );
       return;
     }
-    const selector = parseSelector(query.labelSelector);
+    const parsed = parseLabelSelector(query.labelSelector ?? '');
+    if ('error' in parsed) {
+      this.reply(response, recorded, 400, badRequestStatus(parsed.error));
+      return;
+    }
+    const selector = parsed.requirements;
     if (watch) {
       this.watch(resource, namespace, selector, query, response, recorded);
       return;
@@ -1079,7 +1075,7 @@ export class FakeApiServer {
   private watch(
     resource: Resource,
     namespace: string | undefined,
-    selector: Record<string, string>,
+    selector: readonly Requirement[],
     query: Record<string, string>,
     response: ServerResponse,
     recorded: RecordedRequest,
