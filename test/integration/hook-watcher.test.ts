@@ -132,6 +132,53 @@ describe('the hook watcher', () => {
     expect(second.failures).toEqual([]);
   });
 
+  it('looks again at once when a hook arrives while a pass is explaining another, not a pass interval (10 s) later', async () => {
+    const fake = await cluster(admitted('failed-exit-code'));
+    const kubeConfig = fake.kubeConfig('hookguard');
+    const client = kubeHookWatchClient(kubeConfig);
+    // The first pass is held while it reads the Pods of the hook in shop, until a second failed hook has arrived.
+    let reached!: () => void;
+    const passHeld = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held: typeof client = {
+      ...client,
+      async podsOfJob(namespace, job) {
+        if (namespace === 'shop') {
+          reached();
+          await released;
+        }
+        return client.podsOfJob(namespace, job);
+      },
+    };
+    const { logger } = capturedLogger('debug');
+    const watcher = new HookWatcher(kubeConfig, held, { ...SETTINGS, eventLogs: false }, logger, {
+      failure: () => undefined,
+      failing: () => undefined,
+    });
+    const stop = new AbortController();
+    const running = watcher.run(stop.signal);
+    cleanup.push(async () => {
+      stop.abort();
+      await running;
+    });
+    await passHeld;
+    // Another failed Job, in another namespace and with a uid of its own (the fixtures share theirs).
+    const second = relocated(admitted('failed-oomkilled'), Date.now(), 'billing');
+    (second.hook as KubeItem).metadata.uid = '0b5e2d7c-9a41-4f3e-8c6d-1e2f3a4b5c6d';
+    seedWhy(fake, second);
+    // The watch event reaches the watcher while its pass is still held.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    release();
+    const onJobs = () => ours(fake).filter((event) => (event.regarding as { kind: string }).kind === 'Job');
+    await eventually(() => onJobs().length === 2, 'the second hook explained at once', 4000);
+    expect(
+      onJobs()
+        .map((event) => (event.regarding as { namespace: string }).namespace)
+        .sort(),
+    ).toEqual(['billing', 'shop']);
+  });
+
   it('posts nothing for a hook that succeeded, and reads no Pods or Events of it', async () => {
     const fake = await cluster(admitted('succeeded'));
     const { failing } = lead(fake);

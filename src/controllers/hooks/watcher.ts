@@ -60,6 +60,8 @@ export class HookWatcher {
   private readonly objects = { Job: [] as readonly KubeObject[], Pod: [] as readonly KubeObject[] };
   private readonly tracked = new Map<string, Tracked>();
   private wake: (() => void) | undefined;
+  /** A list or watch change came in since the pass began: the next pass starts at once, not a PASS_INTERVAL_MS later. */
+  private changedSincePass = false;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -87,6 +89,7 @@ export class HookWatcher {
           this.logger,
           (objects) => {
             this.objects[kind] = objects;
+            this.changedSincePass = true;
             this.wake?.();
           },
         ),
@@ -94,7 +97,9 @@ export class HookWatcher {
     for (const reflector of reflectors) reflector.start();
     try {
       while (!signal.aborted) {
+        this.changedSincePass = false;
         await this.pass(signal);
+        if (this.changedSincePass) continue;
         const woken = new Promise<void>((resolve) => (this.wake = resolve));
         await Promise.race([woken, sleep(PASS_INTERVAL_MS, undefined, { signal }).catch(() => undefined)]);
       }
