@@ -14,12 +14,26 @@
 // headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts. Events are served through
 // core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
 // GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set.
+// apiextensions.k8s.io/v1 CustomResourceDefinitions are served (GET, list, and server-side apply: PATCH with
+// application/apply-patch+yaml, which creates a missing object (201) or updates one (200), with field managers and
+// their 409 conflicts, in the subset test/support/server-side-apply.ts states), defaulted and given a generation and
+// status.storedVersions as the CRD strategy does. Any other PATCH type kube-apiserver takes but this stand-in does not
+// speak (merge, strategic merge) is answered 405; an unknown one 415 as kube-apiserver does. With `authorize` set,
+// every request is authorized first and refused with kube-apiserver's 403 text (RBAC's rules: rbacAuthorizer).
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { admit, schemaValidator, type Admission, type AdmissionResult } from './fake-admission.js';
+import {
+  APPLY_PATCH,
+  canonical,
+  conflictStatus,
+  PATCH_TYPES,
+  readAppliedConfiguration,
+  serverSideApply,
+} from './server-side-apply.js';
 
 type Json = Record<string, unknown>;
 export type KubeItem = Json & {
@@ -42,6 +56,8 @@ interface Resource {
   statusSubresource?: boolean;
   /** Schema errors of an object (a custom resource's openAPIV3Schema); none when valid. */
   schemaErrors?: (object: unknown) => string[];
+  /** metadata.generation kept: 1 when created, one more with every change of spec (custom resources, CRDs). */
+  generation?: boolean;
 }
 
 const RESOURCES: readonly Resource[] = [
@@ -91,6 +107,16 @@ const RESOURCES: readonly Resource[] = [
     apiVersion: 'admissionregistration.k8s.io/v1',
     clusterScoped: true,
   })),
+  {
+    prefix: '/apis/apiextensions.k8s.io/v1',
+    plural: 'customresourcedefinitions',
+    group: 'apiextensions.k8s.io',
+    kind: 'CustomResourceDefinition',
+    apiVersion: 'apiextensions.k8s.io/v1',
+    clusterScoped: true,
+    statusSubresource: true,
+    generation: true,
+  },
 ];
 
 /** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease or Event time with fewer digits. */
@@ -388,6 +414,8 @@ export class FakeApiServer {
   watchFault: 'none' | 'end-at-once' | 'never-end' | 'no-answer' = 'none';
   /** Requests left unanswered by `no-answer`, cut when the server stops. */
   private readonly unanswered = new Set<ServerResponse>();
+  /** Whether a request may go ahead, as an authorizer decides (rbacAuthorizer); unset: everything is allowed. */
+  authorize: ((attributes: AuthorizationAttributes) => boolean) | undefined;
   /** Runs before a PATCH is applied: a test's chance to make a concurrent change. */
   beforePatch: ((object: KubeItem) => void) | undefined;
   /** Runs before a list is answered, with its query: a test's chance to compact (and so expire a continue token). */
@@ -440,7 +468,7 @@ export class FakeApiServer {
 
   /** metadata.generation of a custom resource: 1 when created, one more with every change of its spec. */
   private setGeneration(resource: Resource, item: KubeItem, before: KubeItem | undefined): void {
-    if (resource.schemaErrors === undefined) return;
+    if (!resource.generation) return;
     const generation = typeof before?.metadata.generation === 'number' ? before.metadata.generation : 0;
     const changed = before === undefined || JSON.stringify(before.spec) !== JSON.stringify(item.spec);
     item.metadata.generation = changed ? generation + 1 : generation;
@@ -489,6 +517,7 @@ export class FakeApiServer {
       clusterScoped: spec.scope === 'Cluster',
       statusSubresource: version.subresources?.status !== undefined,
       schemaErrors: schemaValidator(version.schema.openAPIV3Schema),
+      generation: true,
     });
   }
 
@@ -695,7 +724,7 @@ export class FakeApiServer {
     };
     if (request.headers.accept) recorded.accept = request.headers.accept;
     if (request.headers['content-type']) recorded.contentType = request.headers['content-type'];
-    if (text !== '') recorded.body = JSON.parse(text) as unknown;
+    if (text !== '') recorded.body = jsonOrText(text);
     this.requests.push(recorded);
 
     const watch = query.watch === 'true' || query.watch === '1';
@@ -725,6 +754,43 @@ export class FakeApiServer {
     }
     const { resource, namespace, name } = route;
     const qualified = resource.group === '' ? resource.plural : `${resource.plural}.${resource.group}`;
+    const attributes: AuthorizationAttributes = {
+      user: recorded.user,
+      verb: verbOf(method, name !== undefined, watch),
+      group: resource.group,
+      resource: resource.plural,
+      subresource: route.status === true ? 'status' : '',
+      namespace: namespace ?? '',
+      name: name ?? '',
+    };
+    if (this.authorize && !this.authorize(attributes)) {
+      this.reply(response, recorded, 403, forbiddenStatus(qualified, attributes));
+      return;
+    }
+    if (method === 'PATCH' && name !== undefined && route.status !== true) {
+      // The patch type is checked before anything else, a missing object included (handlers/patch.go PatchResource).
+      const patchType = (request.headers['content-type'] ?? '').split(';', 1)[0]!;
+      if (!(PATCH_TYPES as readonly string[]).includes(patchType)) {
+        const accepted = PATCH_TYPES.join(', ');
+        const message = `the body of the request was in an unknown format - accepted media types include: ${accepted}`;
+        this.reply(response, recorded, 415, statusBody(415, message));
+        return;
+      }
+      const invalid = patchOptionsProblem(patchType, query);
+      if (invalid !== undefined) {
+        this.reply(response, recorded, 422, invalid);
+        return;
+      }
+      if (patchType === APPLY_PATCH) {
+        this.apply(resource, namespace ?? '', name, text, query, attributes, response, recorded, qualified);
+        return;
+      }
+      if (patchType !== 'application/json-patch+json') {
+        const message = `the fake API server does not implement PATCH with ${patchType}`;
+        this.reply(response, recorded, 405, statusBody(405, message, {}, 'MethodNotAllowed'));
+        return;
+      }
+    }
     if (method === 'POST' && name === undefined && (namespace !== undefined || resource.clusterScoped)) {
       await this.create(resource, namespace ?? '', text, query, recorded, response, qualified);
       return;
@@ -750,7 +816,7 @@ export class FakeApiServer {
         return;
       }
       if (method === 'PATCH' && route.status !== true) {
-        this.patch(resource, stored, text, request.headers['content-type'], response, recorded, qualified);
+        this.patch(resource, stored, text, response, recorded, qualified);
         return;
       }
       if (method === 'DELETE' && route.status !== true) {
@@ -1015,27 +1081,15 @@ export class FakeApiServer {
     this.reply(response, recorded, 200, this.commit(resource, next));
   }
 
+  /** A JSON patch (application/json-patch+json; handle() has checked the type). */
   private patch(
     resource: Resource,
     stored: KubeItem,
     text: string,
-    contentType: string | undefined,
     response: ServerResponse,
     recorded: RecordedRequest,
     qualified: string,
   ): void {
-    if (contentType?.split(';', 1)[0] !== 'application/json-patch+json') {
-      this.reply(
-        response,
-        recorded,
-        415,
-        statusBody(
-          415,
-          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json`,
-        ),
-      );
-      return;
-    }
     this.beforePatch?.(stored);
     const working = structuredClone(stored);
     try {
@@ -1074,6 +1128,72 @@ export class FakeApiServer {
       return;
     }
     this.reply(response, recorded, 200, this.commit(resource, working));
+  }
+
+  /**
+   * Server-side apply (handlers/patch.go with applyPatcher; what of it is modelled: test/support/server-side-apply.ts):
+   * a missing object is created (201) if the user may also `create` it, an existing one updated (200), or left as it
+   * is when nothing changes (no new resourceVersion); 409 with the managers and fields in conflict unless force.
+   */
+  private apply(
+    resource: Resource,
+    namespace: string,
+    name: string,
+    text: string,
+    query: Record<string, string>,
+    attributes: AuthorizationAttributes,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+    qualified: string,
+  ): void {
+    const badRequest = (message: string) => this.reply(response, recorded, 400, statusBody(400, message));
+    const applied = readAppliedConfiguration(text);
+    if (typeof applied === 'string') return badRequest(applied);
+    const appliedVersion = typeof applied.apiVersion === 'string' ? applied.apiVersion : '';
+    if (appliedVersion !== resource.apiVersion)
+      return badRequest(
+        `Incorrect version specified in apply patch. Specified patch version: ${appliedVersion}, expected: ${resource.apiVersion}`,
+      );
+    const appliedMetadata = (applied.metadata ?? {}) as Json;
+    if (appliedMetadata.managedFields !== undefined) return badRequest('metadata.managedFields must be nil');
+    const stored = this.objects.get(this.key(resource, namespace, name));
+    const result = serverSideApply(stored, applied, {
+      manager: query.fieldManager ?? '',
+      // metav1.PatchOptions.Force, decoded as Go's strconv.ParseBool reads it.
+      force: ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(query.force ?? ''),
+      apiVersion: resource.apiVersion,
+      now: kubeNow(),
+    });
+    if ('conflicts' in result) {
+      this.reply(response, recorded, 409, conflictStatus(result.conflicts));
+      return;
+    }
+    const next = result.object as KubeItem;
+    const appliedName = typeof appliedMetadata.name === 'string' ? appliedMetadata.name : '';
+    if (appliedName !== name)
+      return badRequest(`the name of the object (${appliedName}) does not match the name on the URL (${name})`);
+    if (!resource.clusterScoped) next.metadata.namespace = namespace;
+    // Creating through apply needs `create` as well (handlers/patch.go createAuthorizerAttributes, withAuthorization).
+    const create = { ...attributes, verb: 'create' };
+    if (stored === undefined && this.authorize && !this.authorize(create)) {
+      this.reply(response, recorded, 403, forbiddenStatus(qualified, create));
+      return;
+    }
+    if (resource.statusSubresource) {
+      if (stored?.status === undefined) delete next.status;
+      else next.status = structuredClone(stored.status);
+    }
+    if (resource.kind === 'CustomResourceDefinition') prepareCrd(next);
+    const refused = this.refusal(resource, next);
+    if (refused) {
+      this.reply(response, recorded, refused.code, refused.body);
+      return;
+    }
+    if (stored !== undefined && canonical(next) === canonical(stored)) {
+      this.reply(response, recorded, 200, structuredClone(stored));
+      return;
+    }
+    this.reply(response, recorded, stored === undefined ? 201 : 200, this.put(next));
   }
 
   private watch(
@@ -1127,6 +1247,126 @@ export class FakeApiServer {
       clearTimeout(timer);
       this.watches.delete(open);
     });
+  }
+}
+
+/** What the API server authorizes a request by (k8s.io/apiserver pkg/authorization/authorizer Attributes). */
+export interface AuthorizationAttributes {
+  user: string;
+  verb: string;
+  group: string;
+  resource: string;
+  subresource: string;
+  /** '' when cluster-scoped or across namespaces. */
+  namespace: string;
+  /** '' for a collection. */
+  name: string;
+}
+
+/** An RBAC PolicyRule's resource part (rbac.authorization.k8s.io/v1). */
+export interface PolicyRule {
+  apiGroups?: readonly string[];
+  resources?: readonly string[];
+  resourceNames?: readonly string[];
+  verbs: readonly string[];
+}
+
+/**
+ * RBAC's decision for users each bound to their rules: kubernetes v1.33 plugin/pkg/auth/authorizer/rbac/rbac.go
+ * RuleAllows, with rbacv1helpers' VerbMatches, APIGroupMatches, ResourceMatches (`*`, `resource/subresource`,
+ * `*\/subresource`) and ResourceNameMatches (no names: any). A user with no rules is refused everything.
+ */
+export function rbacAuthorizer(
+  rulesByUser: Readonly<Record<string, readonly PolicyRule[]>>,
+): (attributes: AuthorizationAttributes) => boolean {
+  const has = (list: readonly string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
+  return (attributes) => {
+    const combined = attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
+    return (rulesByUser[attributes.user] ?? []).some(
+      (rule) =>
+        has(rule.verbs, attributes.verb) &&
+        has(rule.apiGroups, attributes.group) &&
+        (rule.resources ?? []).some(
+          (resource) =>
+            resource === '*' ||
+            resource === combined ||
+            (attributes.subresource !== '' && resource === `*/${attributes.subresource}`),
+        ) &&
+        ((rule.resourceNames ?? []).length === 0 || (rule.resourceNames ?? []).includes(attributes.name)),
+    );
+  };
+}
+
+/** The verb a request is authorized as (apiserver pkg/endpoints/request/requestinfo.go). */
+function verbOf(method: string, named: boolean, watch: boolean): string {
+  if (watch) return 'watch';
+  const verb = { GET: named ? 'get' : 'list', POST: 'create', PUT: 'update', PATCH: 'patch' }[method];
+  return verb ?? (named ? 'delete' : 'deletecollection');
+}
+
+/**
+ * kube-apiserver's 403 (apiserver v0.33.0 pkg/endpoints/handlers/responsewriters/errors.go ForbiddenStatusError and
+ * forbiddenMessage, apimachinery pkg/api/errors NewForbidden), for an authorizer that gives no reason (RBAC).
+ */
+function forbiddenStatus(qualified: string, attributes: AuthorizationAttributes): Json {
+  const resource = attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
+  const scope = attributes.namespace === '' ? 'at the cluster scope' : `in the namespace "${attributes.namespace}"`;
+  const who = `User "${attributes.user}" cannot ${attributes.verb} resource "${resource}" in API group "${attributes.group}" ${scope}`;
+  const what = attributes.name === '' ? qualified : `${qualified} "${attributes.name}"`;
+  return statusBody(403, `${what} is forbidden: ${who}`, {
+    ...(attributes.name === '' ? {} : { name: attributes.name }),
+    group: attributes.group,
+    kind: attributes.resource,
+  });
+}
+
+/**
+ * The 422 kube-apiserver gives PatchOptions it refuses (apimachinery v0.33.0 pkg/apis/meta/v1/validation
+ * ValidatePatchOptions, errors.NewInvalid): apply without a fieldManager, force with any other patch type.
+ */
+function patchOptionsProblem(patchType: string, query: Record<string, string>): Json | undefined {
+  const problem =
+    patchType === APPLY_PATCH
+      ? (query.fieldManager ?? '') === ''
+        ? { type: 'FieldValueRequired', field: 'fieldManager', text: 'Required value: is required for apply patch' }
+        : undefined
+      : query.force !== undefined
+        ? { type: 'FieldValueForbidden', field: 'force', text: 'Forbidden: may not be specified for non-apply patch' }
+        : undefined;
+  if (problem === undefined) return undefined;
+  return statusBody(422, `PatchOptions.meta.k8s.io "" is invalid: ${problem.field}: ${problem.text}`, {
+    group: 'meta.k8s.io',
+    kind: 'PatchOptions',
+    causes: [{ reason: problem.type, message: problem.text, field: problem.field }],
+  });
+}
+
+/**
+ * What kube-apiserver does to a CRD it stores, beside the stored status kept by apply: defaults
+ * (apiextensions-apiserver v0.33.0 pkg/apis/apiextensions/v1/defaults.go SetDefaults_CustomResourceDefinitionSpec) and
+ * the storage version added to status.storedVersions (pkg/registry/customresourcedefinition/strategy.go
+ * PrepareForCreate, PrepareForUpdate). The controllers that then accept its names and establish it are not modelled.
+ */
+function prepareCrd(crd: KubeItem): void {
+  const spec = (crd.spec ??= {}) as Json;
+  const names = (spec.names ??= {}) as Json;
+  if (typeof names.kind === 'string') {
+    if (!names.singular) names.singular = names.kind.toLowerCase();
+    if (!names.listKind) names.listKind = `${names.kind}List`;
+  }
+  spec.conversion ??= { strategy: 'None' };
+  const status = (crd.status ??= { acceptedNames: { plural: '', kind: '' }, storedVersions: [] }) as Json;
+  const stored = (status.storedVersions ??= []) as string[];
+  const storage = ((spec.versions ?? []) as Json[]).find((version) => version.storage === true);
+  if (typeof storage?.name === 'string' && !stored.includes(storage.name)) stored.push(storage.name);
+}
+
+/** A request body as recorded: JSON decoded, anything else (YAML) as its text. */
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }
 
