@@ -1172,6 +1172,7 @@ export class FakeApiServer {
     const appliedName = typeof appliedMetadata.name === 'string' ? appliedMetadata.name : '';
     if (appliedName !== name)
       return badRequest(`the name of the object (${appliedName}) does not match the name on the URL (${name})`);
+    next.metadata.name = name;
     if (!resource.clusterScoped) next.metadata.namespace = namespace;
     // Creating through apply needs `create` as well (handlers/patch.go createAuthorizerAttributes, withAuthorization).
     const create = { ...attributes, verb: 'create' };
@@ -1279,9 +1280,11 @@ export interface PolicyRule {
 export function rbacAuthorizer(
   rulesByUser: Readonly<Record<string, readonly PolicyRule[]>>,
 ): (attributes: AuthorizationAttributes) => boolean {
-  const has = (list: readonly string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
+  const has = (list: readonly string[] | undefined, value: string) =>
+    (list ?? []).some((v) => v === '*' || v === value);
   return (attributes) => {
-    const combined = attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
+    const combined =
+      attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
     return (rulesByUser[attributes.user] ?? []).some(
       (rule) =>
         has(rule.verbs, attributes.verb) &&
@@ -1309,7 +1312,8 @@ function verbOf(method: string, named: boolean, watch: boolean): string {
  * forbiddenMessage, apimachinery pkg/api/errors NewForbidden), for an authorizer that gives no reason (RBAC).
  */
 function forbiddenStatus(qualified: string, attributes: AuthorizationAttributes): Json {
-  const resource = attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
+  const resource =
+    attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
   const scope = attributes.namespace === '' ? 'at the cluster scope' : `in the namespace "${attributes.namespace}"`;
   const who = `User "${attributes.user}" cannot ${attributes.verb} resource "${resource}" in API group "${attributes.group}" ${scope}`;
   const what = attributes.name === '' ? qualified : `${qualified} "${attributes.name}"`;

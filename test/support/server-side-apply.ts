@@ -52,7 +52,8 @@ export interface ManagedFieldsEntry {
 /** A field at the model's grain: ['spec', 'versions'], ['metadata', 'labels', 'team'], ['data']. */
 type FieldPath = readonly string[];
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The fields an object sets, at the grain above. */
 export function fieldsOf(object: Json): FieldPath[] {
@@ -96,7 +97,7 @@ function read(object: Json, path: FieldPath): unknown {
 
 function write(object: Json, path: FieldPath, value: unknown): void {
   let node = object;
-  for (const part of path.slice(0, -1)) node = (isObject(node[part]) ? node[part] : (node[part] = {})) as Json;
+  for (const part of path.slice(0, -1)) node = isObject(node[part]) ? node[part] : (node[part] = {});
   node[path.at(-1)!] = structuredClone(value);
 }
 
@@ -120,7 +121,9 @@ export function canonical(value: unknown): string {
 function printManager(entry: ManagedFieldsEntry): string {
   const name = JSON.stringify(entry.manager);
   if (entry.operation !== 'Update') return name;
-  return entry.time === undefined ? `${name} using ${entry.apiVersion}` : `${name} using ${entry.apiVersion} at ${entry.time}`;
+  return entry.time === undefined
+    ? `${name} using ${entry.apiVersion}`
+    : `${name} using ${entry.apiVersion} at ${entry.time}`;
 }
 
 /** fieldpath.Path's String(): `.spec.versions`, `.metadata.labels.team`. */
@@ -131,8 +134,33 @@ export interface Conflict {
   path: FieldPath;
 }
 
-/** The 409 Status body of an apply's conflicts (conflict.go NewConflictError, errors.NewApplyConflict). */
-export function conflictStatus(conflicts: readonly Conflict[]): Json {
+/** BuildManagerIdentifier's key of a manager (managedfields.go): what conflicts are grouped and sorted by. */
+const managerKey = (entry: ManagedFieldsEntry) =>
+  JSON.stringify({
+    manager: entry.manager,
+    operation: entry.operation,
+    ...(entry.operation === 'Update' ? { apiVersion: entry.apiVersion } : {}),
+  });
+
+/** fieldpath.Set's order: field by field, by name. */
+function comparePaths(a: FieldPath, b: FieldPath): number {
+  for (let index = 0; index < Math.min(a.length, b.length); index++)
+    if (a[index] !== b[index]) return a[index]! < b[index]! ? -1 : 1;
+  return a.length - b.length;
+}
+
+/**
+ * The 409 Status body of an apply's conflicts (conflict.go NewConflictError, errors.NewApplyConflict), by manager,
+ * and each manager's fields in fieldpath.Set's order.
+ */
+export function conflictStatus(unsorted: readonly Conflict[]): Json {
+  const conflicts = [...unsorted].sort((a, b) =>
+    managerKey(a.entry) !== managerKey(b.entry)
+      ? managerKey(a.entry) < managerKey(b.entry)
+        ? -1
+        : 1
+      : comparePaths(a.path, b.path),
+  );
   let message: string;
   if (conflicts.length === 1) {
     const [only] = conflicts as [Conflict];
@@ -140,15 +168,13 @@ export function conflictStatus(conflicts: readonly Conflict[]): Json {
   } else {
     const byManager = new Map<string, Conflict[]>();
     for (const conflict of conflicts) {
-      const key = JSON.stringify(conflict.entry);
+      const key = managerKey(conflict.entry);
       byManager.set(key, [...(byManager.get(key) ?? []), conflict]);
     }
-    const lines = [...byManager.keys()]
-      .sort()
-      .flatMap((key) => {
-        const group = byManager.get(key)!;
-        return [`conflicts with ${printManager(group[0]!.entry)}:`, ...group.map(({ path }) => `- ${pathText(path)}`)];
-      });
+    const lines = [...byManager.values()].flatMap((group) => [
+      `conflicts with ${printManager(group[0]!.entry)}:`,
+      ...group.map(({ path }) => `- ${pathText(path)}`),
+    ]);
     message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`;
   }
   return {
@@ -216,7 +242,8 @@ export function serverSideApply(
   const isMine = (entry: ManagedFieldsEntry) => entry.manager === options.manager && entry.operation === 'Apply';
   const others = entries.filter((entry) => !isMine(entry));
   const mine = entries.find(isMine);
-  const owns = (entry: ManagedFieldsEntry, path: FieldPath) => pathsOf(entry.fieldsV1).some((owned) => same(owned, path));
+  const owns = (entry: ManagedFieldsEntry, path: FieldPath) =>
+    pathsOf(entry.fieldsV1).some((owned) => same(owned, path));
   const appliedPaths = fieldsOf(applied);
   const changed = appliedPaths.filter(
     (path) => live !== undefined && canonical(read(live, path)) !== canonical(read(applied, path)),
