@@ -1,4 +1,4 @@
-// `hookguard chart-hook upgrade-crds` (the chart's pre-upgrade hook) run as the built CLI against the stand-in for
+// `hookguard chart-hook upgrade-crds` (the chart's pre-upgrade hook), and delete-webhooks refused, run as the built CLI against the stand-in for
 // kube-apiserver (test/support/fake-apiserver.ts), which answers server-side apply as kube-apiserver v1.33 does in the
 // subset test/support/server-side-apply.ts states, and authorizes each request with the RBAC rules of the chart's
 // lifecycle ClusterRole as the real helm renders it. The CRD applied is the one the hook's Job mounts: the chart's
@@ -195,6 +195,34 @@ describe('hookguard chart-hook upgrade-crds against the stand-in API server', ()
       expect(patchOnly.fake.get('CustomResourceDefinition', '', NAME)).toBeUndefined();
     } finally {
       await patchOnly.fake.stop();
+    }
+  });
+});
+
+describe('hookguard chart-hook delete-webhooks against the stand-in API server', () => {
+  it('says what the API server refused, exit 1, and deletes nothing', async () => {
+    const { fake, kubeconfig } = await cluster(SERVER);
+    try {
+      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
+        fake.put({
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind,
+          metadata: { name: 'hookguard' },
+          webhooks: [],
+        });
+      const run = await runCommand(['chart-hook', 'delete-webhooks', 'hookguard'], undefined, {
+        KUBECONFIG: kubeconfig,
+        HOME: dir,
+      });
+      expect([run.status, run.stdout, run.stderr]).toEqual([
+        1,
+        '',
+        `hookguard chart-hook: cannot delete ValidatingWebhookConfiguration and MutatingWebhookConfiguration hookguard (kubeconfig ${kubeconfig}): HTTP 403: validatingwebhookconfigurations.admissionregistration.k8s.io "hookguard" is forbidden: User "${SERVER}" cannot delete resource "validatingwebhookconfigurations" in API group "admissionregistration.k8s.io" at the cluster scope\n`,
+      ]);
+      expect(fake.get('ValidatingWebhookConfiguration', '', 'hookguard')).toBeDefined();
+      expect(fake.get('MutatingWebhookConfiguration', '', 'hookguard')).toBeDefined();
+    } finally {
+      await fake.stop();
     }
   });
 });
