@@ -13,7 +13,9 @@
 // applies the JSON patch, fails open as failurePolicy Ignore does, and returns warnings as `Warning: 299 - "<text>"`
 // headers; a dry run (`dryRun=All`) stores nothing. See test/support/fake-admission.ts. Events are served through
 // core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
-// GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set.
+// GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set;
+// /version, /api and each group version's APIResourceList answer too (legacy discovery, enough for helm 3's install;
+// no aggregated discovery, no OpenAPI). `serve()` adds a kind, stored and answered like the others.
 // apiextensions.k8s.io/v1 CustomResourceDefinitions are served (GET, list, and server-side apply: PATCH with
 // application/apply-patch+yaml, which creates a missing object (201) or updates one (200), with field managers and
 // their 409 conflicts, in the subset test/support/server-side-apply.ts states), defaulted and given a generation and
@@ -97,7 +99,7 @@ const RESOURCES: readonly Resource[] = [
   // whichever shape they were put in; a list through either API serves all of them, converted (eventsServed()).
   { prefix: '/api/v1', plural: 'events', group: '', kind: 'Event', apiVersion: 'v1' },
   // Cluster-scoped: no metadata.namespace; stored, and found by modify/remove/get, with the namespace ''.
-  { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1' },
+  { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1', clusterScoped: true },
   { prefix: '/api/v1', plural: 'secrets', group: '', kind: 'Secret', apiVersion: 'v1' },
   ...(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'] as const).map((kind) => ({
     prefix: '/apis/admissionregistration.k8s.io/v1',
@@ -682,6 +684,58 @@ export class FakeApiServer {
     };
   }
 
+  /**
+   * The rest of discovery as kube-apiserver v1.33 answers it (apimachinery pkg/apis/meta/v1 types.go, version.Info):
+   * GET /version, /api (APIVersions) and each group version's APIResourceList (/api/v1, /apis/GROUP/VERSION), from
+   * the resources this server serves; undefined for any other path.
+   */
+  private discovery(path: string): Json | undefined {
+    if (path === '/version')
+      return {
+        major: '1',
+        minor: '33',
+        gitVersion: 'v1.33.0',
+        gitTreeState: 'clean',
+        compiler: 'gc',
+        platform: 'linux/amd64',
+      };
+    if (path === '/api')
+      return {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}` }],
+      };
+    const served = this.resources.filter((resource) => resource.prefix === path);
+    if (served.length === 0) return undefined;
+    const verbs = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+    return {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: served[0]!.apiVersion,
+      resources: served.flatMap((resource) => {
+        const about = { singularName: resource.kind.toLowerCase(), namespaced: !resource.clusterScoped };
+        const main = { name: resource.plural, ...about, kind: resource.kind, verbs };
+        const status = { name: `${resource.plural}/status`, singularName: '', namespaced: about.namespaced };
+        return resource.statusSubresource
+          ? [main, { ...status, kind: resource.kind, verbs: ['get', 'patch', 'update'] }]
+          : [main];
+      }),
+    };
+  }
+
+  /** Serves one more kind, stored and answered like the others (and listed by discovery). */
+  serve(kind: { apiVersion: string; kind: string; plural: string; clusterScoped?: boolean }): void {
+    const [group, version] = kind.apiVersion.includes('/') ? kind.apiVersion.split('/') : ['', kind.apiVersion];
+    this.resources.push({
+      prefix: group === '' ? `/api/${version}` : `/apis/${group}/${version}`,
+      plural: kind.plural,
+      group: group!,
+      kind: kind.kind,
+      apiVersion: kind.apiVersion,
+      ...(kind.clusterScoped ? { clusterScoped: true } : {}),
+    });
+  }
+
   /** Resolves /apis/batch/v1/namespaces/ns/jobs/name and friends. */
   private route(path: string): { resource: Resource; namespace?: string; name?: string; status?: boolean } | undefined {
     for (const resource of this.resources) {
@@ -745,6 +799,11 @@ export class FakeApiServer {
     }
     if (method === 'GET' && (url.pathname === '/apis' || url.pathname === '/apis/')) {
       this.reply(response, recorded, 200, this.apiGroupList());
+      return;
+    }
+    const discovery = method === 'GET' ? this.discovery(url.pathname) : undefined;
+    if (discovery) {
+      this.reply(response, recorded, 200, discovery);
       return;
     }
     const route = this.route(url.pathname);

@@ -38,6 +38,8 @@ export interface ChartRender {
   includeCrds?: boolean;
   /** The Kubernetes version helm renders for (`--kube-version`); helm's own default otherwise. */
   kubeVersion?: string;
+  /** The kubeconfig helm may reach a cluster with; none by default (a file that does not exist). */
+  kubeconfig?: string;
 }
 
 export const helmBinary = async (major: 3 | 4 = 4): Promise<string> =>
@@ -52,11 +54,12 @@ export function helmTemplate(options: ChartRender = {}): Promise<{ status: numbe
   return helmOnChart('template', options, flags);
 }
 
-/** What `helm install --dry-run=client` printed (the release, its NOTES last), with no cluster to reach. */
+/** What `helm install --dry-run=client` printed (the release, its NOTES last), with FLAGS more. */
 export function helmInstallDryRun(
   options: ChartRender = {},
+  flags: readonly string[] = [],
 ): Promise<{ status: number; stdout: string; stderr: string }> {
-  return helmOnChart('install', options, ['--dry-run=client']);
+  return helmOnChart('install', options, ['--dry-run=client', ...flags]);
 }
 
 /** `helm SUBCOMMAND RELEASE CHART -n NAMESPACE --values FILE FLAGS...`. */
@@ -79,7 +82,7 @@ async function helmOnChart(
       HELM_CACHE_HOME: dir,
       HELM_CONFIG_HOME: dir,
       HELM_DATA_HOME: dir,
-      KUBECONFIG: join(dir, 'no-kubeconfig'),
+      KUBECONFIG: options.kubeconfig ?? join(dir, 'no-kubeconfig'),
     };
     const { stdout, stderr } = await execFileAsync(await helmBinary(options.helm), args, {
       env,
