@@ -52,8 +52,8 @@ async function cluster(user = LIFECYCLE) {
   const kubeconfig = join(dir, `kubeconfig-${fake.port}`);
   writeFileSync(kubeconfig, fake.kubeConfig('hookguard', serviceAccountToken(user)).exportConfig());
   const env = { KUBECONFIG: kubeconfig, HOME: dir };
-  const upgrade = async () => {
-    const run = await runCommand(['chart-hook', 'upgrade-crds', crdFile], undefined, env);
+  const upgrade = async (file = crdFile) => {
+    const run = await runCommand(['chart-hook', 'upgrade-crds', file], undefined, env);
     return [run.status, run.stdout, run.stderr];
   };
   const patches = () =>
@@ -195,6 +195,31 @@ describe('hookguard chart-hook upgrade-crds against the stand-in API server', ()
       expect(patchOnly.fake.get('CustomResourceDefinition', '', NAME)).toBeUndefined();
     } finally {
       await patchOnly.fake.stop();
+    }
+  });
+});
+
+describe('hookguard chart-hook upgrade-crds refused by the CRD validation', () => {
+  it('a CRD that drops a version objects are stored in: the 422 in one line, exit 1, the CRD unchanged', async () => {
+    const { fake, kubeconfig, upgrade } = await cluster();
+    try {
+      const before = fake.put(olderCrd());
+      // A later chart that serves v1 only, without migrating what v1alpha1 stored.
+      const [version] = chartCrd.spec.versions as Manifest[];
+      const laterCrd = join(dir, 'later-crd.json');
+      writeFileSync(
+        laterCrd,
+        JSON.stringify({ ...chartCrd, spec: { ...chartCrd.spec, versions: [{ ...version, name: 'v1' }] } }),
+      );
+      const v1alpha1 = 'v1alpha1';
+      expect(await upgrade(laterCrd)).toEqual([
+        1,
+        '',
+        `hookguard chart-hook: cannot apply CustomResourceDefinition ${NAME} (kubeconfig ${kubeconfig}): HTTP 422: CustomResourceDefinition.apiextensions.k8s.io "${NAME}" is invalid: status.storedVersions[0]: Invalid value: "${v1alpha1}": missing from spec.versions; ${v1alpha1} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${v1alpha1} and removes ${v1alpha1} from status.storedVersions\n`,
+      ]);
+      expect(fake.get('CustomResourceDefinition', '', NAME)).toEqual(before);
+    } finally {
+      await fake.stop();
     }
   });
 });

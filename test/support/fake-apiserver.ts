@@ -19,7 +19,8 @@
 // apiextensions.k8s.io/v1 CustomResourceDefinitions are served (GET, list, and server-side apply: PATCH with
 // application/apply-patch+yaml, which creates a missing object (201) or updates one (200), with field managers and
 // their 409 conflicts, in the subset test/support/server-side-apply.ts states), defaulted and given a generation and
-// status.storedVersions as the CRD strategy does. Any other PATCH type kube-apiserver takes but this stand-in does not
+// status.storedVersions as the CRD strategy does; of the CRD validation only the stored-versions check (422) is
+// modelled, and no controller accepts names or sets conditions. Any other PATCH type kube-apiserver takes but this stand-in does not
 // speak (merge, strategic merge) is answered 405; an unknown one 415 as kube-apiserver does. With `authorize` set,
 // every request is authorized first and refused with kube-apiserver's 403 text (RBAC's rules: rbacAuthorizer).
 import { once } from 'node:events';
@@ -998,6 +999,24 @@ export class FakeApiServer {
           body: statusBody(422, `Event "${String(item.metadata.name)}" is invalid: ${problems.join(', ')}`),
         };
     }
+    if (resource.kind === 'CustomResourceDefinition') {
+      const problems = storedVersionProblems(item);
+      if (problems.length > 0)
+        return {
+          code: 422,
+          body: statusBody(
+            422,
+            // errors.NewInvalid: utilerrors' aggregate, one error as it is, more in brackets.
+            `${resource.kind}.${resource.group} "${item.metadata.name}" is invalid: ${problems.length === 1 ? problems[0]!.text : `[${problems.map(({ text }) => text).join(', ')}]`}`,
+            {
+              name: item.metadata.name,
+              group: resource.group,
+              kind: resource.kind,
+              causes: problems.map(({ field, body }) => ({ reason: 'FieldValueInvalid', message: body, field })),
+            },
+          ),
+        };
+    }
     if (resource.kind === 'Lease') {
       const spec = (item.spec ?? {}) as Json;
       for (const field of ['acquireTime', 'renewTime']) {
@@ -1253,6 +1272,10 @@ export class FakeApiServer {
       this.reply(response, recorded, 200, structuredClone(stored));
       return;
     }
+    if (query.dryRun === 'All') {
+      this.reply(response, recorded, stored === undefined ? 201 : 200, next);
+      return;
+    }
     this.reply(response, recorded, stored === undefined ? 201 : 200, this.put(next));
   }
 
@@ -1422,6 +1445,23 @@ function prepareCrd(crd: KubeItem): void {
   const stored = (status.storedVersions ??= []) as string[];
   const storage = ((spec.versions ?? []) as Json[]).find((version) => version.storage === true);
   if (typeof storage?.name === 'string' && !stored.includes(storage.name)) stored.push(storage.name);
+}
+
+/**
+ * What the CRD validation refuses of an upgrade that drops a version objects may still be stored in
+ * (apiextensions-apiserver v0.33.0 pkg/apis/apiextensions/validation/validation.go
+ * ValidateCustomResourceDefinitionStoredVersions); the rest of the CRD validation is not modelled.
+ */
+function storedVersionProblems(crd: KubeItem): Array<{ field: string; body: string; text: string }> {
+  const versions = (((crd.spec ?? {}) as Json).versions ?? []) as Json[];
+  const stored = ((((crd.status ?? {}) as Json).storedVersions ?? []) as string[]).entries();
+  return [...stored]
+    .filter(([, name]) => !versions.some((version) => version.name === name))
+    .map(([index, name]) => {
+      const field = `status.storedVersions[${index}]`;
+      const body = `Invalid value: "${name}": missing from spec.versions; ${name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${name} and removes ${name} from status.storedVersions`;
+      return { field, body, text: `${field}: ${body}` };
+    });
 }
 
 /** A request body as recorded: JSON decoded, anything else (YAML) as its text. */
