@@ -224,6 +224,18 @@ describe('hookguard chart-hook upgrade-crds refused by the CRD validation', () =
   });
 });
 
+describe('hookguard chart-hook upgrade-crds with no API server answering', () => {
+  it('says the request failed and why, exit 1', async () => {
+    const { fake, kubeconfig, upgrade } = await cluster();
+    await fake.stop();
+    expect(await upgrade()).toEqual([
+      1,
+      '',
+      `hookguard chart-hook: cannot apply CustomResourceDefinition ${NAME} (kubeconfig ${kubeconfig}): request to ${fake.url}${PATH}?fieldManager=hookguard-chart&force=true failed, reason: connect ECONNREFUSED 127.0.0.1:${fake.port}\n`,
+    ]);
+  });
+});
+
 describe('hookguard chart-hook delete-webhooks against the stand-in API server', () => {
   it('says what the API server refused, exit 1, and deletes nothing', async () => {
     const { fake, kubeconfig } = await cluster(SERVER);
