@@ -15,6 +15,8 @@ export const EXIT = {
   hookFailing: 1,
   /** serve: connections still open at server.shutdownTimeoutMs were cut. */
   shutdownForced: 1,
+  /** chart-hook: the API server refused the step (a CRD apply, a webhook configuration delete) or did not answer. */
+  stepFailed: 1,
   /** A UserError: bad arguments, config, certificate files or manifests; stderr names the problem. */
   badInput: 2,
   /** Anything else: a bug in hookguard; stderr holds the stack trace. */

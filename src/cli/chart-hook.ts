@@ -3,6 +3,7 @@ import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { isRecord } from '../core/objects.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
+import { apiFailure } from '../kube/api-failure.js';
 import { kubeChartLifecycleClient } from '../kube/chart-lifecycle.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { parseArguments } from './arguments.js';
@@ -13,7 +14,8 @@ What the Helm chart's hooks run (charts/hookguard/templates/lifecycle.yaml):
   upgrade-crds     pre-upgrade: server-side applies each CRD file (Helm upgrades nothing in crds/)
   delete-webhooks  pre-delete: deletes the Validating- and MutatingWebhookConfiguration NAME, so that no webhook
                    is left calling the Service Helm 3 deletes before them
-Exit status: ${EXIT.ok} done, ${EXIT.badInput} bad input; an API error is said on stderr (exit ${EXIT.internal}).`;
+Exit status: ${EXIT.ok} done, ${EXIT.stepFailed} the API server refused the step or did not answer (stderr says which and
+why), ${EXIT.badInput} bad input.`;
 
 function readCrd(file: string): V1CustomResourceDefinition {
   let crd: unknown;
@@ -48,14 +50,31 @@ export async function runChartHook(argv: readonly string[], io: CommandIO): Prom
   const connection = kubeConnection(io.env);
   if (!connection) throw new UsageError('no cluster: set KUBECONFIG, or run in a pod with a service account');
   const client = kubeChartLifecycleClient(connection.kubeConfig);
+  // What the API server said is the Job's log line: one line naming the object and the API server's own words.
+  const attempt = async (what: string, call: () => Promise<void>): Promise<boolean> => {
+    try {
+      await call();
+      return true;
+    } catch (error) {
+      // A bug (a TypeError and its kind) is not the cluster's doing: main.ts prints its stack and exits 3.
+      if (error instanceof TypeError || error instanceof RangeError) throw error;
+      const failure = apiFailure(error);
+      const status = failure.status !== undefined ? `HTTP ${failure.status}: ` : '';
+      io.stderr(`hookguard chart-hook: cannot ${what} (${connection.source}): ${status}${failure.message}\n`);
+      return false;
+    }
+  };
   if (step === 'upgrade-crds') {
     for (const crd of crds) {
-      await client.applyCrd(crd);
-      io.stdout(`applied CustomResourceDefinition ${crd.metadata?.name ?? ''}\n`);
+      const name = crd.metadata?.name ?? '';
+      if (!(await attempt(`apply CustomResourceDefinition ${name}`, () => client.applyCrd(crd))))
+        return EXIT.stepFailed;
+      io.stdout(`applied CustomResourceDefinition ${name}\n`);
     }
   } else {
     for (const name of operands) {
-      await client.deleteWebhookConfigurations(name);
+      const what = `delete ValidatingWebhookConfiguration and MutatingWebhookConfiguration ${name}`;
+      if (!(await attempt(what, () => client.deleteWebhookConfigurations(name)))) return EXIT.stepFailed;
       io.stdout(`deleted ValidatingWebhookConfiguration and MutatingWebhookConfiguration ${name}\n`);
     }
   }

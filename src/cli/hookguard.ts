@@ -32,7 +32,8 @@ Exit status:
   ${EXIT.ok}  done: check allowed everything, sweep's patches went through, serve answered every request
   ${EXIT.denied}  check: something would be denied; sweep: a patch failed or the cluster could not be listed;
      why: a hook failed, is stuck or blocked, or the cluster could not be read;
-     serve: connections still open at server.shutdownTimeoutMs were cut
+     serve: connections still open at server.shutdownTimeoutMs were cut;
+     chart-hook: the API server refused the step or did not answer
   ${EXIT.badInput}  bad input: arguments, config, certificate files, manifests (stderr names the problem)
   ${EXIT.internal}  internal error: a bug in hookguard (stderr holds the stack trace)
 

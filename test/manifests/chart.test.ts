@@ -780,7 +780,7 @@ describe('the lifecycle hooks (issue 28.4)', () => {
         apiGroups: ['apiextensions.k8s.io'],
         resources: ['customresourcedefinitions'],
         resourceNames: ['hookguards.hookguard.io'],
-        verbs: ['patch'],
+        verbs: ['patch', 'create'],
       },
       {
         apiGroups: ['admissionregistration.k8s.io'],

@@ -136,7 +136,13 @@ function calls(): { permissions: Set<string>; unknown: string[] } {
         custom ??
         (kind! in KIND_GROUPS ? [[KIND_GROUPS[kind!]!, `${kind!.toLowerCase()}s`] as [string, string]] : undefined);
       if (!targets) unknown.push(`${verb}${scope}${kind} in ${file.slice(repoRoot.length + 1)}`);
-      for (const [group, resource] of targets ?? []) permissions.add(`${VERBS[verb!]} ${group}/${resource}`);
+      for (const [group, resource] of targets ?? []) {
+        permissions.add(`${VERBS[verb!]} ${group}/${resource}`);
+        // A server-side apply that finds no object creates it, and kube-apiserver asks `create` for that too
+        // (kubernetes/apiserver v0.33.0 pkg/endpoints/handlers/patch.go createAuthorizerAttributes).
+        if (verb === 'patch' && text.includes('PatchStrategy.ServerSideApply'))
+          permissions.add(`create ${group}/${resource}`);
+      }
     }
   }
   return { permissions, unknown };

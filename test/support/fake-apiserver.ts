@@ -15,7 +15,16 @@
 // core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
 // Label selectors are read as kube-apiserver reads them, every form, a malformed one refused with its 400
 // (test/support/label-selector.ts).
-// GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set.
+// GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set;
+// /version, /api and each group version's APIResourceList answer too (legacy discovery, enough for helm 3's install;
+// no aggregated discovery, no OpenAPI). `serve()` adds a kind, stored and answered like the others.
+// apiextensions.k8s.io/v1 CustomResourceDefinitions are served (GET, list, and server-side apply: PATCH with
+// application/apply-patch+yaml, which creates a missing object (201) or updates one (200), with field managers and
+// their 409 conflicts, in the subset test/support/server-side-apply.ts states), defaulted and given a generation and
+// status.storedVersions as the CRD strategy does; of the CRD validation only the stored-versions check (422) is
+// modelled, and no controller accepts names or sets conditions. Any other PATCH type kube-apiserver takes but this stand-in does not
+// speak (merge, strategic merge) is answered 405; an unknown one 415 as kube-apiserver does. With `authorize` set,
+// every request is authorized first and refused with kube-apiserver's 403 text (RBAC's rules: rbacAuthorizer).
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +32,14 @@ import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import { badRequestStatus, parseLabelSelector, selectorMatches, type Requirement } from './label-selector.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { admit, schemaValidator, type Admission, type AdmissionResult } from './fake-admission.js';
+import {
+  APPLY_PATCH,
+  canonical,
+  conflictStatus,
+  PATCH_TYPES,
+  readAppliedConfiguration,
+  serverSideApply,
+} from './server-side-apply.js';
 
 type Json = Record<string, unknown>;
 export type KubeItem = Json & {
@@ -45,6 +62,8 @@ interface Resource {
   statusSubresource?: boolean;
   /** Schema errors of an object (a custom resource's openAPIV3Schema); none when valid. */
   schemaErrors?: (object: unknown) => string[];
+  /** metadata.generation kept: 1 when created, one more with every change of spec (custom resources, CRDs). */
+  generation?: boolean;
 }
 
 const RESOURCES: readonly Resource[] = [
@@ -84,7 +103,7 @@ const RESOURCES: readonly Resource[] = [
   // whichever shape they were put in; a list through either API serves all of them, converted (eventsServed()).
   { prefix: '/api/v1', plural: 'events', group: '', kind: 'Event', apiVersion: 'v1' },
   // Cluster-scoped: no metadata.namespace; stored, and found by modify/remove/get, with the namespace ''.
-  { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1' },
+  { prefix: '/api/v1', plural: 'namespaces', group: '', kind: 'Namespace', apiVersion: 'v1', clusterScoped: true },
   { prefix: '/api/v1', plural: 'secrets', group: '', kind: 'Secret', apiVersion: 'v1' },
   ...(['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'] as const).map((kind) => ({
     prefix: '/apis/admissionregistration.k8s.io/v1',
@@ -94,6 +113,16 @@ const RESOURCES: readonly Resource[] = [
     apiVersion: 'admissionregistration.k8s.io/v1',
     clusterScoped: true,
   })),
+  {
+    prefix: '/apis/apiextensions.k8s.io/v1',
+    plural: 'customresourcedefinitions',
+    group: 'apiextensions.k8s.io',
+    kind: 'CustomResourceDefinition',
+    apiVersion: 'apiextensions.k8s.io/v1',
+    clusterScoped: true,
+    statusSubresource: true,
+    generation: true,
+  },
 ];
 
 /** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease or Event time with fewer digits. */
@@ -379,6 +408,8 @@ export class FakeApiServer {
   watchFault: 'none' | 'end-at-once' | 'never-end' | 'no-answer' = 'none';
   /** Requests left unanswered by `no-answer`, cut when the server stops. */
   private readonly unanswered = new Set<ServerResponse>();
+  /** Whether a request may go ahead, as an authorizer decides (rbacAuthorizer); unset: everything is allowed. */
+  authorize: ((attributes: AuthorizationAttributes) => boolean) | undefined;
   /** Runs before a PATCH is applied: a test's chance to make a concurrent change. */
   beforePatch: ((object: KubeItem) => void) | undefined;
   /** Runs before a list is answered, with its query: a test's chance to compact (and so expire a continue token). */
@@ -431,7 +462,7 @@ export class FakeApiServer {
 
   /** metadata.generation of a custom resource: 1 when created, one more with every change of its spec. */
   private setGeneration(resource: Resource, item: KubeItem, before: KubeItem | undefined): void {
-    if (resource.schemaErrors === undefined) return;
+    if (!resource.generation) return;
     const generation = typeof before?.metadata.generation === 'number' ? before.metadata.generation : 0;
     const changed = before === undefined || JSON.stringify(before.spec) !== JSON.stringify(item.spec);
     item.metadata.generation = changed ? generation + 1 : generation;
@@ -480,6 +511,7 @@ export class FakeApiServer {
       clusterScoped: spec.scope === 'Cluster',
       statusSubresource: version.subresources?.status !== undefined,
       schemaErrors: schemaValidator(version.schema.openAPIV3Schema),
+      generation: true,
     });
   }
 
@@ -644,6 +676,58 @@ export class FakeApiServer {
     };
   }
 
+  /**
+   * The rest of discovery as kube-apiserver v1.33 answers it (apimachinery pkg/apis/meta/v1 types.go, version.Info):
+   * GET /version, /api (APIVersions) and each group version's APIResourceList (/api/v1, /apis/GROUP/VERSION), from
+   * the resources this server serves; undefined for any other path.
+   */
+  private discovery(path: string): Json | undefined {
+    if (path === '/version')
+      return {
+        major: '1',
+        minor: '33',
+        gitVersion: 'v1.33.0',
+        gitTreeState: 'clean',
+        compiler: 'gc',
+        platform: 'linux/amd64',
+      };
+    if (path === '/api')
+      return {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `127.0.0.1:${this.port}` }],
+      };
+    const served = this.resources.filter((resource) => resource.prefix === path);
+    if (served.length === 0) return undefined;
+    const verbs = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+    return {
+      kind: 'APIResourceList',
+      apiVersion: 'v1',
+      groupVersion: served[0]!.apiVersion,
+      resources: served.flatMap((resource) => {
+        const about = { singularName: resource.kind.toLowerCase(), namespaced: !resource.clusterScoped };
+        const main = { name: resource.plural, ...about, kind: resource.kind, verbs };
+        const status = { name: `${resource.plural}/status`, singularName: '', namespaced: about.namespaced };
+        return resource.statusSubresource
+          ? [main, { ...status, kind: resource.kind, verbs: ['get', 'patch', 'update'] }]
+          : [main];
+      }),
+    };
+  }
+
+  /** Serves one more kind, stored and answered like the others (and listed by discovery). */
+  serve(kind: { apiVersion: string; kind: string; plural: string; clusterScoped?: boolean }): void {
+    const [group, version] = kind.apiVersion.includes('/') ? kind.apiVersion.split('/') : ['', kind.apiVersion];
+    this.resources.push({
+      prefix: group === '' ? `/api/${version}` : `/apis/${group}/${version}`,
+      plural: kind.plural,
+      group: group!,
+      kind: kind.kind,
+      apiVersion: kind.apiVersion,
+      ...(kind.clusterScoped ? { clusterScoped: true } : {}),
+    });
+  }
+
   /** Resolves /apis/batch/v1/namespaces/ns/jobs/name and friends. */
   private route(path: string): { resource: Resource; namespace?: string; name?: string; status?: boolean } | undefined {
     for (const resource of this.resources) {
@@ -686,7 +770,7 @@ export class FakeApiServer {
     };
     if (request.headers.accept) recorded.accept = request.headers.accept;
     if (request.headers['content-type']) recorded.contentType = request.headers['content-type'];
-    if (text !== '') recorded.body = JSON.parse(text) as unknown;
+    if (text !== '') recorded.body = jsonOrText(text);
     this.requests.push(recorded);
 
     const watch = query.watch === 'true' || query.watch === '1';
@@ -709,6 +793,11 @@ export class FakeApiServer {
       this.reply(response, recorded, 200, this.apiGroupList());
       return;
     }
+    const discovery = method === 'GET' ? this.discovery(url.pathname) : undefined;
+    if (discovery) {
+      this.reply(response, recorded, 200, discovery);
+      return;
+    }
     const route = this.route(url.pathname);
     if (!route) {
       this.reply(response, recorded, 404, statusBody(404, 'the server could not find the requested resource'));
@@ -716,6 +805,43 @@ export class FakeApiServer {
     }
     const { resource, namespace, name } = route;
     const qualified = resource.group === '' ? resource.plural : `${resource.plural}.${resource.group}`;
+    const attributes: AuthorizationAttributes = {
+      user: recorded.user,
+      verb: verbOf(method, name !== undefined, watch),
+      group: resource.group,
+      resource: resource.plural,
+      subresource: route.status === true ? 'status' : '',
+      namespace: namespace ?? '',
+      name: name ?? '',
+    };
+    if (this.authorize && !this.authorize(attributes)) {
+      this.reply(response, recorded, 403, forbiddenStatus(qualified, attributes));
+      return;
+    }
+    if (method === 'PATCH' && name !== undefined && route.status !== true) {
+      // The patch type is checked before anything else, a missing object included (handlers/patch.go PatchResource).
+      const patchType = (request.headers['content-type'] ?? '').split(';', 1)[0]!;
+      if (!(PATCH_TYPES as readonly string[]).includes(patchType)) {
+        const accepted = PATCH_TYPES.join(', ');
+        const message = `the body of the request was in an unknown format - accepted media types include: ${accepted}`;
+        this.reply(response, recorded, 415, statusBody(415, message));
+        return;
+      }
+      const invalid = patchOptionsProblem(patchType, query);
+      if (invalid !== undefined) {
+        this.reply(response, recorded, 422, invalid);
+        return;
+      }
+      if (patchType === APPLY_PATCH) {
+        this.apply(resource, namespace ?? '', name, text, query, attributes, response, recorded, qualified);
+        return;
+      }
+      if (patchType !== 'application/json-patch+json') {
+        const message = `the fake API server does not implement PATCH with ${patchType}`;
+        this.reply(response, recorded, 405, statusBody(405, message, {}, 'MethodNotAllowed'));
+        return;
+      }
+    }
     if (method === 'POST' && name === undefined && (namespace !== undefined || resource.clusterScoped)) {
       await this.create(resource, namespace ?? '', text, query, recorded, response, qualified);
       return;
@@ -741,7 +867,7 @@ export class FakeApiServer {
         return;
       }
       if (method === 'PATCH' && route.status !== true) {
-        this.patch(resource, stored, text, request.headers['content-type'], response, recorded, qualified);
+        this.patch(resource, stored, text, response, recorded, qualified);
         return;
       }
       if (method === 'DELETE' && route.status !== true) {
@@ -867,6 +993,24 @@ export class FakeApiServer {
         return {
           code: 422,
           body: statusBody(422, `Event "${String(item.metadata.name)}" is invalid: ${problems.join(', ')}`),
+        };
+    }
+    if (resource.kind === 'CustomResourceDefinition') {
+      const problems = storedVersionProblems(item);
+      if (problems.length > 0)
+        return {
+          code: 422,
+          body: statusBody(
+            422,
+            // errors.NewInvalid: utilerrors' aggregate, one error as it is, more in brackets.
+            `${resource.kind}.${resource.group} "${item.metadata.name}" is invalid: ${problems.length === 1 ? problems[0]!.text : `[${problems.map(({ text }) => text).join(', ')}]`}`,
+            {
+              name: item.metadata.name,
+              group: resource.group,
+              kind: resource.kind,
+              causes: problems.map(({ field, body }) => ({ reason: 'FieldValueInvalid', message: body, field })),
+            },
+          ),
         };
     }
     if (resource.kind === 'Lease') {
@@ -1011,27 +1155,15 @@ export class FakeApiServer {
     this.reply(response, recorded, 200, this.commit(resource, next));
   }
 
+  /** A JSON patch (application/json-patch+json; handle() has checked the type). */
   private patch(
     resource: Resource,
     stored: KubeItem,
     text: string,
-    contentType: string | undefined,
     response: ServerResponse,
     recorded: RecordedRequest,
     qualified: string,
   ): void {
-    if (contentType?.split(';', 1)[0] !== 'application/json-patch+json') {
-      this.reply(
-        response,
-        recorded,
-        415,
-        statusBody(
-          415,
-          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json`,
-        ),
-      );
-      return;
-    }
     this.beforePatch?.(stored);
     const working = structuredClone(stored);
     try {
@@ -1070,6 +1202,77 @@ export class FakeApiServer {
       return;
     }
     this.reply(response, recorded, 200, this.commit(resource, working));
+  }
+
+  /**
+   * Server-side apply (handlers/patch.go with applyPatcher; what of it is modelled: test/support/server-side-apply.ts):
+   * a missing object is created (201) if the user may also `create` it, an existing one updated (200), or left as it
+   * is when nothing changes (no new resourceVersion); 409 with the managers and fields in conflict unless force.
+   */
+  private apply(
+    resource: Resource,
+    namespace: string,
+    name: string,
+    text: string,
+    query: Record<string, string>,
+    attributes: AuthorizationAttributes,
+    response: ServerResponse,
+    recorded: RecordedRequest,
+    qualified: string,
+  ): void {
+    const badRequest = (message: string) => this.reply(response, recorded, 400, statusBody(400, message));
+    const applied = readAppliedConfiguration(text);
+    if (typeof applied === 'string') return badRequest(applied);
+    const appliedVersion = typeof applied.apiVersion === 'string' ? applied.apiVersion : '';
+    if (appliedVersion !== resource.apiVersion)
+      return badRequest(
+        `Incorrect version specified in apply patch. Specified patch version: ${appliedVersion}, expected: ${resource.apiVersion}`,
+      );
+    const appliedMetadata = (applied.metadata ?? {}) as Json;
+    if (appliedMetadata.managedFields !== undefined) return badRequest('metadata.managedFields must be nil');
+    const stored = this.objects.get(this.key(resource, namespace, name));
+    const result = serverSideApply(stored, applied, {
+      manager: query.fieldManager ?? '',
+      // metav1.PatchOptions.Force, decoded as Go's strconv.ParseBool reads it.
+      force: ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(query.force ?? ''),
+      apiVersion: resource.apiVersion,
+      now: kubeNow(),
+    });
+    if ('conflicts' in result) {
+      this.reply(response, recorded, 409, conflictStatus(result.conflicts));
+      return;
+    }
+    const next = result.object as KubeItem;
+    const appliedName = typeof appliedMetadata.name === 'string' ? appliedMetadata.name : '';
+    if (appliedName !== name)
+      return badRequest(`the name of the object (${appliedName}) does not match the name on the URL (${name})`);
+    next.metadata.name = name;
+    if (!resource.clusterScoped) next.metadata.namespace = namespace;
+    // Creating through apply needs `create` as well (handlers/patch.go createAuthorizerAttributes, withAuthorization).
+    const create = { ...attributes, verb: 'create' };
+    if (stored === undefined && this.authorize && !this.authorize(create)) {
+      this.reply(response, recorded, 403, forbiddenStatus(qualified, create));
+      return;
+    }
+    if (resource.statusSubresource) {
+      if (stored?.status === undefined) delete next.status;
+      else next.status = structuredClone(stored.status);
+    }
+    if (resource.kind === 'CustomResourceDefinition') prepareCrd(next);
+    const refused = this.refusal(resource, next);
+    if (refused) {
+      this.reply(response, recorded, refused.code, refused.body);
+      return;
+    }
+    if (stored !== undefined && canonical(next) === canonical(stored)) {
+      this.reply(response, recorded, 200, structuredClone(stored));
+      return;
+    }
+    if (query.dryRun === 'All') {
+      this.reply(response, recorded, stored === undefined ? 201 : 200, next);
+      return;
+    }
+    this.reply(response, recorded, stored === undefined ? 201 : 200, this.put(next));
   }
 
   private watch(
@@ -1123,6 +1326,146 @@ export class FakeApiServer {
       clearTimeout(timer);
       this.watches.delete(open);
     });
+  }
+}
+
+/** What the API server authorizes a request by (k8s.io/apiserver pkg/authorization/authorizer Attributes). */
+export interface AuthorizationAttributes {
+  user: string;
+  verb: string;
+  group: string;
+  resource: string;
+  subresource: string;
+  /** '' when cluster-scoped or across namespaces. */
+  namespace: string;
+  /** '' for a collection. */
+  name: string;
+}
+
+/** An RBAC PolicyRule's resource part (rbac.authorization.k8s.io/v1). */
+export interface PolicyRule {
+  apiGroups?: readonly string[];
+  resources?: readonly string[];
+  resourceNames?: readonly string[];
+  verbs: readonly string[];
+}
+
+/**
+ * RBAC's decision for users each bound to their rules: kubernetes v1.33 plugin/pkg/auth/authorizer/rbac/rbac.go
+ * RuleAllows, with rbacv1helpers' VerbMatches, APIGroupMatches, ResourceMatches (`*`, `resource/subresource`,
+ * `*\/subresource`) and ResourceNameMatches (no names: any). A user with no rules is refused everything.
+ */
+export function rbacAuthorizer(
+  rulesByUser: Readonly<Record<string, readonly PolicyRule[]>>,
+): (attributes: AuthorizationAttributes) => boolean {
+  const has = (list: readonly string[] | undefined, value: string) =>
+    (list ?? []).some((v) => v === '*' || v === value);
+  return (attributes) => {
+    const combined =
+      attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
+    return (rulesByUser[attributes.user] ?? []).some(
+      (rule) =>
+        has(rule.verbs, attributes.verb) &&
+        has(rule.apiGroups, attributes.group) &&
+        (rule.resources ?? []).some(
+          (resource) =>
+            resource === '*' ||
+            resource === combined ||
+            (attributes.subresource !== '' && resource === `*/${attributes.subresource}`),
+        ) &&
+        ((rule.resourceNames ?? []).length === 0 || (rule.resourceNames ?? []).includes(attributes.name)),
+    );
+  };
+}
+
+/** The verb a request is authorized as (apiserver pkg/endpoints/request/requestinfo.go). */
+function verbOf(method: string, named: boolean, watch: boolean): string {
+  if (watch) return 'watch';
+  const verb = { GET: named ? 'get' : 'list', POST: 'create', PUT: 'update', PATCH: 'patch' }[method];
+  return verb ?? (named ? 'delete' : 'deletecollection');
+}
+
+/**
+ * kube-apiserver's 403 (apiserver v0.33.0 pkg/endpoints/handlers/responsewriters/errors.go ForbiddenStatusError and
+ * forbiddenMessage, apimachinery pkg/api/errors NewForbidden), for an authorizer that gives no reason (RBAC).
+ */
+function forbiddenStatus(qualified: string, attributes: AuthorizationAttributes): Json {
+  const resource =
+    attributes.subresource === '' ? attributes.resource : `${attributes.resource}/${attributes.subresource}`;
+  const scope = attributes.namespace === '' ? 'at the cluster scope' : `in the namespace "${attributes.namespace}"`;
+  const who = `User "${attributes.user}" cannot ${attributes.verb} resource "${resource}" in API group "${attributes.group}" ${scope}`;
+  const what = attributes.name === '' ? qualified : `${qualified} "${attributes.name}"`;
+  return statusBody(403, `${what} is forbidden: ${who}`, {
+    ...(attributes.name === '' ? {} : { name: attributes.name }),
+    group: attributes.group,
+    kind: attributes.resource,
+  });
+}
+
+/**
+ * The 422 kube-apiserver gives PatchOptions it refuses (apimachinery v0.33.0 pkg/apis/meta/v1/validation
+ * ValidatePatchOptions, errors.NewInvalid): apply without a fieldManager, force with any other patch type.
+ */
+function patchOptionsProblem(patchType: string, query: Record<string, string>): Json | undefined {
+  const problem =
+    patchType === APPLY_PATCH
+      ? (query.fieldManager ?? '') === ''
+        ? { type: 'FieldValueRequired', field: 'fieldManager', text: 'Required value: is required for apply patch' }
+        : undefined
+      : query.force !== undefined
+        ? { type: 'FieldValueForbidden', field: 'force', text: 'Forbidden: may not be specified for non-apply patch' }
+        : undefined;
+  if (problem === undefined) return undefined;
+  return statusBody(422, `PatchOptions.meta.k8s.io "" is invalid: ${problem.field}: ${problem.text}`, {
+    group: 'meta.k8s.io',
+    kind: 'PatchOptions',
+    causes: [{ reason: problem.type, message: problem.text, field: problem.field }],
+  });
+}
+
+/**
+ * What kube-apiserver does to a CRD it stores, beside the stored status kept by apply: defaults
+ * (apiextensions-apiserver v0.33.0 pkg/apis/apiextensions/v1/defaults.go SetDefaults_CustomResourceDefinitionSpec) and
+ * the storage version added to status.storedVersions (pkg/registry/customresourcedefinition/strategy.go
+ * PrepareForCreate, PrepareForUpdate). The controllers that then accept its names and establish it are not modelled.
+ */
+function prepareCrd(crd: KubeItem): void {
+  const spec = (crd.spec ??= {}) as Json;
+  const names = (spec.names ??= {}) as Json;
+  if (typeof names.kind === 'string') {
+    if (!names.singular) names.singular = names.kind.toLowerCase();
+    if (!names.listKind) names.listKind = `${names.kind}List`;
+  }
+  spec.conversion ??= { strategy: 'None' };
+  const status = (crd.status ??= { acceptedNames: { plural: '', kind: '' }, storedVersions: [] }) as Json;
+  const stored = (status.storedVersions ??= []) as string[];
+  const storage = ((spec.versions ?? []) as Json[]).find((version) => version.storage === true);
+  if (typeof storage?.name === 'string' && !stored.includes(storage.name)) stored.push(storage.name);
+}
+
+/**
+ * What the CRD validation refuses of an upgrade that drops a version objects may still be stored in
+ * (apiextensions-apiserver v0.33.0 pkg/apis/apiextensions/validation/validation.go
+ * ValidateCustomResourceDefinitionStoredVersions); the rest of the CRD validation is not modelled.
+ */
+function storedVersionProblems(crd: KubeItem): Array<{ field: string; body: string; text: string }> {
+  const versions = (((crd.spec ?? {}) as Json).versions ?? []) as Json[];
+  const stored = ((((crd.status ?? {}) as Json).storedVersions ?? []) as string[]).entries();
+  return [...stored]
+    .filter(([, name]) => !versions.some((version) => version.name === name))
+    .map(([index, name]) => {
+      const field = `status.storedVersions[${index}]`;
+      const body = `Invalid value: "${name}": missing from spec.versions; ${name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${name} and removes ${name} from status.storedVersions`;
+      return { field, body, text: `${field}: ${body}` };
+    });
+}
+
+/** A request body as recorded: JSON decoded, anything else (YAML) as its text. */
+function jsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
   }
 }
 

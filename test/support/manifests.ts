@@ -26,6 +26,8 @@ export const HOOKGUARD_OBJECT = {
 } as const;
 
 export interface ChartRender {
+  /** The release name; hookguard by default. */
+  release?: string;
   /** The release namespace (`-n`); hookguard by default. */
   namespace?: string;
   /** Values, as a values file would give them. */
@@ -36,29 +38,51 @@ export interface ChartRender {
   includeCrds?: boolean;
   /** The Kubernetes version helm renders for (`--kube-version`); helm's own default otherwise. */
   kubeVersion?: string;
+  /** The kubeconfig helm may reach a cluster with; none by default (a file that does not exist). */
+  kubeconfig?: string;
 }
 
 export const helmBinary = async (major: 3 | 4 = 4): Promise<string> =>
   major === 3 ? helm3() : (await helmAndKubectl()).helm;
 
 /** What `helm template` printed on stdout and stderr, and its exit status. */
-export async function helmTemplate(
+export function helmTemplate(options: ChartRender = {}): Promise<{ status: number; stdout: string; stderr: string }> {
+  const flags = [
+    ...(options.includeCrds ? ['--include-crds'] : []),
+    ...(options.kubeVersion ? ['--kube-version', options.kubeVersion] : []),
+  ];
+  return helmOnChart('template', options, flags);
+}
+
+/** What `helm install --dry-run=client` printed (the release, its NOTES last), with FLAGS more. */
+export function helmInstallDryRun(
   options: ChartRender = {},
+  flags: readonly string[] = [],
+): Promise<{ status: number; stdout: string; stderr: string }> {
+  return helmOnChart('install', options, ['--dry-run=client', ...flags]);
+}
+
+/** `helm SUBCOMMAND RELEASE CHART -n NAMESPACE --values FILE FLAGS...`. */
+async function helmOnChart(
+  subcommand: string,
+  options: ChartRender,
+  flags: readonly string[],
 ): Promise<{ status: number; stdout: string; stderr: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'hookguard-chart-'));
   try {
     const valuesFile = join(dir, 'values.json');
     await writeFile(valuesFile, JSON.stringify(options.values ?? {}));
-    const args = ['template', 'hookguard', CHART, '-n', options.namespace ?? 'hookguard', '--values', valuesFile];
-    if (options.includeCrds) args.push('--include-crds');
-    if (options.kubeVersion) args.push('--kube-version', options.kubeVersion);
-    // Helm's cache and config in a scratch home: nothing of the user's own helm leaks in.
+    const release = options.release ?? 'hookguard';
+    const args = [subcommand, release, CHART, '-n', options.namespace ?? 'hookguard', '--values', valuesFile, ...flags];
+    // Helm's cache and config in a scratch home, and a kubeconfig that does not exist: nothing of the user's own helm
+    // or cluster leaks in.
     const env = {
       PATH: process.env.PATH ?? '',
       HOME: dir,
       HELM_CACHE_HOME: dir,
       HELM_CONFIG_HOME: dir,
       HELM_DATA_HOME: dir,
+      KUBECONFIG: options.kubeconfig ?? join(dir, 'no-kubeconfig'),
     };
     const { stdout, stderr } = await execFileAsync(await helmBinary(options.helm), args, {
       env,
