@@ -195,7 +195,7 @@ export function renderSweepMarkdown(measurements: readonly SweepMeasurement[], e
     (m) =>
       `| ${m.objectsPerKind.toLocaleString('en-US')} | ${m.mode} | ${round1(m.peakRssMiB)} MiB | ${round1(m.wallMs / 1000)} s | ` +
       `${round1(m.counts.listBytes / 1e6)} MB | ${requests(m.counts)} (${m.counts.list} list, ${m.counts.get} get, ` +
-      `${m.counts.workflow} workflow, ${m.counts.patch} patch, ${m.counts.event} event) | ${m.candidates} | ` +
+      `${m.counts.workflow} workflow, ${m.counts.patch} patch, ${m.counts.event} event, ${m.counts.watch + m.counts.other} other) | ${m.candidates} | ` +
       `${m.problems.length === 0 ? 'yes' : `NO: ${m.problems.length} problems`} |`,
   );
   return [
