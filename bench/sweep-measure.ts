@@ -129,24 +129,9 @@ export async function measureSweep(
       ...(mode === 'apply' ? ['--apply'] : []),
     ];
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, args, {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: dir,
-        KUBECONFIG: join(dir, 'kubeconfig'),
-        NODE_OPTIONS: cronJobNodeOptions(),
-        [RUSAGE_FILE]: rusageFile,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const exitStatus = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', resolve);
+    const { stdout, stderr, exitStatus } = await runNode(args, dir, {
+      NODE_OPTIONS: cronJobNodeOptions(),
+      [RUSAGE_FILE]: rusageFile,
     });
     const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
     const problems: string[] = [];
@@ -184,6 +169,28 @@ export async function measureSweep(
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `node ARGS` in `dir`, with `dir/kubeconfig` and nothing of this process's environment but PATH: what it printed. */
+export async function runNode(
+  args: readonly string[],
+  dir: string,
+  env: Record<string, string> = {},
+): Promise<{ stdout: string; stderr: string; exitStatus: number | null }> {
+  const child = spawn(process.execPath, args, {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: dir, KUBECONFIG: join(dir, 'kubeconfig'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exitStatus = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  return { stdout, stderr, exitStatus };
 }
 
 export const round1 = (value: number) => Math.round(value * 10) / 10;

@@ -4,13 +4,12 @@
 // its first sync (both lists answered), bytes listed, requests, Events posted, and whether it saw exactly the labelled
 // hooks and posted one HookFailed Event on exactly each failed one. The baseline is the same child with the watcher off.
 // `npm run bench:watch` (bench/watch.ts) runs it; test/integration/watch-scale.test.ts checks it at a small size.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { ScaleApiServer, type ScaleCounts, type ScaleKind } from '../test/support/scale-apiserver.js';
-import { requests, round1 } from './sweep-measure.js';
+import { requests, round1, runNode } from './sweep-measure.js';
 
 const CHILD = join(repoRoot, 'dist-bench', 'bench', 'watch-child.js');
 
@@ -89,23 +88,10 @@ export async function measureWatch(
   const dir = mkdtempSync(join(tmpdir(), 'hookguard-bench-watch-'));
   try {
     writeFileSync(join(dir, 'kubeconfig'), server.kubeConfigFile());
-    const child = spawn(
-      process.execPath,
+    const { stdout, stderr, exitStatus } = await runNode(
       [CHILD, '--seconds', String(options.seconds), ...(options.watcher ? [] : ['--off'])],
-      {
-        cwd: dir,
-        env: { PATH: process.env.PATH ?? '', HOME: dir, KUBECONFIG: join(dir, 'kubeconfig') },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+      dir,
     );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const exitStatus = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', resolve);
-    });
     const lines = stdout
       .split('\n')
       .filter((line) => line.startsWith('{'))

@@ -31,6 +31,9 @@ import type { AddressInfo } from 'node:net';
 import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import { badRequestStatus, parseLabelSelector, selectorMatches, type Requirement } from './label-selector.js';
 import { KubeConfig } from '@kubernetes/client-node';
+import { statusBody } from './api-status.js';
+
+export { statusBody };
 import { admit, schemaValidator, type Admission, type AdmissionResult } from './fake-admission.js';
 import {
   APPLY_PATCH,
@@ -168,30 +171,6 @@ export interface RecordedRequest {
   status: number;
   /** When it arrived (Date.now()): the order and spacing of writes, for tests that assert them. */
   at: number;
-}
-
-const REASONS: Readonly<Record<number, string>> = {
-  400: 'BadRequest',
-  403: 'Forbidden',
-  404: 'NotFound',
-  406: 'NotAcceptable',
-  409: 'Conflict',
-  410: 'Gone',
-  415: 'UnsupportedMediaType',
-  422: 'Invalid',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
-
-/** A Status body as kube-apiserver writes it. */
-export function statusBody(
-  code: number,
-  message: string,
-  details: Json = {},
-  reason = REASONS[code] ?? 'Unknown',
-): Json {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, details, code };
 }
 
 /** kube-apiserver's answer to a continue token older than the last compaction (apiserver pkg/storage/etcd3/errors.go). */

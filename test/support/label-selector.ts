@@ -7,6 +7,7 @@
 // with errors.NewBadRequest(err.Error()): a 400 BadRequest Status whose message is the parser's text, for a list and a
 // watch alike. Every form is read: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a)`, `k>1`, `k<1`,
 // comma-joined (AND).
+import { statusBody } from './api-status.js';
 
 export type Operator = 'in' | 'notin' | '=' | '==' | '!=' | 'exists' | '!' | 'gt' | 'lt';
 
@@ -295,15 +296,7 @@ function newRequirement(key: string, operator: Operator, values: string[]): Requ
  * a Status without details.
  */
 export function badRequestStatus(message: string): Record<string, unknown> {
-  return {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message,
-    reason: 'BadRequest',
-    code: 400,
-  };
+  return statusBody(400, message, null);
 }
 
 /** The requirements of a selector, sorted by key as selector.go sorts them; or the 400 message kube-apiserver sends. */

@@ -28,6 +28,7 @@
 // annotations in an applied configuration (ignored); CBOR apply; YAML 1.1 quirks (the body is read as YAML 1.2 here,
 // as sigs.k8s.io/yaml does for JSON-shaped documents).
 import { parse } from 'yaml';
+import { statusBody } from './api-status.js';
 
 type Json = Record<string, unknown>;
 
@@ -177,22 +178,13 @@ export function conflictStatus(unsorted: readonly Conflict[]): Json {
     ]);
     message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`;
   }
-  return {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message,
-    reason: 'Conflict',
-    details: {
-      causes: conflicts.map(({ entry, path }) => ({
-        reason: 'FieldManagerConflict',
-        message: `conflict with ${printManager(entry)}`,
-        field: pathText(path),
-      })),
-    },
-    code: 409,
-  };
+  return statusBody(409, message, {
+    causes: conflicts.map(({ entry, path }) => ({
+      reason: 'FieldManagerConflict',
+      message: `conflict with ${printManager(entry)}`,
+      field: pathText(path),
+    })),
+  });
 }
 
 /** The applied configuration, from YAML or JSON (apply-patch+yaml takes either); a 400 message when unreadable. */
