@@ -240,13 +240,7 @@ describe('hookguard chart-hook delete-webhooks against the stand-in API server',
   it('says what the API server refused, exit 1, and deletes nothing', async () => {
     const { fake, kubeconfig } = await cluster(SERVER);
     try {
-      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
-        fake.put({
-          apiVersion: 'admissionregistration.k8s.io/v1',
-          kind,
-          metadata: { name: 'hookguard' },
-          webhooks: [],
-        });
+      fake.putWebhookConfigurations('hookguard');
       const run = await runCommand(['chart-hook', 'delete-webhooks', 'hookguard'], undefined, {
         KUBECONFIG: kubeconfig,
         HOME: dir,

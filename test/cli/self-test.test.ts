@@ -77,13 +77,7 @@ describe('hookguard chart-hook', () => {
   it('delete-webhooks deletes both webhook configurations through the API server, and takes those gone as deleted', async () => {
     const fake = await new FakeApiServer().start();
     try {
-      for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
-        fake.put({
-          apiVersion: 'admissionregistration.k8s.io/v1',
-          kind,
-          metadata: { name: 'hookguard' },
-          webhooks: [],
-        });
+      fake.putWebhookConfigurations('hookguard');
       const kubeconfig = join(dir, 'kubeconfig-lifecycle');
       writeFileSync(
         kubeconfig,

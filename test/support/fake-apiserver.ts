@@ -494,6 +494,12 @@ export class FakeApiServer {
     });
   }
 
+  /** A MutatingWebhookConfiguration and a ValidatingWebhookConfiguration named `name`, with no webhooks. */
+  putWebhookConfigurations(name: string): void {
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
+      this.put({ apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name }, webhooks: [] });
+  }
+
   /** Creates or replaces an object, as a controller's write would, with ADDED or MODIFIED to watchers. */
   put(object: Json): KubeItem {
     const item = structuredClone(object) as KubeItem;
