@@ -4,9 +4,18 @@ import type { Finding, Mode } from './types.js';
 export const MAX_WARNING_CHARS = 120;
 const MAX_TOTAL_CHARS = 4096;
 
+/** At most `limit` (≥ 1) code points: the first `limit - 1` and an ellipsis when the text is longer. */
 export function truncate(text: string, limit: number): string {
-  const chars = [...text];
-  return chars.length <= limit ? text : `${chars.slice(0, limit - 1).join('')}…`;
+  // Never more code points than UTF-16 units: most warnings fit and are not counted (a warning per finding, per request).
+  if (text.length <= limit) return text;
+  let points = 0;
+  let cut = 0;
+  for (let index = 0; index < text.length; points++) {
+    if (points === limit - 1) cut = index;
+    if (points === limit) return `${text.slice(0, cut)}…`;
+    index += (text.codePointAt(index) as number) > 0xffff ? 2 : 1;
+  }
+  return text;
 }
 
 const AUDIT_VERBS = { mutate: 'would change', deny: 'would deny', warn: 'note' } as const;
