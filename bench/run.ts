@@ -125,12 +125,12 @@ export interface Targets {
 }
 
 // cpuVsBeforeMax: a new rule may not make the server's CPU per request on the mix grow by more than 10%. The Argo CD
-// hooks, where every rule runs on every request, have targets of their own (issue 22).
+// hooks, where every rule runs on every request, have targets of their own (issue 22; 0.55x on Node.js 24 since issue 25).
 const TARGETS: Targets = {
   throughputRatioMin: 0.9,
   p99RatioMax: 1.25,
   cpuVsBeforeMax: 1.1,
-  byScenario: { 'argocd-hooks': { throughputRatioMin: 0.5, p99RatioMax: 2 } },
+  byScenario: { 'argocd-hooks': { throughputRatioMin: 0.55, p99RatioMax: 2 } },
 };
 // Every rule in play: 2.14.3 has the hook finalizer, so every advisory with an admission rule but the TTL race affects
 // it (whose ttl-floor the fast-hook race runs too), and Argo CD hooks get the full set of mutations.
