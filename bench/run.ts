@@ -15,6 +15,7 @@ import { requestOnce, type Reply } from '../test/support/request-once.js';
 import {
   freePort,
   hookguardArgs,
+  startHookguard,
   startServerProcess,
   tlsEnv,
   writeCertificate,
@@ -195,15 +196,12 @@ const logFiles: Record<ServerName, string> = {
 const servers = {} as Record<ServerName, ServerProcess>;
 
 try {
-  const [hookguardPort, baselinePort] = [await freePort(), await freePort()];
+  const baselinePort = await freePort();
   // Each server's log goes to a file of its own: a real sink with the cost of a real write per line.
   const hookguardLog = openSync(logFiles.hookguard, 'w');
   const baselineLog = openSync(logFiles.baseline, 'w');
-  servers.hookguard = await startServerProcess({
-    args: hookguardArgs(hookguardPort, ['--argocd-version', ARGOCD_VERSION]),
-    port: hookguardPort,
-    ca: certificate.cert,
-    env: tlsEnv(certificate),
+  servers.hookguard = await startHookguard(certificate, {
+    extraArgs: ['--argocd-version', ARGOCD_VERSION],
     stdout: hookguardLog,
   });
   servers.baseline = await startServerProcess({

@@ -14,11 +14,8 @@ import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { hookJob } from '../support/objects.js';
 import { admissionReview } from '../support/reviews.js';
 import {
-  freePort,
-  hookguardArgs,
   postReview,
-  startServerProcess,
-  tlsEnv,
+  startHookguard,
   writeCertificate,
   type CertificateFiles,
   type ServerProcess,
@@ -33,13 +30,7 @@ describe('slow and abusive clients (built server, child process, real TLS)', () 
   beforeAll(async () => {
     certificate = writeCertificate(await generateDevCertificate());
     config = loadConfig();
-    const port = await freePort();
-    server = await startServerProcess({
-      args: hookguardArgs(port),
-      port,
-      ca: certificate.cert,
-      env: tlsEnv(certificate),
-    });
+    server = await startHookguard(certificate);
     agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
   });
 

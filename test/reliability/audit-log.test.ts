@@ -17,11 +17,8 @@ import { decide } from '../../src/core/decide.js';
 import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
-  freePort,
   gcProbeOptions,
-  hookguardArgs,
-  startServerProcess,
-  tlsEnv,
+  startHookguard,
   writeCertificate,
   type CertificateFiles,
   type ServerProcess,
@@ -54,12 +51,8 @@ afterAll(async () => {
 
 async function serverWithUnreadStdout(): Promise<ServerProcess> {
   certificate ??= writeCertificate(await generateDevCertificate());
-  const port = await freePort();
-  const server = await startServerProcess({
-    args: hookguardArgs(port, ['--argocd-version', ARGOCD_VERSION, '--config', configFile]),
-    port,
-    ca: certificate.cert,
-    env: tlsEnv(certificate),
+  const server = await startHookguard(certificate, {
+    extraArgs: ['--argocd-version', ARGOCD_VERSION, '--config', configFile],
     nodeOptions: gcProbeOptions,
     // A pipe this process never reads from (until the test says so): the child's writes find it full.
     stdout: 'pipe',

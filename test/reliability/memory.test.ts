@@ -17,11 +17,8 @@ import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { repoRoot } from '../support/k8s-tools.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
-  freePort,
   gcProbeOptions,
-  hookguardArgs,
-  startServerProcess,
-  tlsEnv,
+  startHookguard,
   writeCertificate,
   type CertificateFiles,
   type ServerProcess,
@@ -50,15 +47,9 @@ describe('memory under 210k requests (built server, child process, real TLS)', (
 
   beforeAll(async () => {
     certificate = writeCertificate(await generateDevCertificate());
-    const port = await freePort();
-    server = await startServerProcess({
-      args: hookguardArgs(port, ['--argocd-version', ARGOCD_VERSION]),
-      port,
-      ca: certificate.cert,
-      env: {
-        ...tlsEnv(certificate),
-        ...(LEAK_BYTES_PER_REQUEST ? { HOOKGUARD_TEST_LEAK_BYTES_PER_REQUEST: LEAK_BYTES_PER_REQUEST } : {}),
-      },
+    server = await startHookguard(certificate, {
+      extraArgs: ['--argocd-version', ARGOCD_VERSION],
+      env: LEAK_BYTES_PER_REQUEST ? { HOOKGUARD_TEST_LEAK_BYTES_PER_REQUEST: LEAK_BYTES_PER_REQUEST } : {},
       nodeOptions: [
         ...gcProbeOptions,
         ...(LEAK_BYTES_PER_REQUEST ? ['--require', join(repoRoot, 'test', 'support', 'leak-probe.cjs')] : []),

@@ -12,11 +12,8 @@ import { generateDevCertificate } from '../../src/tls/certificates.js';
 import { hookJob } from '../support/objects.js';
 import { admissionReview } from '../support/reviews.js';
 import {
-  freePort,
-  hookguardArgs,
   postReview,
-  startServerProcess,
-  tlsEnv,
+  startHookguard,
   writeCertificate,
   type CertificateFiles,
   type ServerProcess,
@@ -98,13 +95,7 @@ describe('one address cannot lock the API server out before a whole request (bui
 
   beforeAll(async () => {
     certificate = writeCertificate(await generateDevCertificate());
-    const port = await freePort();
-    server = await startServerProcess({
-      args: hookguardArgs(port),
-      port,
-      ca: certificate.cert,
-      env: tlsEnv(certificate),
-    });
+    server = await startHookguard(certificate);
   });
 
   afterAll(async () => {

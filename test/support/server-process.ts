@@ -130,6 +130,25 @@ export function tlsEnv(files: Pick<CertificateFiles, 'certFile' | 'keyFile'>): R
   return { HOOKGUARD_TLS_CERT_FILE: files.certFile, HOOKGUARD_TLS_KEY_FILE: files.keyFile };
 }
 
+/**
+ * The built hookguard serving `certificate` on a free port of 127.0.0.1 (`hookguardArgs` with `extraArgs`), its
+ * environment the certificate's files plus `env`.
+ */
+export async function startHookguard(
+  certificate: CertificateFiles,
+  options: Omit<StartOptions, 'args' | 'port' | 'ca'> & { extraArgs?: readonly string[] } = {},
+): Promise<ServerProcess> {
+  const { extraArgs, env, ...rest } = options;
+  const port = await freePort();
+  return startServerProcess({
+    ...rest,
+    args: hookguardArgs(port, extraArgs),
+    port,
+    ca: certificate.cert,
+    env: { ...tlsEnv(certificate), ...env },
+  });
+}
+
 function probe(port: number, path: string, ca: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const request = https.get(
