@@ -7,7 +7,7 @@
 // `kubectl describe` finds an Event by the kind, name, namespace and uid of `regarding` (kubectl v0.36.3
 // pkg/describe/describe.go searchEvents).
 import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
-import { metadataOf } from '../core/objects.js';
+import { metadataOf, namespacedName } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 
 /** ReportingInstanceLengthLimit, ActionLengthLimit, ReasonLengthLimit (bytes). */
@@ -53,8 +53,7 @@ export interface EventFacts {
 /** An events.k8s.io/v1 Event kube-apiserver accepts: every limited field cut to its limit in bytes. */
 export function kubeEvent(facts: EventFacts): EventsV1Event {
   const metadata = metadataOf(facts.regarding);
-  const name = String(metadata?.name ?? '');
-  const namespace = String(metadata?.namespace ?? '');
+  const { namespace, name } = namespacedName(facts.regarding);
   return {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',

@@ -8,6 +8,12 @@ export function metadataOf(object: KubeObject): ObjectMeta | undefined {
   return isRecord(object.metadata) ? object.metadata : undefined;
 }
 
+/** The object's metadata.namespace and metadata.name as text, empty where absent (a cluster-scoped object). */
+export function namespacedName(object: KubeObject): { namespace: string; name: string } {
+  const metadata = metadataOf(object);
+  return { namespace: String(metadata?.namespace ?? ''), name: String(metadata?.name ?? '') };
+}
+
 /** A string-valued annotation; anything else (absent, wrong type) reads as undefined. */
 export function annotation(object: KubeObject, key: string): string | undefined {
   const annotations = metadataOf(object)?.annotations;

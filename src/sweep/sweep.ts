@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { SweepProfileId } from '../config/keys.js';
-import { finalizersOf, metadataOf } from '../core/objects.js';
+import { finalizersOf, metadataOf, namespacedName } from '../core/objects.js';
 import type { KubeObject, ObjectMeta, Operation } from '../core/types.js';
 import { backoffDelayMs, type BackoffSettings } from '../kube/backoff.js';
 import { ApiCallError, type ApiFailure } from '../errors.js';
@@ -333,9 +333,7 @@ async function removeFinalizer(
   secondLook = false,
 ): Promise<Outcome> {
   const { client, options, logger } = run;
-  const metadata = metadataOf(object);
-  const namespace = String(metadata?.namespace ?? '');
-  const name = String(metadata?.name ?? '');
+  const { namespace, name } = namespacedName(object);
   const before = finalizersOf(object);
   const where = { kind, namespace, name, profile: profile.id, finalizer: profile.finalizer };
   let judged: Qualification;
@@ -413,7 +411,7 @@ async function removeFinalizer(
         kind,
         namespace,
         name,
-        uid: metadata?.uid,
+        uid: metadataOf(object)?.uid,
         ageSeconds: judged.ageSeconds,
         reasons: judged.reasons,
         finalizersBefore: before,

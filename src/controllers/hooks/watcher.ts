@@ -9,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { HOOKGUARD_EVENT_LOGS } from '../../core/annotations.js';
 import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } from '../../core/explain.js';
-import { annotation, metadataOf } from '../../core/objects.js';
+import { annotation, metadataOf, namespacedName } from '../../core/objects.js';
 import type { KubeObject } from '../../core/types.js';
 import { describeError, Reflector, type ReflectorSettings } from '../../kube/reflector.js';
 import { applicationsOf, type ApplicationLookup } from '../../sweep/qualify.js';
@@ -150,9 +150,7 @@ export class HookWatcher {
   }
 
   private async explain(object: KubeObject, now: number): Promise<HookExplanation> {
-    const metadata = metadataOf(object);
-    const namespace = String(metadata?.namespace ?? '');
-    const name = String(metadata?.name ?? '');
+    const { namespace, name } = namespacedName(object);
     const pods = object.kind === 'Job' ? await this.client.podsOfJob(namespace, name) : [];
     const names = [name, ...pods.map((pod) => String(metadataOf(pod)?.name ?? ''))];
     const events = await this.client.eventsAbout(namespace, names);
@@ -162,9 +160,7 @@ export class HookWatcher {
   private async post(object: KubeObject, explanation: HookExplanation, tracked: Tracked): Promise<void> {
     const reason = eventReasonOf(explanation);
     if (tracked.posted.has(reason)) return;
-    const metadata = metadataOf(object);
-    const namespace = String(metadata?.namespace ?? '');
-    const name = String(metadata?.name ?? '');
+    const { namespace, name } = namespacedName(object);
     const uid = uidOf(object);
     const note = eventNote(explanation, await this.logLines(object, explanation));
     const common = {
@@ -211,7 +207,7 @@ export class HookWatcher {
   /** The failed container's last log lines, redacted, where the installation allows it and the hook or namespace asks. */
   private async logLines(object: KubeObject, explanation: HookExplanation): Promise<string | undefined> {
     if (!this.settings.eventLogs || explanation.container === undefined) return undefined;
-    const namespace = String(metadataOf(object)?.namespace ?? '');
+    const { namespace } = namespacedName(object);
     const asked =
       annotation(object, HOOKGUARD_EVENT_LOGS) === 'true' ||
       (await this.client.namespaceAnnotations(namespace))[HOOKGUARD_EVENT_LOGS] === 'true';
