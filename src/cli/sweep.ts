@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { ARGOCD_HOOK_FINALIZER, ARGOCD_INSTANCE_LABEL, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
+import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
+import { applicationLookupOf } from '../sweep/qualify.js';
 import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
 import { ApiCallError, EXIT, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
@@ -102,13 +103,7 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
         profiles: config.sweep.profiles,
         minAgeSeconds: config.sweep.minAgeSeconds,
         finishedGraceSeconds: config.sweep.finishedGraceSeconds,
-        applicationLookup: {
-          instanceLabels: [
-            ARGOCD_INSTANCE_LABEL,
-            ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : []),
-          ],
-          controlPlaneNamespaces: config.sweep.applicationNamespaces,
-        },
+        applicationLookup: applicationLookupOf(config),
         argoWorkflowsGraceSeconds: config.sweep.argoWorkflowsGraceSeconds,
         retry: {
           maxAttempts: config.sweep.maxAttempts,

@@ -1,4 +1,4 @@
-import { ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID } from '../core/annotations.js';
+import { ARGOCD_TRACKING_ID } from '../core/annotations.js';
 import {
   explainHook,
   explainRecordedHook,
@@ -13,7 +13,7 @@ import { apiFailure } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
-import { applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
+import { applicationLookupOf, applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
 
@@ -251,10 +251,7 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     options: { now: Date.now(), stuckAfterSeconds: config.why.stuckAfterSeconds },
     maxHooks: config.why.maxHooks,
     isHook: (object) => readHook(object, undefined, detection) !== undefined,
-    lookup: {
-      instanceLabels: [ARGOCD_INSTANCE_LABEL, ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : [])],
-      controlPlaneNamespaces: config.sweep.applicationNamespaces,
-    },
+    lookup: applicationLookupOf(config),
   };
   let report: WhyReport;
   try {

@@ -9,7 +9,7 @@ import type { OutcomeObserver, SelfTestSources } from './selftest/self-test.js';
 import { kubeHookWatchClient } from './hooks/client.js';
 import { HookWatcher, type HookWatchObserver, type HookWatchSettings } from './hooks/watcher.js';
 import { hostname } from 'node:os';
-import { ARGOCD_INSTANCE_LABEL } from '../core/annotations.js';
+import { applicationLookupOf } from '../sweep/qualify.js';
 
 export interface ControllerInputs {
   selfTest: { sources: SelfTestSources; observe: OutcomeObserver };
@@ -32,10 +32,7 @@ export function hookWatchSettings(config: Readonly<Config>): HookWatchSettings {
     eventLogs: config.hookWatch.eventLogs,
     // In a cluster, the pod's name: which replica wrote an Event.
     reportingInstance: hostname(),
-    applicationLookup: {
-      instanceLabels: [ARGOCD_INSTANCE_LABEL, ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : [])],
-      controlPlaneNamespaces: config.sweep.applicationNamespaces,
-    },
+    applicationLookup: applicationLookupOf(config),
     reflector: {
       backoff: { initialMs: config.discovery.backoffInitialMs, maxMs: config.discovery.backoffMaxMs },
       watchTimeoutSeconds: config.discovery.watchTimeoutSeconds,
