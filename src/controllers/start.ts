@@ -10,6 +10,7 @@ import { kubeHookWatchClient } from './hooks/client.js';
 import { HookWatcher, type HookWatchObserver, type HookWatchSettings } from './hooks/watcher.js';
 import { hostname } from 'node:os';
 import { applicationLookupOf } from '../sweep/qualify.js';
+import { reflectorSettingsOf } from '../kube/reflector.js';
 
 export interface ControllerInputs {
   selfTest: { sources: SelfTestSources; observe: OutcomeObserver };
@@ -33,10 +34,7 @@ export function hookWatchSettings(config: Readonly<Config>): HookWatchSettings {
     // In a cluster, the pod's name: which replica wrote an Event.
     reportingInstance: hostname(),
     applicationLookup: applicationLookupOf(config),
-    reflector: {
-      backoff: { initialMs: config.discovery.backoffInitialMs, maxMs: config.discovery.backoffMaxMs },
-      watchTimeoutSeconds: config.discovery.watchTimeoutSeconds,
-    },
+    reflector: reflectorSettingsOf(config.discovery),
   };
 }
 

@@ -6,7 +6,7 @@ import type { ArgoInstance, ArgoInstances } from '../core/argocd-instances.js';
 import { normalizeArgoVersion } from '../core/argocd-version.js';
 import type { KubeObject } from '../core/types.js';
 import { plainObject } from '../kube/plain.js';
-import { Reflector, type ListResult, type ReflectorTarget } from '../kube/reflector.js';
+import { Reflector, reflectorSettingsOf, type ListResult, type ReflectorTarget } from '../kube/reflector.js';
 import { controllerUsername, controllerVersion, isRunning, type GitopsVersions } from './controller-version.js';
 
 export interface DiscoverySettings {
@@ -191,11 +191,7 @@ export class ArgoDiscovery implements ArgoVersionSource {
     this.gitopsVersions = settings.gitopsVersions ?? {};
     // The configured versions hold from the start; what discovery finds joins them once every list is in.
     this.snapshot = instancesFrom([], this.instanceVersions);
-    const reflectorSettings = {
-      backoff: { initialMs: settings.backoffInitialMs, maxMs: settings.backoffMaxMs },
-      watchTimeoutSeconds: settings.watchTimeoutSeconds,
-      ...(settings.stallGraceMs !== undefined ? { stallGraceMs: settings.stallGraceMs } : {}),
-    };
+    const reflectorSettings = reflectorSettingsOf(settings);
     this.reflectors = targetsFor(kubeConfig, settings).map((target) => {
       const reflector: Reflector = new Reflector(kubeConfig, target, reflectorSettings, logger, (objects) =>
         this.update(reflector, objects),

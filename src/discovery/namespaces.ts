@@ -10,7 +10,7 @@ import { isRecord } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { plainObject } from '../kube/plain.js';
-import { Reflector, type ReflectorSettings } from '../kube/reflector.js';
+import { Reflector, reflectorSettingsOf, type ReflectorSettings } from '../kube/reflector.js';
 import { MESH_NAMESPACE_KEYS } from '../rules/mesh-sidecar.js';
 
 export type NamespaceWatchStatus =
@@ -136,10 +136,9 @@ export function startNamespaceWatch(
   if (config.rules.meshSidecar.action === 'off') return off('rules.meshSidecar.action is off');
   const connection = kubeConnection(env);
   if (!connection) return off('no kubeconfig and no in-cluster service account: not running in a cluster');
-  const { backoffInitialMs, backoffMaxMs, watchTimeoutSeconds } = config.discovery;
   const watch = new NamespaceWatch(
     connection.kubeConfig,
-    { backoff: { initialMs: backoffInitialMs, maxMs: backoffMaxMs }, watchTimeoutSeconds },
+    reflectorSettingsOf(config.discovery),
     logger.child({ component: 'namespaces' }),
     RULE_NAMESPACE_KEYS,
   );

@@ -30,6 +30,20 @@ export interface ReflectorSettings {
   stallGraceMs?: number;
 }
 
+/** ReflectorSettings from the config's discovery.* keys, which every watch of serve shares. */
+export function reflectorSettingsOf(settings: {
+  backoffInitialMs: number;
+  backoffMaxMs: number;
+  watchTimeoutSeconds: number;
+  stallGraceMs?: number;
+}): ReflectorSettings {
+  return {
+    backoff: { initialMs: settings.backoffInitialMs, maxMs: settings.backoffMaxMs },
+    watchTimeoutSeconds: settings.watchTimeoutSeconds,
+    ...(settings.stallGraceMs !== undefined ? { stallGraceMs: settings.stallGraceMs } : {}),
+  };
+}
+
 /** A watch that ended without an error: closed by the server (its timeout) or by us. */
 type WatchEnd = { kind: 'closed'; events: number; durationMs: number } | { kind: 'gone' };
 
