@@ -81,3 +81,11 @@ export class ApiCallError extends Error {
     super(failure.status === undefined ? failure.message : `HTTP ${failure.status}: ${failure.message}`);
   }
 }
+
+/**
+ * A bug in hookguard (a TypeError, a RangeError), not the cluster's doing: a command that reports what the API server
+ * said rethrows it, and main.ts prints its stack and exits with EXIT.internal.
+ */
+export function isBug(error: unknown): boolean {
+  return error instanceof TypeError || error instanceof RangeError;
+}

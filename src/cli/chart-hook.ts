@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { isRecord } from '../core/objects.js';
-import { EXIT, InputError, UsageError } from '../errors.js';
-import { apiFailure } from '../kube/api-failure.js';
+import { EXIT, InputError, isBug, UsageError } from '../errors.js';
+import { apiFailure, apiFailureText } from '../kube/api-failure.js';
 import { kubeChartLifecycleClient } from '../kube/chart-lifecycle.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { parseArguments } from './arguments.js';
@@ -56,11 +56,8 @@ export async function runChartHook(argv: readonly string[], io: CommandIO): Prom
       await call();
       return true;
     } catch (error) {
-      // A bug (a TypeError and its kind) is not the cluster's doing: main.ts prints its stack and exits 3.
-      if (error instanceof TypeError || error instanceof RangeError) throw error;
-      const failure = apiFailure(error);
-      const status = failure.status !== undefined ? `HTTP ${failure.status}: ` : '';
-      io.stderr(`hookguard chart-hook: cannot ${what} (${connection.source}): ${status}${failure.message}\n`);
+      if (isBug(error)) throw error;
+      io.stderr(`hookguard chart-hook: cannot ${what} (${connection.source}): ${apiFailureText(apiFailure(error))}\n`);
       return false;
     }
   };

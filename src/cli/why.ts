@@ -8,8 +8,8 @@ import {
 } from '../core/explain.js';
 import { readHook } from '../core/hook.js';
 import { isRecord } from '../core/objects.js';
-import { ApiCallError, EXIT, UsageError } from '../errors.js';
-import { apiFailure } from '../kube/api-failure.js';
+import { ApiCallError, EXIT, isBug, UsageError } from '../errors.js';
+import { apiFailure, apiFailureText } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
@@ -264,12 +264,9 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     } else if (application !== undefined) report = await whyApplication(context, application);
     else report = await whyAll(context);
   } catch (error) {
-    // A bug (a TypeError and its kind) is not the cluster's doing: main.ts prints its stack and exits 3.
-    if (error instanceof UsageError || error instanceof TypeError || error instanceof RangeError) throw error;
+    if (error instanceof UsageError || isBug(error)) throw error;
     const failure = error instanceof ApiCallError ? error.failure : apiFailure(error);
-    io.stderr(
-      `hookguard why: cannot read the cluster (${connection.source}): ${failure.status !== undefined ? `HTTP ${failure.status}: ` : ''}${failure.message}\n`,
-    );
+    io.stderr(`hookguard why: cannot read the cluster (${connection.source}): ${apiFailureText(failure)}\n`);
     return EXIT.hookFailing;
   }
   io.stdout(output === 'json' ? renderWhyJson(report) : renderWhyText(report));
