@@ -14,37 +14,83 @@ export const { applyPatch } = jsonPatch;
  * diffed, as decide()'s mutated clone is.
  */
 export function compare(before: unknown, after: unknown): Operation[] {
-  const patch: Operation[] = [];
-  if (isContainer(before) && isContainer(after)) diffInto(before, after, '', patch);
-  return patch;
+  const diff: Diff = { patch: [], segments: [] };
+  if (isContainer(before) && isContainer(after)) diffInto(before, after, diff);
+  return diff.patch;
 }
 
 type Container = Record<string, unknown> | unknown[];
+
+/**
+ * The patch so far, and the keys from the root to the containers being compared: a path is written out only for an
+ * operation (most of a hook object is unchanged, and building each container's path cost as much as the walk).
+ */
+interface Diff {
+  patch: Operation[];
+  segments: (string | number)[];
+}
 
 function isContainer(value: unknown): value is Container {
   return typeof value === 'object' && value !== null;
 }
 
-/** fast-json-patch's `_objectKeys`: an array's indices as strings, an object's own keys. */
-function keysOf(value: Container): string[] {
-  if (!Array.isArray(value)) return Object.keys(value);
-  const keys: string[] = [];
-  for (let index = 0; index < value.length; index++) keys.push(String(index));
-  return keys;
-}
-
 /** RFC 6901: "~" and "/" in a key are written "~0" and "~1". */
-function pointerSegment(key: string): string {
+function pointerSegment(key: string | number): string {
+  if (typeof key === 'number') return String(key);
   return key.includes('/') || key.includes('~') ? key.replace(/~/g, '~0').replace(/\//g, '~1') : key;
 }
 
-function diffInto(before: Container, after: Container, path: string, patch: Operation[]): void {
+/** The JSON Pointer of the container being compared, with `key` below it when given. */
+function pathOf(diff: Diff, key?: string | number): string {
+  let path = '';
+  for (const segment of diff.segments) path += `/${pointerSegment(segment)}`;
+  return key === undefined ? path : `${path}/${pointerSegment(key)}`;
+}
+
+/** A value under `key` changed: recurse into two containers of one type, or replace it. */
+function diffValue(oldValue: unknown, newValue: unknown, key: string | number, diff: Diff): void {
+  if (isContainer(oldValue) && isContainer(newValue) && Array.isArray(oldValue) === Array.isArray(newValue)) {
+    diff.segments.push(key);
+    diffInto(oldValue, newValue, diff);
+    diff.segments.pop();
+  } else if (oldValue !== newValue) {
+    // An undefined array item is null in JSON, as fast-json-patch's copy made it.
+    diff.patch.push({ op: 'replace', path: pathOf(diff, key), value: newValue ?? null });
+  }
+}
+
+/**
+ * fast-json-patch's `_generate` for two arrays, whose indices it walks as the strings of `_objectKeys`: walked here by
+ * number, with no list of keys built.
+ */
+function diffArrays(before: unknown[], after: unknown[], diff: Diff): void {
+  let deleted = false;
+  for (let index = before.length - 1; index >= 0; index--) {
+    if (Object.hasOwn(after, index)) diffValue(before[index], after[index], index, diff);
+    else {
+      diff.patch.push({ op: 'remove', path: pathOf(diff, index) });
+      deleted = true;
+    }
+  }
+  if (!deleted && after.length === before.length) return;
+  for (let index = 0; index < after.length; index++) {
+    if (!Object.hasOwn(before, index) && after[index] !== undefined)
+      diff.patch.push({ op: 'add', path: pathOf(diff, index), value: after[index] });
+  }
+}
+
+/** fast-json-patch's `_objectKeys`: an array's indices as strings, an object's own keys. */
+function keysOf(value: Container): string[] {
+  return Array.isArray(value) ? value.map((_item, index) => String(index)) : Object.keys(value);
+}
+
+function diffInto(before: Container, after: Container, diff: Diff): void {
   if (before === after) return;
+  const afterIsArray = Array.isArray(after);
+  if (afterIsArray && Array.isArray(before)) return diffArrays(before, after, diff);
   const oldRecord = before as Record<string, unknown>;
   const newRecord = after as Record<string, unknown>;
-  const afterIsArray = Array.isArray(after);
   const oldKeys = keysOf(before);
-  const newKeys = keysOf(after);
   let deleted = false;
   // Old keys last to first (so removals from an array keep the earlier indices valid), then the new keys in order.
   for (let index = oldKeys.length - 1; index >= 0; index--) {
@@ -52,23 +98,19 @@ function diffInto(before: Container, after: Container, path: string, patch: Oper
     const oldValue = oldRecord[key];
     const newValue = newRecord[key];
     if (Object.hasOwn(after, key) && !(newValue === undefined && oldValue !== undefined && !afterIsArray)) {
-      if (isContainer(oldValue) && isContainer(newValue) && Array.isArray(oldValue) === Array.isArray(newValue)) {
-        diffInto(oldValue, newValue, `${path}/${pointerSegment(key)}`, patch);
-      } else if (oldValue !== newValue) {
-        // An undefined array item is null in JSON, as fast-json-patch's copy made it.
-        patch.push({ op: 'replace', path: `${path}/${pointerSegment(key)}`, value: newValue ?? null });
-      }
+      diffValue(oldValue, newValue, key, diff);
     } else if (Array.isArray(before) === afterIsArray) {
-      patch.push({ op: 'remove', path: `${path}/${pointerSegment(key)}` });
+      diff.patch.push({ op: 'remove', path: pathOf(diff, key) });
       deleted = true;
     } else {
-      patch.push({ op: 'replace', path, value: after });
+      diff.patch.push({ op: 'replace', path: pathOf(diff), value: after });
     }
   }
+  const newKeys = keysOf(after);
   if (!deleted && newKeys.length === oldKeys.length) return;
   for (const key of newKeys) {
     if (!Object.hasOwn(before, key) && newRecord[key] !== undefined) {
-      patch.push({ op: 'add', path: `${path}/${pointerSegment(key)}`, value: newRecord[key] });
+      diff.patch.push({ op: 'add', path: pathOf(diff, key), value: newRecord[key] });
     }
   }
 }
