@@ -2,7 +2,7 @@
 // tests, never share counters).
 import type { HookReason } from '../core/explain.js';
 import { X509Certificate } from 'node:crypto';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { ArgoInstances } from '../core/argocd-instances.js';
 import type { OptOuts } from '../core/decide.js';
 import type { Endpoint, Finding } from '../core/types.js';
@@ -56,8 +56,60 @@ export function knownArgoCdInstances(pinned: string | null, discovered: () => Ar
   }));
 }
 
-type Timer = { observe(value: number): void };
 type Tally<K extends string> = Record<K, number>;
+
+/**
+ * hookguard_admission_duration_seconds, by endpoint: its counts are plain numbers too, and the registry reads them as
+ * it reads any histogram (the same exposition lines as prom-client's Histogram): prom-client's observe() validates
+ * and hashes the labels, and keys each bucket by the number's text, on every admission request.
+ */
+class LatencyHistogram {
+  readonly name = 'hookguard_admission_duration_seconds';
+  readonly help = 'Time from a decoded request body to the encoded answer, by endpoint.';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  /** By endpoint: the count in each bucket (not cumulative), the last one past the highest bound, then sum and count. */
+  private readonly series = new Map(
+    ENDPOINTS.map((endpoint) => [
+      endpoint,
+      { buckets: LATENCY_BUCKETS_SECONDS.map(() => 0).concat(0), sum: 0, count: 0 },
+    ]),
+  );
+
+  observe(endpoint: Endpoint, seconds: number): void {
+    const series = this.series.get(endpoint);
+    if (!series || !Number.isFinite(seconds)) return;
+    let bucket = 0;
+    while (bucket < LATENCY_BUCKETS_SECONDS.length && seconds > LATENCY_BUCKETS_SECONDS[bucket]!) bucket++;
+    series.buckets[bucket]! += 1;
+    series.sum += seconds;
+    series.count += 1;
+  }
+
+  /** What prom-client's registry reads from a metric: each series' cumulative buckets, +Inf, sum and count. */
+  async get() {
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+    for (const [endpoint, { buckets, sum, count }] of this.series) {
+      let cumulative = 0;
+      LATENCY_BUCKETS_SECONDS.forEach((le, index) => {
+        cumulative += buckets[index]!;
+        values.push({ labels: { le, endpoint }, value: cumulative, metricName: `${this.name}_bucket` });
+      });
+      values.push({ labels: { le: '+Inf', endpoint }, value: count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { endpoint }, value: sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { endpoint }, value: count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  reset(): void {
+    for (const series of this.series.values()) {
+      series.buckets.fill(0);
+      series.sum = 0;
+      series.count = 0;
+    }
+  }
+}
 
 const zeroTally = <K extends string>(keys: readonly K[]): Tally<K> =>
   Object.fromEntries(keys.map((key) => [key, 0])) as Tally<K>;
@@ -82,7 +134,7 @@ export class Metrics {
   private readonly missingMitigationCounts = new Map<string, Map<string, number>>();
   /** By endpoint, then "skip <rule>" or "audit_mode", in the order first seen. */
   private readonly optOutCounts = new Map<string, Map<string, number>>();
-  private readonly latencyChildren = new Map<Endpoint, Timer>();
+  private readonly latency = new LatencyHistogram();
   private readonly errors: Counter<'source'>;
   private readonly connectionsClosed: Counter<'listener' | 'reason'>;
   private readonly tlsReloads: Counter;
@@ -110,17 +162,8 @@ export class Metrics {
           for (const outcome of OUTCOMES) this.labels(endpoint, outcome).inc(requestCounts[endpoint][outcome]);
       },
     });
-    const latency = new Histogram({
-      name: 'hookguard_admission_duration_seconds',
-      help: 'Time from a decoded request body to the encoded answer, by endpoint.',
-      labelNames: ['endpoint'] as const,
-      buckets: LATENCY_BUCKETS_SECONDS,
-      registers,
-    });
-    for (const endpoint of ENDPOINTS) {
-      latency.zero({ endpoint });
-      this.latencyChildren.set(endpoint, latency.labels(endpoint));
-    }
+    // A metric as the registry reads one (registerMetric takes prom-client's own classes in its types).
+    this.registry.registerMetric(this.latency as unknown as Metric);
     new Counter({
       name: 'hookguard_rule_actions_total',
       help: 'Rule findings by rule and action (mutate, warn, deny); in audit mode what would have been done.',
@@ -278,7 +321,7 @@ export class Metrics {
       for (const rule of optOuts.skip) increment(this.optOutCounts, endpoint, `skip ${rule}`);
       if (optOuts.auditMode) increment(this.optOutCounts, endpoint, 'audit_mode');
     }
-    if (seconds !== undefined) this.latencyChildren.get(endpoint)?.observe(seconds);
+    if (seconds !== undefined) this.latency.observe(endpoint, seconds);
     for (const finding of findings) {
       increment(this.ruleActionCounts, finding.rule, finding.action);
       if (finding.missingMitigation !== undefined)
