@@ -74,21 +74,20 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
     const advisory = context.advisoriesFor(rule.id)[0]?.id;
-    const withAdvisory = advisory ? { advisory } : {};
-    findings.push(
-      ...outcome.mutations.map((message) => ({ rule: rule.id, action: 'mutate' as const, message, ...withAdvisory })),
-    );
+    for (const message of outcome.mutations) findings.push(finding(rule.id, 'mutate', message, advisory));
     if (outcome.warnings.length > 0) {
       // A warning rule's warnings are about the advisory it warns of; another rule's are about the object alone.
       const warnedOf = context.warningAdvisoriesFor(rule.id)[0]?.id;
-      const withWarnedOf = warnedOf ? { advisory: warnedOf } : {};
-      findings.push(
-        ...outcome.warnings.map((message) => ({ rule: rule.id, action: 'warn' as const, message, ...withWarnedOf })),
-      );
+      for (const message of outcome.warnings) findings.push(finding(rule.id, 'warn', message, warnedOf));
     }
-    if (outcome.unmet) findings.push({ rule: rule.id, action: 'warn', message: outcome.unmet, ...withAdvisory });
+    if (outcome.unmet) findings.push(finding(rule.id, 'warn', outcome.unmet, advisory));
   }
   return { mutated, findings, rules };
+}
+
+/** A rule's finding, naming the advisory it concerns when there is one (no key otherwise). */
+function finding(rule: string, action: 'mutate' | 'warn', message: string, advisory: string | undefined): Finding {
+  return advisory ? { rule, action, message, advisory } : { rule, action, message };
 }
 
 function optOutsOf(hook: HookInfo, ruleSet: RuleSet): OptOuts | undefined {
@@ -136,14 +135,13 @@ function conclude(
   const denials = findings.filter((finding) => finding.action === 'deny');
   const enforce = mode === 'enforce';
   const denied = enforce && denials.length > 0;
-  return {
+  const decision: Decision = {
     allowed: !denied,
     mode,
     patch: enforce && !denied ? patch : [],
     withheldPatch: enforce && !denied ? [] : patch,
     warnings: renderWarnings(findings, mode),
     findings,
-    ...(denied ? { denial: `hookguard denied: ${denials.map((finding) => finding.message).join(' | ')}` } : {}),
     reason: denied
       ? 'denied'
       : denials.length > 0
@@ -157,13 +155,21 @@ function conclude(
             : 'compliant',
     rules,
     hook: { system: hook.system, phases: hook.phases, appliedByArgo: hook.appliedByArgo },
-    ...(context.argocdVersion ? { argocdVersion: context.argocdVersion } : {}),
-    ...(versionChoice ? { argocdVersionFrom: versionFrom(versionChoice) } : {}),
-    ...(optOuts ? { optOuts } : {}),
   };
+  // The optional keys are set only when they have a value (no key at all otherwise): assigned, since spreading a
+  // conditional object literal costs more on every hook request.
+  if (denied) decision.denial = `hookguard denied: ${denials.map((finding) => finding.message).join(' | ')}`;
+  if (context.argocdVersion) decision.argocdVersion = context.argocdVersion;
+  if (versionChoice) decision.argocdVersionFrom = versionFrom(versionChoice);
+  if (optOuts) decision.optOuts = optOuts;
+  return decision;
 }
 
-function versionFrom({ version: _version, ...from }: VersionChoice): Omit<VersionChoice, 'version'> {
+function versionFrom(choice: VersionChoice): Omit<VersionChoice, 'version'> {
+  const from: Omit<VersionChoice, 'version'> = { by: choice.by };
+  if (choice.instance !== undefined) from.instance = choice.instance;
+  if (choice.remote !== undefined) from.remote = choice.remote;
+  if (choice.candidates !== undefined) from.candidates = choice.candidates;
   return from;
 }
 

@@ -52,15 +52,6 @@ export interface HookDetection {
 
 const CLEANUP_PHASES = new Set(['pre-delete', 'post-delete', 'PreDelete', 'PostDelete']);
 
-/**
- * Helm's hook types as Helm reads them: each item trimmed and lowercased (helm v4.1.4
- * pkg/release/v1/util/manifest_sorter.go sort: `strings.ToLower(strings.TrimSpace(hookType))`), so `Post-Delete` is
- * post-delete and `Test` is test. Argo CD's own types, and Argo CD's reading of Helm's, stay exact.
- */
-function helmTypes(value: string | undefined): string[] {
-  return splitList(value).map((type) => type.toLowerCase());
-}
-
 /** Which kind of hook an object is: a Job of batch/v1 or a Pod of v1 runs something; any other kind is 'Other'. */
 export function hookKindOf(object: KubeObject): HookKind | undefined {
   if (object.apiVersion === 'batch/v1' && object.kind === 'Job') return 'Job';
@@ -96,7 +87,12 @@ export function readHook(
   if (argocdPhases === undefined && helmPhases === undefined) return undefined;
 
   const system: HookSystem = argocdPhases !== undefined ? 'argocd' : 'helm';
-  const phases = system === 'argocd' ? splitList(argocdPhases) : helmTypes(helmPhases);
+  const argocdTypes = splitList(argocdPhases);
+  const helmTypesAsWritten = splitList(helmPhases);
+  // Helm's hook types as Helm reads them: each item trimmed and lowercased (helm v4.1.4
+  // pkg/release/v1/util/manifest_sorter.go sort: `strings.ToLower(strings.TrimSpace(hookType))`), so `Post-Delete` is
+  // post-delete and `Test` is test. Argo CD's own types, and Argo CD's reading of Helm's, stay exact.
+  const phases = system === 'argocd' ? argocdTypes : helmTypesAsWritten.map((type) => type.toLowerCase());
   const labels = metadataOf(kube)?.labels;
   const trackedByLabel =
     detection.argocdTrackingLabel !== undefined &&
@@ -117,8 +113,8 @@ export function readHook(
       system === 'helm' && phases.length > 0 && phases.every((phase) => phase === 'test' || phase === 'test-success'),
     appliedByArgo,
     argoNeverApplies:
-      appliedByArgo && system === 'helm' && !splitList(helmPhases).some((type) => HELM_TYPES_ARGOCD_APPLIES.has(type)),
-    argoSyncPhase: appliedByArgo && runsInArgoSyncPhase(kube),
+      appliedByArgo && system === 'helm' && !helmTypesAsWritten.some((type) => HELM_TYPES_ARGOCD_APPLIES.has(type)),
+    argoSyncPhase: appliedByArgo && syncPhaseOfTypes(argocdTypes, helmTypesAsWritten),
     skip: skipsOf(annotation(kube, HOOKGUARD_SKIP)),
     auditOnly: annotation(kube, HOOKGUARD_MODE)?.trim() === 'audit',
   };
@@ -157,11 +153,14 @@ const HELM_TYPES_ARGOCD_APPLIES = new Set([...HELM_PHASES_ARGOCD_SYNCS, 'pre-del
  * the application controller creates them itself (argo-cd controller/hook.go executeHooks).
  */
 export function runsInArgoSyncPhase(object: KubeObject): boolean {
-  const argocdTypes = splitList(annotation(object, ARGOCD_HOOK)).filter(
-    (type) => ARGOCD_SYNC_PHASES.has(type) || type === 'Skip',
-  );
-  if (argocdTypes.length > 0) return argocdTypes.some((type) => ARGOCD_SYNC_PHASES.has(type));
-  return splitList(annotation(object, HELM_HOOK)).some((phase) => HELM_PHASES_ARGOCD_SYNCS.has(phase));
+  return syncPhaseOfTypes(splitList(annotation(object, ARGOCD_HOOK)), splitList(annotation(object, HELM_HOOK)));
+}
+
+/** runsInArgoSyncPhase, from the hook types as the annotations list them. */
+function syncPhaseOfTypes(argocdTypes: readonly string[], helmTypes: readonly string[]): boolean {
+  const known = argocdTypes.filter((type) => ARGOCD_SYNC_PHASES.has(type) || type === 'Skip');
+  if (known.length > 0) return known.some((type) => ARGOCD_SYNC_PHASES.has(type));
+  return helmTypes.some((phase) => HELM_PHASES_ARGOCD_SYNCS.has(phase));
 }
 
 /**
