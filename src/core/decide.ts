@@ -74,19 +74,19 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
     const advisory = context.advisoriesFor(rule.id)[0]?.id;
-    for (const message of outcome.mutations) findings.push(finding(rule.id, 'mutate', message, advisory));
+    for (const message of outcome.mutations) findings.push(ruleFinding(rule.id, 'mutate', message, advisory));
     if (outcome.warnings.length > 0) {
       // A warning rule's warnings are about the advisory it warns of; another rule's are about the object alone.
       const warnedOf = context.warningAdvisoriesFor(rule.id)[0]?.id;
-      for (const message of outcome.warnings) findings.push(finding(rule.id, 'warn', message, warnedOf));
+      for (const message of outcome.warnings) findings.push(ruleFinding(rule.id, 'warn', message, warnedOf));
     }
-    if (outcome.unmet) findings.push(finding(rule.id, 'warn', outcome.unmet, advisory));
+    if (outcome.unmet) findings.push(ruleFinding(rule.id, 'warn', outcome.unmet, advisory));
   }
   return { mutated, findings, rules };
 }
 
 /** A rule's finding, naming the advisory it concerns when there is one (no key otherwise). */
-function finding(rule: string, action: 'mutate' | 'warn', message: string, advisory: string | undefined): Finding {
+function ruleFinding(rule: string, action: 'mutate' | 'warn', message: string, advisory: string | undefined): Finding {
   return advisory ? { rule, action, message, advisory } : { rule, action, message };
 }
 
