@@ -58,6 +58,18 @@ export function knownArgoCdInstances(pinned: string | null, discovered: () => Ar
 
 type Tally<K extends string> = Record<K, number>;
 
+interface LatencySeries {
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+const emptySeries = (): LatencySeries => ({
+  buckets: LATENCY_BUCKETS_SECONDS.map(() => 0).concat(0),
+  sum: 0,
+  count: 0,
+});
+
 /**
  * hookguard_admission_duration_seconds, by endpoint: its counts are plain numbers too, and the registry reads them as
  * it reads any histogram (the same exposition lines as prom-client's Histogram): prom-client's observe() validates
@@ -69,16 +81,11 @@ class LatencyHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   /** By endpoint: the count in each bucket (not cumulative), the last one past the highest bound, then sum and count. */
-  private readonly series = new Map(
-    ENDPOINTS.map((endpoint) => [
-      endpoint,
-      { buckets: LATENCY_BUCKETS_SECONDS.map(() => 0).concat(0), sum: 0, count: 0 },
-    ]),
-  );
+  private readonly series: Record<Endpoint, LatencySeries> = { mutate: emptySeries(), validate: emptySeries() };
 
   observe(endpoint: Endpoint, seconds: number): void {
-    const series = this.series.get(endpoint);
-    if (!series || !Number.isFinite(seconds)) return;
+    if (!Number.isFinite(seconds)) return;
+    const series = this.series[endpoint];
     let bucket = 0;
     while (bucket < LATENCY_BUCKETS_SECONDS.length && seconds > LATENCY_BUCKETS_SECONDS[bucket]!) bucket++;
     series.buckets[bucket]! += 1;
@@ -89,7 +96,8 @@ class LatencyHistogram {
   /** What prom-client's registry reads from a metric: each series' cumulative buckets, +Inf, sum and count. */
   async get() {
     const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
-    for (const [endpoint, { buckets, sum, count }] of this.series) {
+    for (const endpoint of ENDPOINTS) {
+      const { buckets, sum, count } = this.series[endpoint];
       let cumulative = 0;
       LATENCY_BUCKETS_SECONDS.forEach((le, index) => {
         cumulative += buckets[index]!;
@@ -103,7 +111,7 @@ class LatencyHistogram {
   }
 
   reset(): void {
-    for (const series of this.series.values()) {
+    for (const series of Object.values(this.series)) {
       series.buckets.fill(0);
       series.sum = 0;
       series.count = 0;
