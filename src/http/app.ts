@@ -25,6 +25,7 @@ import { Metrics, type Outcome } from './metrics.js';
 import { parseJsonBody } from './json-body.js';
 import { errored, fromDecision } from './responses.js';
 import { parseAdmissionReview } from './review.js';
+import { TurnBatch } from './turn-batch.js';
 
 export interface AppOptions {
   logger: Logger;
@@ -84,11 +85,18 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       context = withCluster(withNamespaces(withInstances(baseContext, instances), namespaces), cluster);
     return context;
   };
+  // Bodies and decisions are worked out per turn of the event loop, back to back (src/http/turn-batch.ts).
+  const batch = new TurnBatch((error) => {
+    app.log.error({ err: error }, 'unexpected error');
+    metrics.error('http');
+  });
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    batch.defer(() => parseJsonBody(request, body as string, done)),
+  );
 
-  const review = (endpoint: Endpoint) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const received = performance.now();
+  // received: when the handler was called, so that the latency observed includes the wait for the batch.
+  const answerReview = (endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply, received: number) => {
     const seconds = () => (performance.now() - received) / 1000;
     if (lifecycle?.shuttingDown) reply.header('connection', 'close');
     const parsed = parseAdmissionReview(request.body);
@@ -127,6 +135,10 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     );
     metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings, decision.optOuts);
     return answer;
+  };
+  const review = (endpoint: Endpoint) => (request: FastifyRequest, reply: FastifyReply) => {
+    const received = performance.now();
+    return batch.run(() => answerReview(endpoint, request, reply, received));
   };
 
   app.post('/mutate', review('mutate'));
