@@ -571,6 +571,48 @@ describe('bad input', () => {
   });
 });
 
+describe('requests that arrive together (parsed and decided in one batch per turn)', () => {
+  it('answers each with its own uid and decision, a bad body among them, and audits them in the order they came', async () => {
+    const { app, lines } = harness();
+    await app.ready();
+    const [cleanup, patchedAlready, broken, validated] = await Promise.all([
+      app.inject({
+        method: 'POST',
+        url: '/mutate',
+        payload: admissionReview({ uid: 'burst-1', operation: 'CREATE', object: cleanupJob() }),
+      }),
+      app.inject({
+        method: 'POST',
+        url: '/mutate',
+        payload: admissionReview({ uid: 'burst-2', operation: 'CREATE', object: cleanupJobPatched() }),
+      }),
+      app.inject({ method: 'POST', url: '/mutate', headers: { 'content-type': 'application/json' }, payload: '{not' }),
+      app.inject({
+        method: 'POST',
+        url: '/validate',
+        payload: admissionReview({ uid: 'burst-3', operation: 'CREATE', object: cleanupJobPatched() }),
+      }),
+    ]);
+    const first = cleanup.json<AdmissionReviewResponse>().response;
+    expect(first.uid).toBe('burst-1');
+    expect(decodePatch(first)).toEqual(CLEANUP_PATCH);
+    expect(patchedAlready.json()).toEqual({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: 'burst-2', allowed: true, warnings: [DEADLINE_WARNING] },
+    });
+    expect(broken.statusCode).toBe(400);
+    expect(broken.headers.connection).toBe('close');
+    expect(broken.json()).toEqual({ error: `the body is not valid JSON: ${jsonSyntaxMessage('{not')}` });
+    expect(validated.json<AdmissionReviewResponse>().response).toEqual({ uid: 'burst-3', allowed: true });
+    expect(auditLines(lines).map((line) => [line.audit?.uid, line.audit?.endpoint])).toEqual([
+      ['burst-1', 'mutate'],
+      ['burst-2', 'mutate'],
+      ['burst-3', 'validate'],
+    ]);
+  });
+});
+
 describe('body limit (7 MiB)', () => {
   /** A hook Job review whose JSON is exactly `bytes` long, padded with one big annotation. */
   function reviewOfSize(bytes: number): string {
