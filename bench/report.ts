@@ -21,7 +21,10 @@ export function renderMarkdown(results: BenchResults): string {
     `Run ${results.date} on ${machine.nproc} CPUs (${machine.cpu}), Node ${machine.node}, ${machine.os}. ` +
       `${workload.requests} distinct AdmissionReviews (${workload.fixtures} chart fixtures and 2 non-hook objects, to /mutate and /validate, ` +
       `as a Helm user and as the Argo CD controller; Argo CD ${settings.argocdVersion}); hookguard ${describeAnswers(workload.answers)}. ` +
-      `autocannon, keep-alive, no pipelining, ${settings.rounds} rounds of ${settings.durationSeconds} s per server and connection count, alternating; figures are the median round.`,
+      `autocannon, keep-alive, no pipelining, ${settings.rounds} rounds of ${settings.durationSeconds} s per server and connection count, alternating; figures are the median round.` +
+      (settings.baselineBatched
+        ? ' The baseline parsed and answered in batches per turn of the event loop, as hookguard does (--batched-baseline).'
+        : ''),
     '',
     '| requests | connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | RSS MiB |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',

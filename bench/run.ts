@@ -101,6 +101,8 @@ export interface BenchResults {
     argocdVersion: string;
     pipelining: 1;
     logSink: string;
+    /** --batched-baseline: the baseline parsed and answered in batches per turn of the event loop. */
+    baselineBatched: boolean;
     /** With --before: the other build's folder and commit. */
     before?: { dir: string; commit: string };
   };
@@ -149,6 +151,8 @@ const { values: flags } = parseArgs({
     'micro-ms': { type: 'string', default: '40' },
     'no-write': { type: 'boolean', default: false },
     before: { type: 'string' },
+    // The baseline parses and answers in batches per turn of the event loop, as hookguard does.
+    'batched-baseline': { type: 'boolean', default: false },
   },
 });
 const beforeDir = flags.before === undefined ? undefined : resolve(flags.before);
@@ -210,6 +214,7 @@ try {
       String(baselinePort),
       certificate.certFile,
       certificate.keyFile,
+      ...(flags['batched-baseline'] ? ['--batched'] : []),
     ],
     port: baselinePort,
     ca: certificate.cert,
@@ -303,6 +308,7 @@ try {
       nonHookConnections: nonHookLevels,
       argocdVersion: ARGOCD_VERSION,
       pipelining: 1,
+      baselineBatched: flags['batched-baseline'],
       logSink: `stdout to a file, level ${DEFAULTS.log.level}; bytes per request: hookguard ${perRequest(logBytes.hookguard, runs, 'hookguard')}, baseline ${perRequest(logBytes.baseline, runs, 'baseline')}`,
       ...(beforeDir !== undefined && beforeCommit !== undefined
         ? { before: { dir: beforeDir, commit: beforeCommit } }
