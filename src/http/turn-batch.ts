@@ -4,9 +4,10 @@
 // before the next one was read. Each of those steps evicted the others' code and data from the CPU caches, and a
 // decision cost the server several times what it costs in a loop. Queued instead, and run back to back in the
 // check phase (setImmediate), the bodies and decisions of a burst keep their code and data in the caches; the TLS
-// writes of the answers follow them together. In `npm run bench`, the server's CPU per request fell to 0.6x on the
-// Argo CD hooks and 0.74x on the mix (docs/benchmark.md, "Bodies and decisions in batches"). A lone request waits
-// one setImmediate hop; a request of a burst also waits for the decisions of those read after it in the same turn.
+// writes of the answers follow them together. In three runs of `npm run bench`, the server's CPU per request fell to
+// 0.6x to 0.66x on the Argo CD hooks and 0.56x to 0.74x on the mix (docs/benchmark.md, "Bodies and decisions in
+// batches"). A lone request waits one setImmediate hop; a request of a burst also waits for the decisions of those
+// read after it in the same turn.
 //
 // The batch holds at most the requests whose bodies arrived in one turn: each would have been decided in that turn.
 
