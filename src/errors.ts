@@ -73,12 +73,17 @@ export interface ApiFailure {
   retryAfterSeconds: number | undefined;
 }
 
+/** What the API server said, for a person: `HTTP 403: <its message>`, or the message alone when nothing answered. */
+export function apiFailureText(failure: ApiFailure): string {
+  return failure.status === undefined ? failure.message : `HTTP ${failure.status}: ${failure.message}`;
+}
+
 /** An API call that failed for good (after the retries it was allowed). */
 export class ApiCallError extends Error {
   override name = 'ApiCallError';
 
   constructor(readonly failure: ApiFailure) {
-    super(failure.status === undefined ? failure.message : `HTTP ${failure.status}: ${failure.message}`);
+    super(apiFailureText(failure));
   }
 }
 

@@ -8,8 +8,8 @@ import {
 } from '../core/explain.js';
 import { readHook } from '../core/hook.js';
 import { isRecord } from '../core/objects.js';
-import { ApiCallError, EXIT, isBug, UsageError } from '../errors.js';
-import { apiFailure, apiFailureText } from '../kube/api-failure.js';
+import { ApiCallError, apiFailureText, EXIT, isBug, UsageError } from '../errors.js';
+import { apiFailure } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';

@@ -28,11 +28,6 @@ export function apiFailure(error: unknown): ApiFailure {
   return { status: undefined, message, retryAfterSeconds: undefined };
 }
 
-/** What the API server said, for a person: `HTTP 403: <its message>`, or the message alone when nothing answered. */
-export function apiFailureText(failure: ApiFailure): string {
-  return `${failure.status !== undefined ? `HTTP ${failure.status}: ` : ''}${failure.message}`;
-}
-
 /** Worth another try: throttled, a server-side failure, or no answer at all. */
 export function isTransient(failure: ApiFailure): boolean {
   return failure.status === undefined || failure.status === 429 || failure.status >= 500;
