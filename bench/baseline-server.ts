@@ -23,7 +23,7 @@ if (port === undefined || certFile === undefined || keyFile === undefined || (mo
 const { DEFAULTS } = await fromDist<ConfigKeysModule>('config/keys.js');
 const { parseAdmissionReview } = await fromDist<ReviewModule>('http/review.js');
 const { TurnBatch } = await fromDist<TurnBatchModule>('http/turn-batch.js');
-const { parseJsonBody } = await fromDist<JsonBodyModule>('http/json-body.js');
+const { parseJsonBodiesIn } = await fromDist<JsonBodyModule>('http/json-body.js');
 
 const logger = pino({
   level: DEFAULTS.log.level,
@@ -49,10 +49,7 @@ const answer = (endpoint: string, request: FastifyRequest, reply: FastifyReply) 
 };
 if (mode === '--batched') {
   const batch = new TurnBatch((error) => app.log.error({ err: error }, 'unexpected error'));
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
-    batch.defer(() => parseJsonBody(request, body as string, done)),
-  );
+  parseJsonBodiesIn(app, batch);
   for (const endpoint of ['mutate', 'validate'] as const)
     app.post(`/${endpoint}`, (request, reply) => batch.run(() => answer(endpoint, request, reply)));
 } else {

@@ -22,7 +22,7 @@ import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
 import type { Lifecycle } from './lifecycle.js';
 import { fastifyLimits, guardConnections, httpLimits, tlsLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';
-import { parseJsonBody } from './json-body.js';
+import { parseJsonBodiesIn } from './json-body.js';
 import { errored, fromDecision } from './responses.js';
 import { parseAdmissionReview } from './review.js';
 import { TurnBatch } from './turn-batch.js';
@@ -90,10 +90,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     app.log.error({ err: error }, 'unexpected error');
     metrics.error('http');
   });
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
-    batch.defer(() => parseJsonBody(request, body as string, done)),
-  );
+  parseJsonBodiesIn(app, batch);
 
   // received: when the handler was called, so that the latency observed includes the wait for the batch.
   const answerReview = (endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply, received: number) => {

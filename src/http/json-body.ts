@@ -1,8 +1,9 @@
 // The JSON body parser: Fastify's own, with the cause kept. Fastify answers every JSON failure with one message
 // ("Body is not valid JSON…"), even for valid JSON refused because of a __proto__ key; this one says which it was.
 import secureJson from 'secure-json-parse';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BodyError } from '../errors.js';
+import type { TurnBatch } from './turn-batch.js';
 
 const POISONING = /forbidden prototype property/;
 
@@ -28,4 +29,12 @@ export function parseJsonBody(
       ),
     );
   }
+}
+
+/** Makes parseJsonBody the app's JSON parser, each parse run with the others of its turn in `batch`. */
+export function parseJsonBodiesIn(app: FastifyInstance, batch: TurnBatch): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    batch.defer(() => parseJsonBody(request, body as string, done)),
+  );
 }
