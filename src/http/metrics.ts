@@ -11,11 +11,11 @@ import type { DroppedLines } from './log-destination.js';
 
 /** How one admission request ended, as the requests counter labels it. */
 export type Outcome = 'allowed' | 'patched' | 'denied' | 'errored' | 'bad_request';
-export type ErrorSource = 'rule' | 'http' | 'tls_reload';
+export type ErrorSource = 'rule' | 'answer' | 'http' | 'tls_reload';
 
 const ENDPOINTS: readonly Endpoint[] = ['mutate', 'validate'];
 const OUTCOMES: readonly Outcome[] = ['allowed', 'patched', 'denied', 'errored', 'bad_request'];
-const ERROR_SOURCES: readonly ErrorSource[] = ['rule', 'http', 'tls_reload'];
+const ERROR_SOURCES: readonly ErrorSource[] = ['rule', 'answer', 'http', 'tls_reload'];
 /** The two listeners: the webhook's TLS port and the plain-HTTP probe port. */
 export type Listener = 'webhook' | 'probe';
 const LISTENERS: readonly Listener[] = ['webhook', 'probe'];
