@@ -23,6 +23,7 @@ export interface StoredCertificates {
 }
 
 export type WebhookKind = 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration';
+export const WEBHOOK_KINDS: readonly WebhookKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
 
 export interface WebhookCaBundles {
   resourceVersion: string;

@@ -25,9 +25,9 @@ import {
   type CertificateData,
 } from '../../src/tls/authority.js';
 import { kubeCertificateApi } from '../../src/tls/certificate-api.js';
-import type { KeyPair } from '../../src/tls/certificates.js';
 import { bundleCertificates } from '../../src/tls/pem.js';
 import { SecretCertificateReader } from '../../src/tls/secret-reader.js';
+import type { CertificateObserver } from '../../src/tls/switcher.js';
 import { TRUST_ANNOTATION } from '../../src/tls/trust.js';
 import { FakeApiServer, type KubeItem, type RecordedRequest } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
@@ -193,7 +193,7 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
   }
 
   /** A replica: its certificates from the Secret, served by the real app over TLS on 127.0.0.1. */
-  async function replica(leads: boolean, observer?: Partial<{ reloaded(pair: KeyPair): void }>): Promise<Replica> {
+  async function replica(leads: boolean, observer?: Partial<CertificateObserver>): Promise<Replica> {
     const { logger, lines } = capturedLogger('info');
     const api = kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES);
     const reader = new SecretCertificateReader(api, SETTINGS, logger);
@@ -214,7 +214,7 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     await app.listen({ host: '127.0.0.1', port: 0 });
     reader.serveWith(app.server as unknown as TlsServer, {
       reloaded: (next) => observer?.reloaded?.(next),
-      rejected: () => undefined,
+      rejected: (error, reason) => observer?.rejected?.(error, reason),
     });
     const started = { reader, keeper, app, port: (app.server.address() as AddressInfo).port, lines, lead, stepAside };
     replicas.push(started);
@@ -660,5 +660,51 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
       expect(await admit(follower.port, uid)).toBe(`200 ${uid}`);
     }
     expect(throws).toBe(-1);
+  });
+  it('a pair in the Secret that no caBundle CA signed is never served: refused, said in the log and counted by reason (issue 37 item 2)', async () => {
+    await world();
+    const leader = await replica(true);
+    const metrics = new Metrics();
+    const follower = await replica(false, { rejected: (_error, reason) => metrics.certificateRefused(reason) });
+    const good = secretData(fake);
+    await eventually(() => trustedNow() === good[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
+    // The leader steps aside, or it would re-sign the pair at once: the replicas alone must refuse it.
+    leader.stepAside();
+    const other = await issueCa(SETTINGS, Date.now());
+    const untrusted = await issueServingCertificate(SETTINGS, other, Date.now());
+    fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
+      secret.data = encoded({ ...good, 'tls.crt': untrusted.cert, 'tls.key': untrusted.key });
+    });
+    const refusal = await eventually(
+      () => follower.lines.find((line) => line.msg === 'certificate reload failed: keeping the previous certificate'),
+      'the follower refusing the pair',
+    );
+    expect(refusal).toMatchObject({
+      level: 50,
+      secret: 'hookguard/hookguard-tls',
+      reason: 'untrusted',
+      err: {
+        message: `tls.crt is signed by no CA that every webhook's caBundle holds (issuer ${new X509Certificate(other.cert).subject})`,
+      },
+    });
+    expect((await presented(follower.port)).fingerprint256).toBe(fingerprintOf(good['tls.crt']));
+    expect(await admit(follower.port, 'uid-untrusted')).toBe('200 uid-untrusted');
+    const counted = (await metrics.registry.metrics())
+      .split('\n')
+      .filter((line) => line.startsWith('hookguard_tls_pairs_refused_total{') || line.includes('"tls_reload"'));
+    expect(counted).toEqual([
+      'hookguard_errors_total{source="tls_reload"} 1',
+      'hookguard_tls_pairs_refused_total{reason="unreadable"} 0',
+      'hookguard_tls_pairs_refused_total{reason="unusable"} 0',
+      'hookguard_tls_pairs_refused_total{reason="untrusted"} 1',
+    ]);
+    // The same CA in every caBundle makes the same pair served.
+    setCaBundles(fake, KINDS, pemBundle([good[SECRET_KEYS.caBundle] ?? '', other.cert]));
+    await eventually(
+      async () =>
+        (await presented(follower.port, pemBundle([good[SECRET_KEYS.caBundle] ?? '', other.cert]))).fingerprint256 ===
+        fingerprintOf(untrusted.cert),
+      'the follower serving the pair once every caBundle holds its CA',
+    );
   });
 });

@@ -38,7 +38,12 @@ import {
   type AuthoritySettings,
   type CertificateData,
 } from '../../tls/authority.js';
-import type { CertificateApi, WebhookCaBundles, WebhookKind } from '../../tls/certificate-api.js';
+import {
+  WEBHOOK_KINDS,
+  type CertificateApi,
+  type WebhookCaBundles,
+  type WebhookKind,
+} from '../../tls/certificate-api.js';
 import { bundleCertificates } from '../../tls/pem.js';
 import { coalesced } from '../../tls/switcher.js';
 import { parseTrustRecord, renderTrustRecord } from '../../tls/trust.js';
@@ -51,8 +56,6 @@ export interface KeeperSettings extends AuthoritySettings {
 
 /** Where a CA hookguard did not make was found. */
 export type UntrustedCaPlace = 'secret' | 'caBundle';
-
-const WEBHOOK_KINDS: readonly WebhookKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
 
 /** What a round reads first: the Secret, and both configurations as they are now. */
 interface Observed {
