@@ -28,7 +28,7 @@ import { kubeCertificateApi } from '../../src/tls/certificate-api.js';
 import { bundleCertificates } from '../../src/tls/pem.js';
 import { SecretCertificateReader } from '../../src/tls/secret-reader.js';
 import type { CertificateObserver } from '../../src/tls/switcher.js';
-import { TRUST_ANNOTATION } from '../../src/tls/trust.js';
+import { renderTrustRecord, TRUST_ANNOTATION } from '../../src/tls/trust.js';
 import { FakeApiServer, type KubeItem, type RecordedRequest } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { requestOnce } from '../support/request-once.js';
@@ -92,6 +92,22 @@ function setCaBundles(fake: FakeApiServer, kinds: readonly string[], bundle: str
         webhook.clientConfig.caBundle = Buffer.from(bundle).toString('base64');
     });
 }
+
+/** Overwrites the record of the CAs hookguard made on both configurations, as a restore or a GitOps tool would. */
+function setTrustRecord(fake: FakeApiServer, record: string): void {
+  for (const kind of KINDS)
+    fake.modify(kind, '', 'hookguard', (configuration) => {
+      configuration.metadata.annotations = {
+        ...(configuration.metadata.annotations as Record<string, string> | undefined),
+        [TRUST_ANNOTATION]: record,
+      };
+    });
+}
+
+const trustRecords = (fake: FakeApiServer) =>
+  KINDS.map(
+    (kind) => (fake.get(kind, '', 'hookguard')?.metadata.annotations as Record<string, string>)[TRUST_ANNOTATION],
+  );
 
 const fingerprints = (bundle: string | undefined) => bundleCertificates(bundle).map((ca) => ca.fingerprint256);
 const fingerprintOf = (pem: string | undefined) => fingerprints(pem)[0];
@@ -661,6 +677,52 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     }
     expect(throws).toBe(-1);
   });
+  it.each([
+    ['an empty list', () => JSON.stringify({ cas: [] })],
+    [
+      'a list of CAs of another installation',
+      async () => {
+        const other = await issueCa(SETTINGS, Date.now());
+        return renderTrustRecord(bundleCertificates(other.cert), new Set());
+      },
+    ],
+  ] as const)(
+    'a trust record naming none of the CAs in use (%s) never drops the CA the replicas serve with: no request fails (issue 37 item 1)',
+    async (_what, record) => {
+      await world();
+      const leader = await replica(true);
+      const follower = await replica(false);
+      const good = secretData(fake);
+      const ca = good[SECRET_KEYS.caBundle] ?? '';
+      await eventually(() => trustedNow() === ca, 'the API server seeing the caBundle');
+      const load = underLoad(follower.port);
+      try {
+        // Overwritten between two rounds, so that the keeper reads it on both configurations at once.
+        const overwrite = await record();
+        leader.stepAside();
+        await new Promise((resolve) => setTimeout(resolve, 2 * SETTINGS.refreshIntervalMs));
+        setTrustRecord(fake, overwrite);
+        leader.lead();
+        // Rounds enough for a new CA, its caBundle write and the re-sign, had the CA been called foreign.
+        const servedBefore = load.state.answered;
+        await new Promise((resolve) => setTimeout(resolve, 5 * SETTINGS.refreshIntervalMs));
+        await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+      } finally {
+        await load.stop();
+      }
+      expect(load.state.failures).toEqual([]);
+      expect(trustRecords(fake)).toEqual(KINDS.map(() => renderTrustRecord(bundleCertificates(ca), new Set())));
+      expect(secretData(fake)).toEqual(good);
+      expect(caBundles(fake)).toEqual([ca, ca, ca]);
+      expect(leader.keeper.untrustedCasRemoved()).toEqual({ secret: 0, caBundle: 0 });
+      // Stepping aside may cut a round's API call short; nothing else is said at warn.
+      const warned = leader.lines
+        .filter((line) => line.level >= 40 && line.msg !== 'certificates: API call failed; trying again next round')
+        .map((line) => line.msg);
+      expect(warned).toEqual(['certificates: the record names none of the CAs in the caBundles: taken as missing']);
+    },
+  );
+
   it('a pair in the Secret that no caBundle CA signed is never served: refused, said in the log and counted by reason (issue 37 item 2)', async () => {
     await world();
     const leader = await replica(true);

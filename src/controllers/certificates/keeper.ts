@@ -46,7 +46,7 @@ import {
 } from '../../tls/certificate-api.js';
 import { bundleCertificates } from '../../tls/pem.js';
 import { coalesced } from '../../tls/switcher.js';
-import { parseTrustRecord, renderTrustRecord } from '../../tls/trust.js';
+import { casInAnyBundle, casInEveryBundle, parseTrustRecord, renderTrustRecord, uniqueCas } from '../../tls/trust.js';
 
 export interface KeeperSettings extends AuthoritySettings {
   refreshIntervalMs: number;
@@ -88,11 +88,6 @@ interface Round {
   resourceVersion: string | undefined;
 }
 
-const uniqueCas = (cas: readonly X509Certificate[]): X509Certificate[] => {
-  const seen = new Set<string>();
-  return cas.filter((ca) => !seen.has(ca.fingerprint256) && seen.add(ca.fingerprint256));
-};
-
 export class CertificateKeeper {
   private leading: AbortSignal | undefined;
   private loop: Promise<void> | undefined;
@@ -105,6 +100,8 @@ export class CertificateKeeper {
   private readonly removed: Record<UntrustedCaPlace, number> = { secret: 0, caBundle: 0 };
   /** The CAs adopt() last said it took, so that a round that cannot write the record does not say it again. */
   private adoptedSaid: string | undefined;
+  /** Whether a record naming none of the caBundles' CAs was said, so that it is said once while it lasts. */
+  private staleRecordSaid = false;
 
   constructor(
     private readonly api: CertificateApi,
@@ -211,22 +208,19 @@ export class CertificateKeeper {
   }
 
   /**
-   * Which CAs to trust: those the record names (or, with no record written yet, a first start or an upgrade from a
-   * version that kept none, those adopt() takes), valid, and not of a deleted Secret's chain once the new chain's
-   * pair has been read by every replica. Any other CA found is reported.
+   * Which CAs to trust: those the record names; with no record naming a CA the caBundles hold (none written yet: a
+   * first start, an upgrade from a version that kept none; or a stale or foreign one: a restore, a rollback then a
+   * roll forward, a GitOps tool re-applying an exported configuration), also those adopt() takes; and always the CA
+   * every caBundle holds that signed the serving certificate, which the API server trusts and the replicas serve
+   * with. Valid, and not of a deleted Secret's chain once the new chain's pair has been read by every replica. Any
+   * other CA found is reported.
    */
   private judgeTrust(observed: Observed, nowMs: number): Trust {
-    const bundles = [...observed.configurations.values()].flatMap((configuration) =>
-      configuration.caBundles.map((bundle) => bundleCertificates(bundle)),
-    );
-    const inAnyBundle = uniqueCas(bundles.flat());
-    const inEveryBundle =
-      bundles.length === 0
-        ? []
-        : inAnyBundle.filter((ca) =>
-            bundles.every((bundle) => bundle.some((one) => one.fingerprint256 === ca.fingerprint256)),
-          );
+    const bundles = [...observed.configurations.values()].flatMap((configuration) => configuration.caBundles);
+    const inAnyBundle = casInAnyBundle(bundles);
+    const inEveryBundle = casInEveryBundle(bundles);
     const secretCertificates = bundleCertificates(observed.data[SECRET_KEYS.caBundle]);
+    const serving = certificateOf(observed.data[SECRET_KEYS.cert]);
 
     const records = [...observed.configurations.values()].map((configuration) =>
       parseTrustRecord(configuration.trustRecord),
@@ -240,12 +234,21 @@ export class CertificateKeeper {
       }
       for (const hash of record?.retiring ?? []) retiring.add(hash);
     }
-    if (records.every((record) => record === undefined))
+    if (!inAnyBundle.some((ca) => ours.has(spkiHash(ca)))) {
+      if (records.some((record) => record !== undefined) && inAnyBundle.length > 0 && !this.staleRecordSaid) {
+        this.staleRecordSaid = true;
+        this.logger.warn(
+          { record: records.map((record) => (record ? [...record.cas] : null)) },
+          'certificates: the record names none of the CAs in the caBundles: taken as missing',
+        );
+      }
       for (const ca of this.adopt(observed.data, secretCertificates, inAnyBundle, nowMs)) ours.add(spkiHash(ca));
+    } else this.staleRecordSaid = false;
+    // Dropping it would fail every call until a pair it did not sign is served: a round at least.
+    for (const ca of inEveryBundle) if (serving && ca.ca && signedBy(serving, ca)) ours.add(spkiHash(ca));
     const isOurs = (ca: X509Certificate) => ours.has(spkiHash(ca));
     this.reportUntrusted(secretCertificates, inAnyBundle, isOurs, nowMs);
 
-    const serving = certificateOf(observed.data[SECRET_KEYS.cert]);
     const newChainLive =
       serving !== undefined &&
       inEveryBundle.some((ca) => !retiring.has(spkiHash(ca)) && isOurs(ca) && signedBy(serving, ca)) &&
