@@ -24,7 +24,7 @@ import {
   spkiHash,
   type CertificateData,
 } from '../../src/tls/authority.js';
-import { kubeCertificateApi } from '../../src/tls/certificate-api.js';
+import { kubeCertificateApi, type CertificateApi } from '../../src/tls/certificate-api.js';
 import { bundleCertificates } from '../../src/tls/pem.js';
 import { SecretCertificateReader } from '../../src/tls/secret-reader.js';
 import type { CertificateObserver } from '../../src/tls/switcher.js';
@@ -108,6 +108,15 @@ const trustRecords = (fake: FakeApiServer) =>
   KINDS.map(
     (kind) => (fake.get(kind, '', 'hookguard')?.metadata.annotations as Record<string, string>)[TRUST_ANNOTATION],
   );
+
+/** A leader's API that stops working after the Secret write, before the caBundle write, once `stopped()` says so. */
+const stopsBeforeCaBundles =
+  (stopped: () => boolean) =>
+  (api: CertificateApi): CertificateApi => ({
+    ...api,
+    setCaBundles: (...args) =>
+      stopped() ? Promise.reject(new Error('the leader stopped here')) : api.setCaBundles(...args),
+  });
 
 const fingerprints = (bundle: string | undefined) => bundleCertificates(bundle).map((ca) => ca.fingerprint256);
 const fingerprintOf = (pem: string | undefined) => fingerprints(pem)[0];
@@ -208,10 +217,17 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     return history.findLast((seen) => seen.at <= then)?.bundle ?? '';
   }
 
-  /** A replica: its certificates from the Secret, served by the real app over TLS on 127.0.0.1. */
-  async function replica(leads: boolean, observer?: Partial<CertificateObserver>): Promise<Replica> {
+  /**
+   * A replica: its certificates from the Secret, served by the real app over TLS on 127.0.0.1; `apiAs` may change
+   * what its API calls do (a leader that stops between two of them).
+   */
+  async function replica(
+    leads: boolean,
+    observer?: Partial<CertificateObserver>,
+    apiAs: (api: CertificateApi) => CertificateApi = (api) => api,
+  ): Promise<Replica> {
     const { logger, lines } = capturedLogger('info');
-    const api = kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES);
+    const api = apiAs(kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES));
     const reader = new SecretCertificateReader(api, SETTINGS, logger);
     const keeper = new CertificateKeeper(api, SETTINGS, logger);
     let leading: AbortController | undefined;
@@ -768,5 +784,93 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
         fingerprintOf(untrusted.cert),
       'the follower serving the pair once every caBundle holds its CA',
     );
+  });
+
+  it("a leader that stops between the Secret write and the caBundle write during a CA rotation: the next leader takes its CA as hookguard's (issue 37 item 3)", async () => {
+    const now = Date.now();
+    const oldCa = await issueCa({ ...SETTINGS, caValidityDays: 2 }, now - 40 * HOUR_MS);
+    const oldServing = await issueServingCertificate(SETTINGS, oldCa, now);
+    await world(
+      { 'tls.crt': oldServing.cert, 'tls.key': oldServing.key, 'ca.crt': oldCa.cert, 'ca.key': oldCa.key },
+      oldCa.cert,
+    );
+    setTrustRecord(fake, renderTrustRecord(bundleCertificates(oldCa.cert), new Set()));
+    const follower = await replica(false);
+    const load = underLoad(follower.port);
+    let next: Replica;
+    try {
+      const stopping = await replica(
+        true,
+        undefined,
+        stopsBeforeCaBundles(() => true),
+      );
+      const newCa = await eventually(() => {
+        const bundle = secretData(fake)[SECRET_KEYS.caBundle];
+        return fingerprints(bundle).length === 2 && fingerprintOf(bundle);
+      }, 'the new CA in the Secret');
+      stopping.stepAside();
+      expect(caBundles(fake)).toEqual([oldCa.cert, oldCa.cert, oldCa.cert]);
+      next = await replica(true);
+      const expected = pemBundle([secretData(fake)[SECRET_KEYS.caBundle] ?? '']);
+      await eventually(() => caBundles(fake).every((bundle) => bundle === expected), 'the caBundles holding both CAs');
+      expect(fingerprints(expected)).toEqual([newCa, fingerprintOf(oldCa.cert)]);
+      await eventually(
+        async () => fingerprintOf((await presented(follower.port)).toString()) !== fingerprintOf(oldServing.cert),
+        'the follower serving a pair of the new CA',
+        10_000,
+      );
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+    } finally {
+      await load.stop();
+    }
+    expect(load.state.failures).toEqual([]);
+    expect(next.keeper.untrustedCasRemoved()).toEqual({ secret: 0, caBundle: 0 });
+    expect(next.lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
+
+  it('a leader that stops between the Secret write and the caBundle write after the Secret was deleted: the next leader keeps the old CA retiring, and it goes (issue 37 item 3)', async () => {
+    await world();
+    let stopped = false;
+    const stopping = await replica(
+      true,
+      undefined,
+      stopsBeforeCaBundles(() => stopped),
+    );
+    const follower = await replica(false);
+    const oldCa = secretData(fake)[SECRET_KEYS.caBundle] ?? '';
+    await eventually(() => trustedNow() === oldCa, 'the API server seeing the caBundle');
+    const load = underLoad(follower.port);
+    let next: Replica;
+    try {
+      stopped = true;
+      fake.remove('Secret', 'hookguard', 'hookguard-tls');
+      const newCa = await eventually(() => {
+        const bundle = secretData(fake)[SECRET_KEYS.caBundle];
+        return fingerprints(bundle).length === 2 && fingerprintOf(bundle);
+      }, 'the new CA in the Secret');
+      stopping.stepAside();
+      next = await replica(true);
+      await eventually(
+        () => caBundles(fake).every((bundle) => fingerprints(bundle).join() === `${newCa},${fingerprintOf(oldCa)}`),
+        'the caBundles holding both CAs',
+      );
+      expect(trustRecords(fake)).toEqual(
+        KINDS.map(() =>
+          renderTrustRecord(bundleCertificates(caBundles(fake)[0]), new Set(bundleCertificates(oldCa).map(spkiHash))),
+        ),
+      );
+      await eventually(
+        () => caBundles(fake).every((bundle) => fingerprints(bundle).join() === newCa),
+        'the old CA gone from every caBundle',
+        10_000,
+      );
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+    } finally {
+      await load.stop();
+    }
+    expect(load.state.failures).toEqual([]);
+    expect(next.keeper.untrustedCasRemoved()).toEqual({ secret: 0, caBundle: 0 });
   });
 });

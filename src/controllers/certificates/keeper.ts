@@ -93,8 +93,6 @@ export class CertificateKeeper {
   private loop: Promise<void> | undefined;
   private readonly stopping = new AbortController();
   private readonly missingConfigurations = new Set<WebhookKind>();
-  /** CAs made by this replica whose record may not be written yet (a round that failed between its steps). */
-  private readonly made = new Set<string>();
   /** Untrusted CAs already reported, by place and SPKI hash, so that one is warned about once while it stays. */
   private readonly reported = new Set<string>();
   private readonly removed: Record<UntrustedCaPlace, number> = { secret: 0, caBundle: 0 };
@@ -225,13 +223,10 @@ export class CertificateKeeper {
     const records = [...observed.configurations.values()].map((configuration) =>
       parseTrustRecord(configuration.trustRecord),
     );
-    const ours = new Set<string>(this.made);
+    const ours = new Set<string>();
     const retiring = new Set<string>();
     for (const record of records) {
-      for (const hash of record?.cas ?? []) {
-        ours.add(hash);
-        this.made.delete(hash);
-      }
+      for (const hash of record?.cas ?? []) ours.add(hash);
       for (const hash of record?.retiring ?? []) retiring.add(hash);
     }
     if (!inAnyBundle.some((ca) => ours.has(spkiHash(ca)))) {
@@ -285,7 +280,9 @@ export class CertificateKeeper {
       return;
     }
     const ca = await issueCa(this.settings, round.nowMs);
-    this.made.add(spkiHash(certificateOf(ca.cert) as X509Certificate));
+    // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
+    if (!exists) for (const old of older) retiring.add(spkiHash(old));
+    await this.recordFirst(round, [certificateOf(ca.cert) as X509Certificate, ...older]);
     const chain = { [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...older.map(String)]), [SECRET_KEYS.caKey]: ca.key };
     if (exists) {
       await this.write(
@@ -305,14 +302,33 @@ export class CertificateKeeper {
         'no Secret: created a CA and a serving certificate',
       );
     } else {
-      // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
       // The serving pair stays empty until the caBundles trust the new CA; the replicas keep serving theirs.
-      for (const old of older) retiring.add(spkiHash(old));
       await this.write(
         round,
         { [SECRET_KEYS.cert]: '', [SECRET_KEYS.key]: '', ...chain },
         'the Secret was deleted: created a new CA; the old CAs are trusted until its serving certificate is served everywhere',
       );
+    }
+  }
+
+  /**
+   * Before the Secret holds a new CA: the record names it (and the retiring marks of a deleted Secret's chain), the
+   * caBundles left as they are. The record is what a leader trusts, and it is written where only hookguard writes; a
+   * leader that stops between the Secret write and the caBundle write (a crash, a lost Lease) leaves its successor a
+   * record that already names the CA in the Secret, so the successor neither calls it foreign nor forgets which CAs
+   * retire. A round that fails here writes no Secret.
+   */
+  private async recordFirst(round: Round, cas: readonly X509Certificate[]): Promise<void> {
+    const record = renderTrustRecord(cas, round.trust.retiring);
+    for (const [kind, current] of round.observed.configurations) {
+      if (current.trustRecord === record) continue;
+      const resourceVersion = await this.api.setTrustRecord(kind, current, record, round.signal);
+      round.observed.configurations.set(kind, {
+        ...current,
+        resourceVersion,
+        trustRecord: record,
+        hasAnnotations: true,
+      });
     }
   }
 
