@@ -11,6 +11,7 @@ import { BoundedLogDestination, isoTimeOncePerMillisecond, stdoutStream } from '
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
 import { loadTls, type KeyPair, type TlsMaterial } from '../tls/certificates.js';
+import type { Refusal } from '../tls/switcher.js';
 import { startSelfManagedCertificates } from '../controllers/certificates/start.js';
 import { startControllers } from '../controllers/start.js';
 import type { Config } from '../config/keys.js';
@@ -97,7 +98,7 @@ async function startCertificates(config: Readonly<Config>, env: CommandIO['env']
           inUse = pair.cert;
           metrics.certificate(pair.cert, true);
         },
-        rejected: () => metrics.error('tls_reload'),
+        rejected: (_error: Error, reason: Refusal) => metrics.certificateRefused(reason),
       };
       const { certFile, keyFile, reloadIntervalMs } = config.server.tls;
       if (selfManaged) {

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { kubeLeaseLock, LeaderElector, type LeaderElectionSettings } from '../kube/leader-election.js';
+import { kubeLeaseLock, LeaderElector, type Leadership, type LeaderElectionSettings } from '../kube/leader-election.js';
 
 /** One controller's work while this replica leads: it runs until `signal` aborts. */
 export interface LeaderTask {
@@ -38,24 +38,13 @@ export function startLeaderLoop(
   logger: Logger,
   identity: string = leaderIdentity(),
 ): LeaderLoop {
-  let running: Promise<unknown> = Promise.resolve();
+  const terms = leaderTerms(tasks, logger);
   const elector = new LeaderElector(
     kubeLeaseLock(kubeConfig, settings.leaseNamespace, settings.leaseName),
     identity,
     settings,
     logger,
-    {
-      started: (signal) => {
-        running = Promise.all(
-          tasks.map((task) =>
-            task
-              .run(signal)
-              .catch((error: unknown) => logger.error({ err: error, task: task.name }, 'leader task failed')),
-          ),
-        );
-      },
-      stopped: () => undefined,
-    },
+    terms,
   );
   elector.start();
   return {
@@ -68,7 +57,32 @@ export function startLeaderLoop(
     },
     stop: async () => {
       await elector.stop();
-      await running;
+      await terms.ended();
     },
+  };
+}
+
+/**
+ * The tasks' terms, one after the other: a term starts only once every task of the previous one has ended, so two
+ * terms never overlap (a Lease lost and won back at once would otherwise run the watcher, the self-test and their
+ * writes twice side by side). A term whose leadership ended while it waited does not start.
+ */
+export function leaderTerms(tasks: readonly LeaderTask[], logger: Logger): Leadership & { ended(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  return {
+    started: (signal) => {
+      running = running.then(async () => {
+        if (signal.aborted) return;
+        await Promise.all(
+          tasks.map((task) =>
+            task
+              .run(signal)
+              .catch((error: unknown) => logger.error({ err: error, task: task.name }, 'leader task failed')),
+          ),
+        );
+      });
+    },
+    stopped: () => undefined,
+    ended: () => running,
   };
 }

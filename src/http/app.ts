@@ -15,7 +15,7 @@ import { withCluster, withInstances, withNamespaces } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
 import type { ClusterSource } from '../discovery/api-groups.js';
 import type { NamespaceSource } from '../discovery/namespaces.js';
-import type { Endpoint } from '../core/types.js';
+import type { AdmissionRequest, Endpoint } from '../core/types.js';
 import { isSelfTestProbe, VALIDATING_MARKER } from '../controllers/selftest/probe.js';
 import type { SelfTestStatus } from '../controllers/selftest/start.js';
 import { secureContextOptions, type KeyPair } from '../tls/certificates.js';
@@ -23,7 +23,7 @@ import type { Lifecycle } from './lifecycle.js';
 import { fastifyLimits, guardConnections, httpLimits, tlsLimits } from './limits.js';
 import { Metrics, type Outcome } from './metrics.js';
 import { parseJsonBodiesIn } from './json-body.js';
-import { errored, fromDecision } from './responses.js';
+import { errored, fromDecision, type AdmissionResponse } from './responses.js';
 import { parseAdmissionReview } from './review.js';
 import { TurnBatch } from './turn-batch.js';
 
@@ -103,6 +103,15 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       return { error: parsed.message };
     }
     const admission = parsed.request;
+    try {
+      return answerAdmission(endpoint, admission, seconds);
+    } catch (error) {
+      // The answer could not be built (the response builder, or the failure path of a rule that threw): the
+      // request is allowed unchanged, as for a rule that throws, with its uid (docs/server.md, "When hookguard fails").
+      return answerFailed(endpoint, admission.uid, error, seconds);
+    }
+  };
+  const answerAdmission = (endpoint: Endpoint, admission: AdmissionRequest, seconds: () => number) => {
     // One comparison of the username for every other request.
     const probe = probeUsername !== undefined && isSelfTestProbe(admission, probeUsername);
     const started = performance.now();
@@ -117,21 +126,43 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       return errored(admission.uid, error);
     }
     const answer = fromDecision(admission.uid, decision);
-    if (probe) {
-      // The evidence that the API server called this webhook, which a validating one can give by no change.
-      if (endpoint === 'validate') answer.response.warnings = [...(answer.response.warnings ?? []), VALIDATING_MARKER];
-      app.log.debug(
-        { selfTest: auditRecord(admission, endpoint, decision, performance.now() - started) },
-        'self-test probe decided',
-      );
-      return answer;
+    // The evidence that the API server called this webhook, which a validating one can give by no change.
+    if (probe && endpoint === 'validate')
+      answer.response.warnings = [...(answer.response.warnings ?? []), VALIDATING_MARKER];
+    try {
+      recordDecision(endpoint, admission, decision, answer.response, probe, performance.now() - started, seconds);
+    } catch (error) {
+      // The decision was made and its answer built: a failing audit line or metric does not change it.
+      reportSafely(() => {
+        app.log.error({ err: error, uid: admission.uid }, 'recording the decision failed; answered as decided');
+        metrics.error('answer');
+      });
     }
-    app.log.info(
-      { audit: auditRecord(admission, endpoint, decision, performance.now() - started) },
-      'admission decision',
-    );
-    metrics.request(endpoint, outcomeOf(answer.response), seconds(), decision.findings, decision.optOuts);
     return answer;
+  };
+  const recordDecision = (
+    endpoint: Endpoint,
+    admission: AdmissionRequest,
+    decision: Decision,
+    response: AdmissionResponse,
+    probe: boolean,
+    durationMs: number,
+    seconds: () => number,
+  ): void => {
+    if (probe) {
+      app.log.debug({ selfTest: auditRecord(admission, endpoint, decision, durationMs) }, 'self-test probe decided');
+      return;
+    }
+    app.log.info({ audit: auditRecord(admission, endpoint, decision, durationMs) }, 'admission decision');
+    metrics.request(endpoint, outcomeOf(response), seconds(), decision.findings, decision.optOuts);
+  };
+  const answerFailed = (endpoint: Endpoint, uid: string, error: unknown, seconds: () => number) => {
+    reportSafely(() => {
+      app.log.error({ err: error, uid, endpoint }, 'answer failed; request allowed unchanged');
+      metrics.error('answer');
+      metrics.request(endpoint, 'errored', seconds());
+    });
+    return errored(uid, error);
   };
   const review = (endpoint: Endpoint) => (request: FastifyRequest, reply: FastifyReply) => {
     const received = performance.now();
@@ -221,6 +252,15 @@ function notFound(routes: string) {
     reply.code(404);
     return { error: `no route ${request.method} ${request.url}; hookguard serves ${routes}` };
   };
+}
+
+/** Runs what reports a failure; a report that fails in turn (a broken logger or metric) changes no answer. */
+function reportSafely(report: () => void): void {
+  try {
+    report();
+  } catch {
+    // Nothing is left that could say so; the answer still goes out.
+  }
 }
 
 export function outcomeOf(response: { allowed: boolean; patch?: string }): Outcome {

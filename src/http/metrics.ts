@@ -8,14 +8,15 @@ import type { OptOuts } from '../core/decide.js';
 import type { Endpoint, Finding } from '../core/types.js';
 import { CONNECTION_CUTS, type ConnectionCut } from './limits.js';
 import type { DroppedLines } from './log-destination.js';
+import { REFUSALS, type Refusal } from '../tls/switcher.js';
 
 /** How one admission request ended, as the requests counter labels it. */
 export type Outcome = 'allowed' | 'patched' | 'denied' | 'errored' | 'bad_request';
-export type ErrorSource = 'rule' | 'http' | 'tls_reload';
+export type ErrorSource = 'rule' | 'answer' | 'http' | 'tls_reload';
 
 const ENDPOINTS: readonly Endpoint[] = ['mutate', 'validate'];
 const OUTCOMES: readonly Outcome[] = ['allowed', 'patched', 'denied', 'errored', 'bad_request'];
-const ERROR_SOURCES: readonly ErrorSource[] = ['rule', 'http', 'tls_reload'];
+const ERROR_SOURCES: readonly ErrorSource[] = ['rule', 'answer', 'http', 'tls_reload'];
 /** The two listeners: the webhook's TLS port and the plain-HTTP probe port. */
 export type Listener = 'webhook' | 'probe';
 const LISTENERS: readonly Listener[] = ['webhook', 'probe'];
@@ -146,6 +147,7 @@ export class Metrics {
   private readonly errors: Counter<'source'>;
   private readonly connectionsClosed: Counter<'listener' | 'reason'>;
   private readonly tlsReloads: Counter;
+  private readonly tlsPairsRefused: Counter<'reason'>;
   private readonly certificateNotAfter: Gauge;
   private readonly selfTests: Counter<'outcome'> | undefined;
   private readonly selfTestLastSuccess: Gauge | undefined;
@@ -254,6 +256,13 @@ export class Metrics {
       help: 'Serving certificates loaded without a restart.',
       registers,
     });
+    this.tlsPairsRefused = new Counter({
+      name: 'hookguard_tls_pairs_refused_total',
+      help: 'Serving certificates refused, the previous one kept, by reason: unreadable (the files could not be read), unusable (not a certificate and its key), untrusted (signed by no CA every webhook caBundle holds; certificates.mode self).',
+      labelNames: ['reason'] as const,
+      registers,
+    });
+    for (const reason of REFUSALS) this.tlsPairsRefused.labels(reason).inc(0);
     this.certificateNotAfter = new Gauge({
       name: 'hookguard_tls_certificate_not_after_timestamp_seconds',
       help: 'Expiry of the serving certificate in use, as a Unix timestamp.',
@@ -344,6 +353,12 @@ export class Metrics {
 
   error(source: ErrorSource): void {
     this.errors.labels(source).inc();
+  }
+
+  /** A serving certificate refused: counted as an error of the reload, and by why. */
+  certificateRefused(reason: Refusal): void {
+    this.errors.labels('tls_reload').inc();
+    this.tlsPairsRefused.labels(reason).inc();
   }
 
   /** A serving certificate came into use: at start (`reloaded` false) or by a reload. */

@@ -45,8 +45,19 @@ export function patched(uid: string, patch: readonly Operation[], warnings: stri
 
 /** A failure inside hookguard never blocks the cluster: the request goes through unchanged, and says so. */
 export function errored(uid: string, error: unknown): AdmissionReviewResponse {
-  const reason = error instanceof Error ? error.message : String(error);
-  return allowed(uid, [truncate(`hookguard internal error, request allowed unchanged: ${reason}`, MAX_WARNING_CHARS)]);
+  return allowed(uid, [
+    truncate(`hookguard internal error, request allowed unchanged: ${failureText(error)}`, MAX_WARNING_CHARS),
+  ]);
+}
+
+/** What was thrown, as text, whatever it is: the answer to a failure must not fail in turn. */
+function failureText(error: unknown): string {
+  try {
+    return String(error instanceof Error ? error.message : error);
+  } catch {
+    // An object with no prototype, or a toString or message getter that throws.
+    return 'a value that cannot be shown';
+  }
 }
 
 export function fromDecision(uid: string, decision: Decision): AdmissionReviewResponse {

@@ -44,15 +44,29 @@ export class TurnBatch {
   }
 
   readonly #drain = (): void => {
-    // A job may queue another (a parsed body queues its decision): it runs in this same drain.
-    for (let index = 0; index < this.#jobs.length; index++) {
-      try {
-        (this.#jobs[index] as () => void)();
-      } catch (error) {
-        this.jobFailed(error);
+    try {
+      // A job may queue another (a parsed body queuing its decision): it runs in this same drain.
+      for (let index = 0; index < this.#jobs.length; index++) {
+        try {
+          (this.#jobs[index] as () => void)();
+        } catch (error) {
+          this.#report(error);
+        }
       }
+    } finally {
+      // Whatever happened above, the next request starts a new batch: a batch left scheduled would queue every later
+      // request for a drain that never comes, while /readyz still says 200.
+      this.#jobs.length = 0;
+      this.#scheduled = false;
     }
-    this.#jobs.length = 0;
-    this.#scheduled = false;
   };
+
+  #report(error: unknown): void {
+    try {
+      this.jobFailed(error);
+    } catch {
+      // The failure handler failed too (a logger or a metric that throws): the jobs after this one still run, and
+      // nothing is left that could say so.
+    }
+  }
 }

@@ -169,6 +169,8 @@ export class Reflector {
       );
     });
     const list = await Promise.race([this.target.list(), timeout]).finally(() => clearTimeout(timer));
+    // A list answered after stop(): its caller has moved on (a leader's term ended), and hears nothing more.
+    if (this.stopped) return;
     this.objects = new Map(list.items.map((item) => [keyOf(item), item]));
     this.resourceVersion = list.resourceVersion;
     this.regained();
@@ -213,7 +215,7 @@ export class Reflector {
       };
       this.cancelWatch = () => settle({ end: { kind: 'closed', events, durationMs: Date.now() - started } });
       const onEvent = (type: string, object: unknown) => {
-        if (settled) return;
+        if (settled || this.stopped) return;
         armWatchdog();
         events += 1;
         const kube = object as KubeObject;

@@ -23,6 +23,7 @@ export interface StoredCertificates {
 }
 
 export type WebhookKind = 'MutatingWebhookConfiguration' | 'ValidatingWebhookConfiguration';
+export const WEBHOOK_KINDS: readonly WebhookKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
 
 export interface WebhookCaBundles {
   resourceVersion: string;
@@ -43,7 +44,7 @@ export interface CertificateApi {
   getWebhooks(kind: WebhookKind, signal: AbortSignal): Promise<WebhookCaBundles | undefined>;
   /**
    * Sets every webhook's caBundle to `caBundle` (PEM) and the TRUST_ANNOTATION to `trustRecord`, if the
-   * configuration is still at `current.resourceVersion`.
+   * configuration is still at `current.resourceVersion`; its new resourceVersion.
    */
   setCaBundles(
     kind: WebhookKind,
@@ -51,7 +52,14 @@ export interface CertificateApi {
     caBundle: string,
     trustRecord: string,
     signal: AbortSignal,
-  ): Promise<void>;
+  ): Promise<string>;
+  /** Sets only the TRUST_ANNOTATION, the caBundles left as they are, on the same condition; its new resourceVersion. */
+  setTrustRecord(
+    kind: WebhookKind,
+    current: WebhookCaBundles,
+    trustRecord: string,
+    signal: AbortSignal,
+  ): Promise<string>;
   /** `namespace/name` of the Secret, for log lines. */
   describe(): string;
 }
@@ -137,22 +145,38 @@ export function kubeCertificateApi(
         hasAnnotations: metadata?.annotations !== undefined,
       };
     },
-    async setCaBundles(kind, current, caBundle, trustRecord, signal) {
-      const encoded = Buffer.from(caBundle, 'utf8').toString('base64');
-      const body = [
-        { op: 'test', path: '/metadata/resourceVersion', value: current.resourceVersion },
-        ...(current.hasAnnotations ? [] : [{ op: 'add', path: '/metadata/annotations', value: {} }]),
-        { op: 'add', path: `/metadata/annotations/${TRUST_ANNOTATION.replace('/', '~1')}`, value: trustRecord },
-        ...current.caBundles.map((_bundle, index) => ({
-          op: 'add',
-          path: `/webhooks/${index}/clientConfig/caBundle`,
-          value: encoded,
-        })),
-      ];
-      const request = { name: webhookName, body };
-      if (kind === 'MutatingWebhookConfiguration')
-        await admission.patchMutatingWebhookConfiguration(request, jsonPatch(signal));
-      else await admission.patchValidatingWebhookConfiguration(request, jsonPatch(signal));
-    },
+    setCaBundles: (kind, current, caBundle, trustRecord, signal) =>
+      patchConfiguration(kind, current, trustRecord, caBundle, signal),
+    setTrustRecord: (kind, current, trustRecord, signal) =>
+      patchConfiguration(kind, current, trustRecord, undefined, signal),
   };
+
+  /** The record, and every webhook's caBundle unless `caBundle` is undefined, in one JSON patch. */
+  async function patchConfiguration(
+    kind: WebhookKind,
+    current: WebhookCaBundles,
+    trustRecord: string,
+    caBundle: string | undefined,
+    signal: AbortSignal,
+  ): Promise<string> {
+    const encoded = caBundle === undefined ? undefined : Buffer.from(caBundle, 'utf8').toString('base64');
+    const body = [
+      { op: 'test', path: '/metadata/resourceVersion', value: current.resourceVersion },
+      ...(current.hasAnnotations ? [] : [{ op: 'add', path: '/metadata/annotations', value: {} }]),
+      { op: 'add', path: `/metadata/annotations/${TRUST_ANNOTATION.replace('/', '~1')}`, value: trustRecord },
+      ...(encoded === undefined
+        ? []
+        : current.caBundles.map((_bundle, index) => ({
+            op: 'add',
+            path: `/webhooks/${index}/clientConfig/caBundle`,
+            value: encoded,
+          }))),
+    ];
+    const request = { name: webhookName, body };
+    const patched =
+      kind === 'MutatingWebhookConfiguration'
+        ? await admission.patchMutatingWebhookConfiguration(request, jsonPatch(signal))
+        : await admission.patchValidatingWebhookConfiguration(request, jsonPatch(signal));
+    return patched.metadata?.resourceVersion ?? '';
+  }
 }

@@ -41,7 +41,7 @@ export function watchCertificates(options: CertificateWatchOptions): Certificate
       const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
       pair = { cert, key };
     } catch (error) {
-      switcher.refuse(error as Error);
+      switcher.refuse(error as Error, 'unreadable');
       return;
     }
     switcher.offer(pair);

@@ -7,9 +7,10 @@ import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 import { apiFailure } from '../kube/api-failure.js';
 import { SECRET_KEYS } from './authority.js';
-import type { CertificateApi } from './certificate-api.js';
+import { WEBHOOK_KINDS, type CertificateApi } from './certificate-api.js';
 import type { KeyPair } from './certificates.js';
 import { CertificateSwitcher, coalesced, type CertificateObserver } from './switcher.js';
+import { untrustedBecause } from './trust.js';
 
 /** While no pair is known yet (the leader is still creating the Secret), the Secret is read this often. */
 const FIRST_PAIR_POLL_MS = 500;
@@ -52,10 +53,31 @@ export class SecretCertificateReader {
     }
     const pair = { cert: data?.[SECRET_KEYS.cert] ?? '', key: data?.[SECRET_KEYS.key] ?? '' };
     // No Secret, or one the keeper made without a serving pair yet (a new CA waits for the caBundles): nothing to read.
-    if (pair.cert === '' && pair.key === '') return;
+    if ((pair.cert === '' && pair.key === '') || this.switcher.serves(pair)) return;
+    // Whoever can write the Secret must not make the replicas serve what the API server does not trust: a new pair
+    // is served only when every webhook's caBundle holds the CA that signed it.
+    let bundles: (string | undefined)[];
+    try {
+      bundles = await this.caBundles(signal);
+    } catch (error) {
+      if (!this.stopping.signal.aborted)
+        this.logger.warn(
+          { secret: this.api.describe(), error: apiFailure(error).message },
+          'certificates: reading the caBundles failed; keeping the certificate in use, trying again next round',
+        );
+      return;
+    }
     const first = this.switcher.pair === undefined;
-    if (this.switcher.offer(pair) && first) this.resolveFirstPair(pair);
+    if (this.switcher.offer(pair, () => untrustedBecause(pair.cert, bundles, Date.now())) && first)
+      this.resolveFirstPair(pair);
   });
+
+  /** Every webhook's caBundle in both configurations (none of a configuration that does not exist). */
+  private async caBundles(signal: AbortSignal): Promise<(string | undefined)[]> {
+    const bundles: (string | undefined)[] = [];
+    for (const kind of WEBHOOK_KINDS) bundles.push(...((await this.api.getWebhooks(kind, signal))?.caBundles ?? []));
+    return bundles;
+  }
 
   /** Starts reading the Secret every refreshIntervalMs (every 500 ms until a first usable pair is found). */
   start(): void {

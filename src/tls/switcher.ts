@@ -31,11 +31,18 @@ export function coalesced(work: () => Promise<void>): () => Promise<void> {
   };
 }
 
+/**
+ * Why a pair was refused: its files could not be read; it is not a certificate and its key; the API server would
+ * not trust it (signed by no CA every webhook's caBundle holds, certificates.mode self).
+ */
+export type Refusal = 'unreadable' | 'unusable' | 'untrusted';
+export const REFUSALS: readonly Refusal[] = ['unreadable', 'unusable', 'untrusted'];
+
 export interface CertificateObserver {
   /** The server serves a new pair (not called for the first). */
   reloaded(pair: KeyPair): void;
-  /** A pair offered is not usable; the previous pair stays in use. */
-  rejected(error: Error): void;
+  /** A pair offered is refused, and why; the previous pair stays in use. */
+  rejected(error: Error, reason: Refusal): void;
 }
 
 /**
@@ -66,13 +73,26 @@ export class CertificateSwitcher {
     this.observer = observer;
   }
 
-  /** Switches to `pair` when it is new and usable; true when it did (the first pair included). */
-  offer(pair: KeyPair): boolean {
-    if (this.current && pair.cert === this.current.cert && pair.key === this.current.key) return false;
+  /** Whether `pair` is the pair in use. */
+  serves(pair: KeyPair): boolean {
+    return this.current !== undefined && pair.cert === this.current.cert && pair.key === this.current.key;
+  }
+
+  /**
+   * Switches to `pair` when it is new, usable and, when `untrustedBecause` is given, trusted (it says why not);
+   * true when it did (the first pair included).
+   */
+  offer(pair: KeyPair, untrustedBecause?: () => string | undefined): boolean {
+    if (this.serves(pair)) return false;
     try {
       assertUsablePair(pair);
     } catch (error) {
-      this.refuse(error as Error);
+      this.refuse(error as Error, 'unusable');
+      return false;
+    }
+    const untrusted = untrustedBecause?.();
+    if (untrusted !== undefined) {
+      this.refuse(new Error(untrusted), 'untrusted');
       return false;
     }
     this.lastRejected = undefined;
@@ -85,11 +105,14 @@ export class CertificateSwitcher {
     return true;
   }
 
-  /** A pair that could not even be read: refused as an unusable one is. */
-  refuse(error: Error): void {
+  /** A pair refused, or one that could not even be read: said once per distinct failure, with why. */
+  refuse(error: Error, reason: Refusal): void {
     if (error.message === this.lastRejected) return;
     this.lastRejected = error.message;
-    this.logger.error({ ...this.source, err: error }, 'certificate reload failed: keeping the previous certificate');
-    this.observer?.rejected(error);
+    this.logger.error(
+      { ...this.source, reason, err: error },
+      'certificate reload failed: keeping the previous certificate',
+    );
+    this.observer?.rejected(error, reason);
   }
 }

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { applyPatch } from '../../src/core/json-patch.js';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import secureJson from 'secure-json-parse';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { buildApp } from '../../src/http/app.js';
@@ -575,6 +576,19 @@ describe('requests that arrive together (parsed and decided in one batch per tur
   it('answers each with its own uid and decision, a bad body among them, and audits them in the order they came', async () => {
     const { app, lines } = harness();
     await app.ready();
+    // What ran when: with the batch, every body of the turn is parsed before the first decision; without it, each
+    // request's body and decision would follow each other.
+    const steps: string[] = [];
+    const parse = secureJson.parse.bind(secureJson);
+    vi.spyOn(secureJson, 'parse').mockImplementation((...args: Parameters<typeof secureJson.parse>) => {
+      steps.push('parse');
+      return parse(...args);
+    });
+    const mutate = idempotentCleanup.mutate.bind(idempotentCleanup);
+    vi.spyOn(idempotentCleanup, 'mutate').mockImplementation((...args: Parameters<typeof idempotentCleanup.mutate>) => {
+      steps.push('decide');
+      return mutate(...args);
+    });
     const [cleanup, patchedAlready, broken, validated] = await Promise.all([
       app.inject({
         method: 'POST',
@@ -610,6 +624,7 @@ describe('requests that arrive together (parsed and decided in one batch per tur
       ['burst-2', 'mutate'],
       ['burst-3', 'validate'],
     ]);
+    expect(steps).toEqual(['parse', 'parse', 'parse', 'parse', 'decide', 'decide']);
   });
 });
 

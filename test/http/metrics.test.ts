@@ -95,6 +95,7 @@ describe('GET /metrics', () => {
     ]);
     expect(await scrape(target, 'hookguard_errors_total')).toEqual([
       'hookguard_errors_total{source="rule"} 1',
+      'hookguard_errors_total{source="answer"} 0',
       'hookguard_errors_total{source="http"} 0',
       'hookguard_errors_total{source="tls_reload"} 0',
     ]);

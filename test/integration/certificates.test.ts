@@ -24,11 +24,11 @@ import {
   spkiHash,
   type CertificateData,
 } from '../../src/tls/authority.js';
-import { kubeCertificateApi } from '../../src/tls/certificate-api.js';
-import type { KeyPair } from '../../src/tls/certificates.js';
+import { kubeCertificateApi, type CertificateApi } from '../../src/tls/certificate-api.js';
 import { bundleCertificates } from '../../src/tls/pem.js';
 import { SecretCertificateReader } from '../../src/tls/secret-reader.js';
-import { TRUST_ANNOTATION } from '../../src/tls/trust.js';
+import type { CertificateObserver } from '../../src/tls/switcher.js';
+import { renderTrustRecord, TRUST_ANNOTATION } from '../../src/tls/trust.js';
 import { FakeApiServer, type KubeItem, type RecordedRequest } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually, type LogLine } from '../support/log-sink.js';
 import { requestOnce } from '../support/request-once.js';
@@ -92,6 +92,31 @@ function setCaBundles(fake: FakeApiServer, kinds: readonly string[], bundle: str
         webhook.clientConfig.caBundle = Buffer.from(bundle).toString('base64');
     });
 }
+
+/** Overwrites the record of the CAs hookguard made on both configurations, as a restore or a GitOps tool would. */
+function setTrustRecord(fake: FakeApiServer, record: string): void {
+  for (const kind of KINDS)
+    fake.modify(kind, '', 'hookguard', (configuration) => {
+      configuration.metadata.annotations = {
+        ...(configuration.metadata.annotations as Record<string, string> | undefined),
+        [TRUST_ANNOTATION]: record,
+      };
+    });
+}
+
+const trustRecords = (fake: FakeApiServer) =>
+  KINDS.map(
+    (kind) => (fake.get(kind, '', 'hookguard')?.metadata.annotations as Record<string, string>)[TRUST_ANNOTATION],
+  );
+
+/** A leader's API that stops working after the Secret write, before the caBundle write, once `stopped()` says so. */
+const stopsBeforeCaBundles =
+  (stopped: () => boolean) =>
+  (api: CertificateApi): CertificateApi => ({
+    ...api,
+    setCaBundles: (...args) =>
+      stopped() ? Promise.reject(new Error('the leader stopped here')) : api.setCaBundles(...args),
+  });
 
 const fingerprints = (bundle: string | undefined) => bundleCertificates(bundle).map((ca) => ca.fingerprint256);
 const fingerprintOf = (pem: string | undefined) => fingerprints(pem)[0];
@@ -192,10 +217,17 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     return history.findLast((seen) => seen.at <= then)?.bundle ?? '';
   }
 
-  /** A replica: its certificates from the Secret, served by the real app over TLS on 127.0.0.1. */
-  async function replica(leads: boolean, observer?: Partial<{ reloaded(pair: KeyPair): void }>): Promise<Replica> {
+  /**
+   * A replica: its certificates from the Secret, served by the real app over TLS on 127.0.0.1; `apiAs` may change
+   * what its API calls do (a leader that stops between two of them).
+   */
+  async function replica(
+    leads: boolean,
+    observer?: Partial<CertificateObserver>,
+    apiAs: (api: CertificateApi) => CertificateApi = (api) => api,
+  ): Promise<Replica> {
     const { logger, lines } = capturedLogger('info');
-    const api = kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES);
+    const api = apiAs(kubeCertificateApi(fake.kubeConfig('hookguard'), NAMES));
     const reader = new SecretCertificateReader(api, SETTINGS, logger);
     const keeper = new CertificateKeeper(api, SETTINGS, logger);
     let leading: AbortController | undefined;
@@ -214,7 +246,7 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
     await app.listen({ host: '127.0.0.1', port: 0 });
     reader.serveWith(app.server as unknown as TlsServer, {
       reloaded: (next) => observer?.reloaded?.(next),
-      rejected: () => undefined,
+      rejected: (error, reason) => observer?.rejected?.(error, reason),
     });
     const started = { reader, keeper, app, port: (app.server.address() as AddressInfo).port, lines, lead, stepAside };
     replicas.push(started);
@@ -660,5 +692,185 @@ describe('certificates hookguard manages itself (stand-in API server, real TLS, 
       expect(await admit(follower.port, uid)).toBe(`200 ${uid}`);
     }
     expect(throws).toBe(-1);
+  });
+  it.each([
+    ['an empty list', () => JSON.stringify({ cas: [] })],
+    [
+      'a list of CAs of another installation',
+      async () => {
+        const other = await issueCa(SETTINGS, Date.now());
+        return renderTrustRecord(bundleCertificates(other.cert), new Set());
+      },
+    ],
+  ] as const)(
+    'a trust record naming none of the CAs in use (%s) never drops the CA the replicas serve with: no request fails (issue 37 item 1)',
+    async (_what, record) => {
+      await world();
+      const leader = await replica(true);
+      const follower = await replica(false);
+      const good = secretData(fake);
+      const ca = good[SECRET_KEYS.caBundle] ?? '';
+      await eventually(() => trustedNow() === ca, 'the API server seeing the caBundle');
+      const load = underLoad(follower.port);
+      try {
+        // Overwritten between two rounds, so that the keeper reads it on both configurations at once.
+        const overwrite = await record();
+        leader.stepAside();
+        await new Promise((resolve) => setTimeout(resolve, 2 * SETTINGS.refreshIntervalMs));
+        setTrustRecord(fake, overwrite);
+        leader.lead();
+        // Rounds enough for a new CA, its caBundle write and the re-sign, had the CA been called foreign.
+        const servedBefore = load.state.answered;
+        await new Promise((resolve) => setTimeout(resolve, 5 * SETTINGS.refreshIntervalMs));
+        await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+      } finally {
+        await load.stop();
+      }
+      expect(load.state.failures).toEqual([]);
+      expect(trustRecords(fake)).toEqual(KINDS.map(() => renderTrustRecord(bundleCertificates(ca), new Set())));
+      expect(secretData(fake)).toEqual(good);
+      expect(caBundles(fake)).toEqual([ca, ca, ca]);
+      expect(leader.keeper.untrustedCasRemoved()).toEqual({ secret: 0, caBundle: 0 });
+      // Stepping aside may cut a round's API call short; nothing else is said at warn.
+      const warned = leader.lines
+        .filter((line) => line.level >= 40 && line.msg !== 'certificates: API call failed; trying again next round')
+        .map((line) => line.msg);
+      expect(warned).toEqual(['certificates: the record names none of the CAs in the caBundles: taken as missing']);
+    },
+  );
+
+  it('a pair in the Secret that no caBundle CA signed is never served: refused, said in the log and counted by reason (issue 37 item 2)', async () => {
+    await world();
+    const leader = await replica(true);
+    const metrics = new Metrics();
+    const follower = await replica(false, { rejected: (_error, reason) => metrics.certificateRefused(reason) });
+    const good = secretData(fake);
+    await eventually(() => trustedNow() === good[SECRET_KEYS.caBundle], 'the API server seeing the caBundle');
+    // The leader steps aside, or it would re-sign the pair at once: the replicas alone must refuse it.
+    leader.stepAside();
+    const other = await issueCa(SETTINGS, Date.now());
+    const untrusted = await issueServingCertificate(SETTINGS, other, Date.now());
+    fake.modify('Secret', 'hookguard', 'hookguard-tls', (secret) => {
+      secret.data = encoded({ ...good, 'tls.crt': untrusted.cert, 'tls.key': untrusted.key });
+    });
+    const refusal = await eventually(
+      () => follower.lines.find((line) => line.msg === 'certificate reload failed: keeping the previous certificate'),
+      'the follower refusing the pair',
+    );
+    expect(refusal).toMatchObject({
+      level: 50,
+      secret: 'hookguard/hookguard-tls',
+      reason: 'untrusted',
+      err: {
+        message: `tls.crt is signed by no CA that every webhook's caBundle holds (issuer ${new X509Certificate(other.cert).subject})`,
+      },
+    });
+    expect((await presented(follower.port)).fingerprint256).toBe(fingerprintOf(good['tls.crt']));
+    expect(await admit(follower.port, 'uid-untrusted')).toBe('200 uid-untrusted');
+    const counted = (await metrics.registry.metrics())
+      .split('\n')
+      .filter((line) => line.startsWith('hookguard_tls_pairs_refused_total{') || line.includes('"tls_reload"'));
+    expect(counted).toEqual([
+      'hookguard_errors_total{source="tls_reload"} 1',
+      'hookguard_tls_pairs_refused_total{reason="unreadable"} 0',
+      'hookguard_tls_pairs_refused_total{reason="unusable"} 0',
+      'hookguard_tls_pairs_refused_total{reason="untrusted"} 1',
+    ]);
+    // The same CA in every caBundle makes the same pair served.
+    setCaBundles(fake, KINDS, pemBundle([good[SECRET_KEYS.caBundle] ?? '', other.cert]));
+    await eventually(
+      async () =>
+        (await presented(follower.port, pemBundle([good[SECRET_KEYS.caBundle] ?? '', other.cert]))).fingerprint256 ===
+        fingerprintOf(untrusted.cert),
+      'the follower serving the pair once every caBundle holds its CA',
+    );
+  });
+
+  it("a leader that stops between the Secret write and the caBundle write during a CA rotation: the next leader takes its CA as hookguard's (issue 37 item 3)", async () => {
+    const now = Date.now();
+    const oldCa = await issueCa({ ...SETTINGS, caValidityDays: 2 }, now - 40 * HOUR_MS);
+    const oldServing = await issueServingCertificate(SETTINGS, oldCa, now);
+    await world(
+      { 'tls.crt': oldServing.cert, 'tls.key': oldServing.key, 'ca.crt': oldCa.cert, 'ca.key': oldCa.key },
+      oldCa.cert,
+    );
+    setTrustRecord(fake, renderTrustRecord(bundleCertificates(oldCa.cert), new Set()));
+    const follower = await replica(false);
+    const load = underLoad(follower.port);
+    let next: Replica;
+    try {
+      const stopping = await replica(
+        true,
+        undefined,
+        stopsBeforeCaBundles(() => true),
+      );
+      const newCa = await eventually(() => {
+        const bundle = secretData(fake)[SECRET_KEYS.caBundle];
+        return fingerprints(bundle).length === 2 && fingerprintOf(bundle);
+      }, 'the new CA in the Secret');
+      stopping.stepAside();
+      expect(caBundles(fake)).toEqual([oldCa.cert, oldCa.cert, oldCa.cert]);
+      next = await replica(true);
+      const expected = pemBundle([secretData(fake)[SECRET_KEYS.caBundle] ?? '']);
+      await eventually(() => caBundles(fake).every((bundle) => bundle === expected), 'the caBundles holding both CAs');
+      expect(fingerprints(expected)).toEqual([newCa, fingerprintOf(oldCa.cert)]);
+      await eventually(
+        async () => fingerprintOf((await presented(follower.port)).toString()) !== fingerprintOf(oldServing.cert),
+        'the follower serving a pair of the new CA',
+        10_000,
+      );
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+    } finally {
+      await load.stop();
+    }
+    expect(load.state.failures).toEqual([]);
+    expect(next.keeper.untrustedCasRemoved()).toEqual({ secret: 0, caBundle: 0 });
+    expect(next.lines.filter((line) => line.level >= 40)).toEqual([]);
+  });
+
+  it('a leader that stops between the Secret write and the caBundle write after the Secret was deleted: the next leader keeps the old CA retiring, and it goes (issue 37 item 3)', async () => {
+    await world();
+    let stopped = false;
+    const stopping = await replica(
+      true,
+      undefined,
+      stopsBeforeCaBundles(() => stopped),
+    );
+    const follower = await replica(false);
+    const oldCa = secretData(fake)[SECRET_KEYS.caBundle] ?? '';
+    await eventually(() => trustedNow() === oldCa, 'the API server seeing the caBundle');
+    const load = underLoad(follower.port);
+    let next: Replica;
+    try {
+      stopped = true;
+      fake.remove('Secret', 'hookguard', 'hookguard-tls');
+      const newCa = await eventually(() => {
+        const bundle = secretData(fake)[SECRET_KEYS.caBundle];
+        return fingerprints(bundle).length === 2 && fingerprintOf(bundle);
+      }, 'the new CA in the Secret');
+      stopping.stepAside();
+      next = await replica(true);
+      await eventually(
+        () => caBundles(fake).every((bundle) => fingerprints(bundle).join() === `${newCa},${fingerprintOf(oldCa)}`),
+        'the caBundles holding both CAs',
+      );
+      expect(trustRecords(fake)).toEqual(
+        KINDS.map(() =>
+          renderTrustRecord(bundleCertificates(caBundles(fake)[0]), new Set(bundleCertificates(oldCa).map(spkiHash))),
+        ),
+      );
+      await eventually(
+        () => caBundles(fake).every((bundle) => fingerprints(bundle).join() === newCa),
+        'the old CA gone from every caBundle',
+        10_000,
+      );
+      const servedBefore = load.state.answered;
+      await eventually(() => load.state.answered >= servedBefore + 10, 'requests answered after', 10_000);
+    } finally {
+      await load.stop();
+    }
+    expect(load.state.failures).toEqual([]);
+    expect(next.keeper.untrustedCasRemoved()).toEqual({ secret: 0, caBundle: 0 });
   });
 });

@@ -71,4 +71,21 @@ describe('TurnBatch', () => {
     await nextTurn();
     expect(ran).toEqual([3]);
   });
+  it('survives a failure handler that throws: the rest of the turn runs and the next request is answered', async () => {
+    const ran: string[] = [];
+    const batch = new TurnBatch(() => {
+      throw new Error('the logger is broken too');
+    });
+    batch.defer(() => {
+      throw new Error('parser bug');
+    });
+    const sameTurn = batch.run(() => 'answered in the same turn');
+    expect(await sameTurn).toBe('answered in the same turn');
+    // Before the reset in finally, the drain stopped at the handler's throw and the batch stayed scheduled: this
+    // request was queued for a drain that never came.
+    const nextTurnAnswer = batch.run(() => 'answered in a later turn');
+    batch.defer(() => ran.push('deferred in a later turn'));
+    expect(await nextTurnAnswer).toBe('answered in a later turn');
+    expect(ran).toEqual(['deferred in a later turn']);
+  });
 });

@@ -38,10 +38,15 @@ import {
   type AuthoritySettings,
   type CertificateData,
 } from '../../tls/authority.js';
-import type { CertificateApi, WebhookCaBundles, WebhookKind } from '../../tls/certificate-api.js';
+import {
+  WEBHOOK_KINDS,
+  type CertificateApi,
+  type WebhookCaBundles,
+  type WebhookKind,
+} from '../../tls/certificate-api.js';
 import { bundleCertificates } from '../../tls/pem.js';
 import { coalesced } from '../../tls/switcher.js';
-import { parseTrustRecord, renderTrustRecord } from '../../tls/trust.js';
+import { casInAnyBundle, casInEveryBundle, parseTrustRecord, renderTrustRecord, uniqueCas } from '../../tls/trust.js';
 
 export interface KeeperSettings extends AuthoritySettings {
   refreshIntervalMs: number;
@@ -51,8 +56,6 @@ export interface KeeperSettings extends AuthoritySettings {
 
 /** Where a CA hookguard did not make was found. */
 export type UntrustedCaPlace = 'secret' | 'caBundle';
-
-const WEBHOOK_KINDS: readonly WebhookKind[] = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
 
 /** What a round reads first: the Secret, and both configurations as they are now. */
 interface Observed {
@@ -85,23 +88,18 @@ interface Round {
   resourceVersion: string | undefined;
 }
 
-const uniqueCas = (cas: readonly X509Certificate[]): X509Certificate[] => {
-  const seen = new Set<string>();
-  return cas.filter((ca) => !seen.has(ca.fingerprint256) && seen.add(ca.fingerprint256));
-};
-
 export class CertificateKeeper {
   private leading: AbortSignal | undefined;
   private loop: Promise<void> | undefined;
   private readonly stopping = new AbortController();
   private readonly missingConfigurations = new Set<WebhookKind>();
-  /** CAs made by this replica whose record may not be written yet (a round that failed between its steps). */
-  private readonly made = new Set<string>();
   /** Untrusted CAs already reported, by place and SPKI hash, so that one is warned about once while it stays. */
   private readonly reported = new Set<string>();
   private readonly removed: Record<UntrustedCaPlace, number> = { secret: 0, caBundle: 0 };
   /** The CAs adopt() last said it took, so that a round that cannot write the record does not say it again. */
   private adoptedSaid: string | undefined;
+  /** Whether a record naming none of the caBundles' CAs was said, so that it is said once while it lasts. */
+  private staleRecordSaid = false;
 
   constructor(
     private readonly api: CertificateApi,
@@ -208,41 +206,44 @@ export class CertificateKeeper {
   }
 
   /**
-   * Which CAs to trust: those the record names (or, with no record written yet, a first start or an upgrade from a
-   * version that kept none, those adopt() takes), valid, and not of a deleted Secret's chain once the new chain's
-   * pair has been read by every replica. Any other CA found is reported.
+   * Which CAs to trust: those the record names; with no record naming a CA the caBundles hold (none written yet: a
+   * first start, an upgrade from a version that kept none; or a stale or foreign one: a restore, a rollback then a
+   * roll forward, a GitOps tool re-applying an exported configuration), also those adopt() takes; and always the CA
+   * every caBundle holds that signed the serving certificate, which the API server trusts and the replicas serve
+   * with. Valid, and not of a deleted Secret's chain once the new chain's pair has been read by every replica. Any
+   * other CA found is reported.
    */
   private judgeTrust(observed: Observed, nowMs: number): Trust {
-    const bundles = [...observed.configurations.values()].flatMap((configuration) =>
-      configuration.caBundles.map((bundle) => bundleCertificates(bundle)),
-    );
-    const inAnyBundle = uniqueCas(bundles.flat());
-    const inEveryBundle =
-      bundles.length === 0
-        ? []
-        : inAnyBundle.filter((ca) =>
-            bundles.every((bundle) => bundle.some((one) => one.fingerprint256 === ca.fingerprint256)),
-          );
+    const bundles = [...observed.configurations.values()].flatMap((configuration) => configuration.caBundles);
+    const inAnyBundle = casInAnyBundle(bundles);
+    const inEveryBundle = casInEveryBundle(bundles);
     const secretCertificates = bundleCertificates(observed.data[SECRET_KEYS.caBundle]);
+    const serving = certificateOf(observed.data[SECRET_KEYS.cert]);
 
     const records = [...observed.configurations.values()].map((configuration) =>
       parseTrustRecord(configuration.trustRecord),
     );
-    const ours = new Set<string>(this.made);
+    const ours = new Set<string>();
     const retiring = new Set<string>();
     for (const record of records) {
-      for (const hash of record?.cas ?? []) {
-        ours.add(hash);
-        this.made.delete(hash);
-      }
+      for (const hash of record?.cas ?? []) ours.add(hash);
       for (const hash of record?.retiring ?? []) retiring.add(hash);
     }
-    if (records.every((record) => record === undefined))
+    if (!inAnyBundle.some((ca) => ours.has(spkiHash(ca)))) {
+      if (records.some((record) => record !== undefined) && inAnyBundle.length > 0 && !this.staleRecordSaid) {
+        this.staleRecordSaid = true;
+        this.logger.warn(
+          { record: records.map((record) => (record ? [...record.cas] : null)) },
+          'certificates: the record names none of the CAs in the caBundles: taken as missing',
+        );
+      }
       for (const ca of this.adopt(observed.data, secretCertificates, inAnyBundle, nowMs)) ours.add(spkiHash(ca));
+    } else this.staleRecordSaid = false;
+    // Dropping it would fail every call until a pair it did not sign is served: a round at least.
+    for (const ca of inEveryBundle) if (serving && ca.ca && signedBy(serving, ca)) ours.add(spkiHash(ca));
     const isOurs = (ca: X509Certificate) => ours.has(spkiHash(ca));
     this.reportUntrusted(secretCertificates, inAnyBundle, isOurs, nowMs);
 
-    const serving = certificateOf(observed.data[SECRET_KEYS.cert]);
     const newChainLive =
       serving !== undefined &&
       inEveryBundle.some((ca) => !retiring.has(spkiHash(ca)) && isOurs(ca) && signedBy(serving, ca)) &&
@@ -279,7 +280,9 @@ export class CertificateKeeper {
       return;
     }
     const ca = await issueCa(this.settings, round.nowMs);
-    this.made.add(spkiHash(certificateOf(ca.cert) as X509Certificate));
+    // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
+    if (!exists) for (const old of older) retiring.add(spkiHash(old));
+    await this.recordFirst(round, [certificateOf(ca.cert) as X509Certificate, ...older]);
     const chain = { [SECRET_KEYS.caBundle]: pemBundle([ca.cert, ...older.map(String)]), [SECRET_KEYS.caKey]: ca.key };
     if (exists) {
       await this.write(
@@ -299,14 +302,33 @@ export class CertificateKeeper {
         'no Secret: created a CA and a serving certificate',
       );
     } else {
-      // Deleted (after a key leak, say): a new chain, and the old CAs retire once its pair is served everywhere.
       // The serving pair stays empty until the caBundles trust the new CA; the replicas keep serving theirs.
-      for (const old of older) retiring.add(spkiHash(old));
       await this.write(
         round,
         { [SECRET_KEYS.cert]: '', [SECRET_KEYS.key]: '', ...chain },
         'the Secret was deleted: created a new CA; the old CAs are trusted until its serving certificate is served everywhere',
       );
+    }
+  }
+
+  /**
+   * Before the Secret holds a new CA: the record names it (and the retiring marks of a deleted Secret's chain), the
+   * caBundles left as they are. The record is what a leader trusts, and it is written where only hookguard writes; a
+   * leader that stops between the Secret write and the caBundle write (a crash, a lost Lease) leaves its successor a
+   * record that already names the CA in the Secret, so the successor neither calls it foreign nor forgets which CAs
+   * retire. A round that fails here writes no Secret.
+   */
+  private async recordFirst(round: Round, cas: readonly X509Certificate[]): Promise<void> {
+    const record = renderTrustRecord(cas, round.trust.retiring);
+    for (const [kind, current] of round.observed.configurations) {
+      if (current.trustRecord === record) continue;
+      const resourceVersion = await this.api.setTrustRecord(kind, current, record, round.signal);
+      round.observed.configurations.set(kind, {
+        ...current,
+        resourceVersion,
+        trustRecord: record,
+        hasAnnotations: true,
+      });
     }
   }
 

@@ -51,6 +51,22 @@ interface Tracked {
   failing: boolean;
 }
 
+/**
+ * Waits until `woken` resolves, `ms` pass or `signal` aborts, whichever comes first, and clears its timer either way:
+ * a wake must not leave a PASS_INTERVAL_MS timer behind (one per watch event, each holding its closure until it fires).
+ */
+export async function wakeOrAfter(ms: number, woken: Promise<void>, signal: AbortSignal): Promise<void> {
+  const waited = new AbortController();
+  try {
+    await Promise.race([
+      woken,
+      sleep(ms, undefined, { signal: AbortSignal.any([signal, waited.signal]) }).catch(() => undefined),
+    ]);
+  } finally {
+    waited.abort();
+  }
+}
+
 function uidOf(object: KubeObject): string {
   const uid = metadataOf(object)?.uid;
   return typeof uid === 'string' ? uid : '';
@@ -100,8 +116,7 @@ export class HookWatcher {
         this.changedSincePass = false;
         await this.pass(signal);
         if (this.changedSincePass) continue;
-        const woken = new Promise<void>((resolve) => (this.wake = resolve));
-        await Promise.race([woken, sleep(PASS_INTERVAL_MS, undefined, { signal }).catch(() => undefined)]);
+        await wakeOrAfter(PASS_INTERVAL_MS, new Promise<void>((resolve) => (this.wake = resolve)), signal);
       }
     } finally {
       await Promise.all(reflectors.map((reflector) => reflector.stop()));
