@@ -9,6 +9,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // (`update: 'new'`) and pass; here a missing or different one fails everywhere, and only `npm run
 // test:update-goldens` (`-u`) writes them. A skipped golden test fails the run (test/support/no-skipped-goldens.ts).
 const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/property/**/*.test.ts'];
+// `npm run test:cluster`: against a real control plane (test/cluster/cluster.js, docs/testing.md), started by its
+// global setup; `npm test` runs them too.
+const CLUSTER = ['test/cluster/**/*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -23,8 +26,20 @@ export default defineConfig({
         test: {
           name: 'slow',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...FAST],
+          exclude: [...configDefaults.exclude, ...FAST, ...CLUSTER],
           globalSetup: ['test/support/fresh-build.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'cluster',
+          include: CLUSTER,
+          globalSetup: ['test/support/fresh-build.ts', 'test/cluster/support/global-setup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          // One cluster, two cores: the files take turns, each test in a namespace of its own.
+          fileParallelism: false,
         },
       },
     ],

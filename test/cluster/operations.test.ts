@@ -1,0 +1,210 @@
+// hookguard operated as the chart installs it, on the real control plane: the caBundle it writes is the one the API
+// server trusts, the self-test writes the HookGuard status, two replicas share one Lease, a hung or stopped hookguard
+// costs a create at most the chart's timeoutSeconds under its failurePolicy (Ignore), and the sweep frees a namespace
+// stuck deleting on hook finalizers.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { cliPath } from '../support/cli.js';
+import { freePort } from '../support/serve-process.js';
+import {
+  clusterDir,
+  deleteNamespace,
+  describeCluster,
+  kubectl,
+  kubectlJson,
+  newNamespace,
+  run,
+  waitUntil,
+} from './support/cluster.js';
+
+type Json = Record<string, any>;
+
+interface ClusterState {
+  pids: Record<string, number>;
+  ports: Record<string, number>;
+}
+
+async function clusterState(): Promise<ClusterState> {
+  const { readFile } = await import('node:fs/promises');
+  return JSON.parse(await readFile(join(clusterDir, 'state.json'), 'utf8')) as ClusterState;
+}
+
+/** A hook Job hookguard mutates (a cleanup hook with kubectl delete): what it stored shows whether hookguard was called. */
+function cleanupHook(name: string): string {
+  return JSON.stringify({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, annotations: { 'helm.sh/hook': 'post-delete' } },
+    spec: {
+      template: {
+        spec: {
+          restartPolicy: 'Never',
+          containers: [
+            { name: 'cleanup', image: 'bitnami/kubectl:1.32.3', command: ['kubectl', 'delete', 'configmap', 'foo'] },
+          ],
+        },
+      },
+    },
+  });
+}
+
+async function createCleanupHook(ns: string, name: string): Promise<{ command: string[]; millis: number }> {
+  const started = Date.now();
+  const created = JSON.parse(await kubectl(['create', '-n', ns, '-o', 'json', '-f', '-'], cleanupHook(name))) as Json;
+  return { command: created.spec.template.spec.containers[0].command as string[], millis: Date.now() - started };
+}
+
+const MUTATED = ['kubectl', 'delete', 'configmap', 'foo', '--ignore-not-found'];
+const AS_WRITTEN = ['kubectl', 'delete', 'configmap', 'foo'];
+
+describeCluster('hookguard operated on the real control plane', () => {
+  let ns = '';
+  const extra: ChildProcess[] = [];
+  beforeAll(async () => {
+    ns = await newNamespace('ops');
+  });
+  afterAll(async () => {
+    for (const child of extra) child.kill('SIGKILL');
+    await deleteNamespace(ns);
+  });
+
+  it('the API server calls hookguard over TLS with the caBundle hookguard wrote, and keeps its patch', async () => {
+    const bundle = await kubectl([
+      'get',
+      'mutatingwebhookconfiguration',
+      'hookguard',
+      '-o',
+      'jsonpath={.webhooks[0].clientConfig.caBundle}',
+    ]);
+    const secretCa = await kubectl([
+      'get',
+      'secret',
+      'hookguard-tls',
+      '-n',
+      'hookguard',
+      '-o',
+      'jsonpath={.data.ca\\.crt}',
+    ]);
+    expect(Buffer.from(bundle, 'base64').toString('utf8')).toContain(
+      Buffer.from(secretCa, 'base64').toString('utf8').trim(),
+    );
+    expect((await createCleanupHook(ns, 'trusted')).command).toEqual(MUTATED);
+  });
+
+  it('the self-test writes the HookGuard status', async () => {
+    const status = await waitUntil(
+      'the HookGuard status to say Ready',
+      async () => {
+        const hookguard = await kubectlJson<Json>(['get', 'hookguard', 'hookguard']);
+        const ready = (hookguard.status?.conditions as Json[] | undefined)?.find((c) => c.type === 'Ready');
+        return ready?.status === 'True' ? hookguard.status : undefined;
+      },
+      120,
+    );
+    expect(status.mode).toBe('enforce');
+    expect((status.conditions as Json[]).find((c) => c.type === 'WebhookCalled')?.status).toBe('True');
+  });
+
+  it('two replicas share one real Lease, and the second serves too', async () => {
+    const state = await clusterState();
+    const [port, probePort] = [state.ports.hookguard! + 0, state.ports.hookguardProbe!];
+    const second = spawn(process.execPath, [cliPath, 'serve'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        KUBECONFIG: join(clusterDir, 'hookguard', 'kubeconfig'),
+        HOOKGUARD_CONFIG: join(clusterDir, 'hookguard', 'config.yaml'),
+        HOOKGUARD_HOST: '127.0.0.1',
+        HOOKGUARD_PORT: String(await freePort()),
+        HOOKGUARD_PROBE_PORT: String(await freePort()),
+      },
+      stdio: 'ignore',
+    });
+    extra.push(second);
+    expect(port).toBeGreaterThan(0);
+    const lease = await waitUntil('the Lease to name a holder', async () => {
+      const got = await kubectlJson<Json>(['get', 'lease', 'hookguard', '-n', 'hookguard']);
+      return got.spec?.holderIdentity ? got : undefined;
+    });
+    // The first replica has held it since the cluster started; the second waits as a candidate.
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const again = await kubectlJson<Json>(['get', 'lease', 'hookguard', '-n', 'hookguard']);
+    expect(again.spec.holderIdentity).toBe(lease.spec.holderIdentity);
+    expect(second.exitCode).toBeNull();
+    const probe = await fetch(`http://127.0.0.1:${probePort}/readyz`);
+    expect(probe.status).toBe(200);
+    second.kill('SIGTERM');
+  });
+
+  it('a hung hookguard costs a create at most timeoutSeconds, and the hook goes through as written (failurePolicy Ignore)', async () => {
+    const state = await clusterState();
+    const pid = state.pids.hookguard!;
+    const timeout = Number(
+      await kubectl([
+        'get',
+        'mutatingwebhookconfiguration',
+        'hookguard',
+        '-o',
+        'jsonpath={.webhooks[0].timeoutSeconds}',
+      ]),
+    );
+    expect(timeout).toBe(5);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const hung = await createCleanupHook(ns, 'while-hung');
+      expect(hung.command).toEqual(AS_WRITTEN);
+      // Both webhooks wait out their timeout once each; never more.
+      expect(hung.millis).toBeLessThan(2 * timeout * 1000 + 5000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await waitUntil('hookguard to mutate again', async () =>
+      (await createCleanupHook(ns, `after-${Date.now()}`)).command.includes('--ignore-not-found'),
+    );
+  });
+
+  it('the sweep frees a namespace stuck deleting on a hook finalizer nothing removes', async () => {
+    const stuck = await newNamespace('stuck');
+    await kubectl(
+      ['create', '-n', stuck, '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: 'presync',
+          annotations: { 'argocd.argoproj.io/hook': 'PreSync' },
+          finalizers: ['argocd.argoproj.io/hook-finalizer'],
+        },
+        spec: { restartPolicy: 'Never', containers: [{ name: 'job', image: 'busybox:1.37', command: ['true'] }] },
+      }),
+    );
+    await waitUntil(
+      'the hook Pod to finish',
+      async () =>
+        (await kubectl(['get', 'pod', 'presync', '-n', stuck, '-o', 'jsonpath={.status.phase}'])) === 'Succeeded',
+    );
+    await kubectl(['delete', 'namespace', stuck, '--wait=false']);
+    await waitUntil(
+      'the namespace to be stuck on the finalizer',
+      async () =>
+        (await kubectl([
+          'get',
+          'namespace',
+          stuck,
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].status}',
+        ])) === 'True',
+    );
+    // A finished hook deleted a moment ago: no grace for Argo CD to remove its finalizer itself (the default 300 s).
+    const config = join(clusterDir, 'sweep-now.yaml');
+    await writeFile(config, 'sweep:\n  finishedGraceSeconds: 0\n');
+    const sweep = await run(process.execPath, [cliPath, 'sweep', '--namespace', stuck, '--apply', '--config', config]);
+    expect(sweep.status, sweep.stderr).toBe(0);
+    await waitUntil(
+      'the namespace to be gone',
+      async () => (await run('kubectl', ['get', 'namespace', stuck])).status !== 0,
+      60,
+    );
+  });
+});

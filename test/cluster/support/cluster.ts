@@ -1,0 +1,125 @@
+// What the cluster tests use of the real control plane test/cluster/cluster.js runs: its kubeconfig, kubectl and both
+// Helms as built, and waits that report what they last saw.
+import { execFile, type ExecFileException } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, inject } from 'vitest';
+import { repoRoot } from '../../support/k8s-tools.js';
+
+export const clusterDir = join(repoRoot, '.cluster');
+export const kubeconfig = join(clusterDir, 'kubeconfig');
+export const binDir = join(clusterDir, 'bin');
+export const kubectlPath = join(binDir, 'kubectl');
+export const helm4Path = join(binDir, 'helm');
+export const helm3Path = join(binDir, 'helm3');
+export const hookguardLog = join(clusterDir, 'logs', 'hookguard.log');
+
+/** describe() when the cluster is up, describe.skip() (with the reason in the name) where it cannot run. */
+export function describeCluster(name: string, body: () => void): void {
+  const unavailable = inject('clusterUnavailable');
+  if (unavailable) describe.skip(`${name} (${unavailable})`, body);
+  else describe(name, body);
+}
+
+export interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program with the cluster's admin kubeconfig, never throwing: the status says how it ended. */
+export function run(
+  file: string,
+  args: readonly string[],
+  options: { input?: string; env?: Record<string, string> } = {},
+): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      file,
+      args,
+      {
+        cwd: repoRoot,
+        env: {
+          PATH: `${binDir}:${process.env.PATH ?? ''}`,
+          HOME: process.env.HOME ?? '/root',
+          KUBECONFIG: kubeconfig,
+          ...options.env,
+        },
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: 300_000,
+      },
+      (error: ExecFileException | null, stdout, stderr) => {
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
+    if (options.input !== undefined) child.stdin?.end(options.input);
+  });
+}
+
+/** kubectl ARGS as the admin; throws with kubectl's own message when it fails. */
+export async function kubectl(args: readonly string[], input?: string): Promise<string> {
+  const result = await run(kubectlPath, args, input === undefined ? {} : { input });
+  if (result.status !== 0)
+    throw new Error(`kubectl ${args.join(' ')} failed (${result.status}): ${result.stderr.trim()}`);
+  return result.stdout;
+}
+
+export async function kubectlJson<T = Record<string, unknown>>(args: readonly string[]): Promise<T> {
+  return JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
+}
+
+/** A namespace of its own for one test, with a name no other test takes. */
+export async function newNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  const labelLines = Object.entries(labels).map(([key, value]) => `    ${key}: "${value}"`);
+  await kubectl(
+    ['apply', '-f', '-'],
+    [
+      'apiVersion: v1',
+      'kind: Namespace',
+      'metadata:',
+      `  name: ${name}`,
+      ...(labelLines.length ? ['  labels:', ...labelLines] : []),
+      '',
+    ].join('\n'),
+  );
+  // The ServiceAccount controller makes `default` a moment later; Pods that name no ServiceAccount need it.
+  await waitUntil(
+    `ServiceAccount default in ${name}`,
+    async () => (await run(kubectlPath, ['get', 'serviceaccount', 'default', '-n', name])).status === 0,
+  );
+  return name;
+}
+
+export async function deleteNamespace(name: string): Promise<void> {
+  await run(kubectlPath, ['delete', 'namespace', name, '--wait=false', '--ignore-not-found']);
+}
+
+/** Polls check() until it returns a value other than undefined/false; fails naming what it waited for and last saw. */
+export async function waitUntil<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  seconds = 60,
+): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  let last = '';
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    if (Date.now() > deadline) throw new Error(`waited ${seconds} s for ${what}${last ? `; last: ${last}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** hookguard's log lines (JSON) written so far by the server the cluster runs. */
+export function hookguardLogLines(): Array<Record<string, unknown>> {
+  return readFileSync(hookguardLog, 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
