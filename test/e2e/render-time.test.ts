@@ -343,6 +343,21 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
     ).toBe(true);
   });
 
+  it('names a HOOKGUARD_BIN that exists but cannot be run (a built main.js without its execute bit)', () => {
+    const notExecutable = join(root, 'main.js');
+    writeFileSync(notExecutable, '#!/usr/bin/env node\n', { mode: 0o644 });
+    const run = helmThroughPipe(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {
+      HOOKGUARD_BIN: notExecutable,
+    });
+    expect(run.status).toBe(1);
+    expect(
+      run.stdout.startsWith(
+        `helm-hookguard: HOOKGUARD_BIN=${notExecutable} is not an executable: set it to hookguard's path\n${HELM_PLUGIN_FAILED}`,
+      ),
+      describeRun(run),
+    ).toBe(true);
+  });
+
   // Helm 4.1.4 drops a post-renderer plugin's stderr: the plugin writes to Helm's own stderr instead.
   describe('says why the render failed where Helm prints its errors', () => {
     it("a hook it denies: the object, the rule, why, the fix and the template, before Helm's error (a pipe, as in CI)", () => {
