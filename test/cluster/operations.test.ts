@@ -185,17 +185,24 @@ describeCluster('hookguard operated on the real control plane', () => {
         (await kubectl(['get', 'pod', 'presync', '-n', stuck, '-o', 'jsonpath={.status.phase}'])) === 'Succeeded',
     );
     await kubectl(['delete', 'namespace', stuck, '--wait=false']);
-    await waitUntil(
-      'the namespace to be stuck on the finalizer',
-      async () =>
-        (await kubectl([
-          'get',
-          'namespace',
-          stuck,
-          '-o',
-          'jsonpath={.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].status}',
-        ])) === 'True',
-    );
+    // Stuck: the namespace controller deleted the Pod, which its finalizer keeps. (Its conditions do not say so: with
+    // Pods remaining, v1.37.2 writes them before counting finalizers, pkg/controller/namespace/deletion/
+    // namespaced_resources_deleter.go deleteAllContent, so NamespaceFinalizersRemaining stays False.)
+    await waitUntil('the namespace to be stuck on the finalizer', async () => {
+      const pod = await kubectlJson<{ metadata: { deletionTimestamp?: string; finalizers?: string[] } }>([
+        'get',
+        'pod',
+        'presync',
+        '-n',
+        stuck,
+      ]);
+      const phase = await kubectl(['get', 'namespace', stuck, '-o', 'jsonpath={.status.phase}']);
+      return (
+        pod.metadata.deletionTimestamp !== undefined &&
+        (pod.metadata.finalizers ?? []).includes('argocd.argoproj.io/hook-finalizer') &&
+        phase === 'Terminating'
+      );
+    });
     // A finished hook deleted a moment ago: no grace for Argo CD to remove its finalizer itself (the default 300 s).
     const config = join(clusterDir, 'sweep-now.yaml');
     await writeFile(config, 'sweep:\n  finishedGraceSeconds: 0\n');
