@@ -1,10 +1,12 @@
 // hookguard operated as the chart installs it, on the real control plane: the caBundle it writes is the one the API
-// server trusts, the self-test writes the HookGuard status, two replicas share one Lease, a hung or stopped hookguard
+// server trusts, the self-test writes the HookGuard status, two replicas share one Lease and serve the same certificate, a CA rotation fails no create, a hung or stopped hookguard
 // costs a create at most the chart's timeoutSeconds under its failurePolicy (Ignore), and the sweep frees a namespace
 // stuck deleting on hook finalizers.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
+import { connect } from 'node:tls';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cliPath } from '../support/cli.js';
 import { freePort } from '../support/serve-process.js';
@@ -57,6 +59,39 @@ async function createCleanupHook(ns: string, name: string): Promise<{ command: s
 }
 
 const MUTATED = ['kubectl', 'delete', 'configmap', 'foo', '--ignore-not-found'];
+
+/** A field of the Secret where hookguard keeps its CA and serving certificate, as PEM. */
+async function secretField(key: string): Promise<string> {
+  const base64 = await kubectl([
+    'get',
+    'secret',
+    'hookguard-tls',
+    '-n',
+    'hookguard',
+    '-o',
+    `jsonpath={.data.${key.replace('.', '\\.')}}`,
+  ]);
+  return Buffer.from(base64, 'base64').toString('utf8');
+}
+
+/** The fingerprint of the serving certificate in the Secret. */
+async function secretCertificate(): Promise<string> {
+  return new X509Certificate(await secretField('tls.crt')).fingerprint256;
+}
+
+/** The fingerprint of the certificate hookguard serves on port. */
+function servedCertificate(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: 'hookguard.hookguard.svc', rejectUnauthorized: false },
+      () => {
+        resolve(socket.getPeerX509Certificate()?.fingerprint256 ?? '');
+        socket.destroy();
+      },
+    );
+    socket.on('error', reject);
+  });
+}
 const AS_WRITTEN = ['kubectl', 'delete', 'configmap', 'foo'];
 
 describeCluster('hookguard operated on the real control plane', () => {
@@ -108,33 +143,56 @@ describeCluster('hookguard operated on the real control plane', () => {
   });
 
   it('two replicas share one real Lease, and the second serves too', async () => {
-    const state = await clusterState();
-    const [port, probePort] = [state.ports.hookguard! + 0, state.ports.hookguardProbe!];
+    const [secondPort, secondProbePort] = [await freePort(), await freePort()];
     const second = spawn(process.execPath, [cliPath, 'serve'], {
       env: {
         PATH: process.env.PATH ?? '',
         KUBECONFIG: join(clusterDir, 'hookguard', 'kubeconfig'),
         HOOKGUARD_CONFIG: join(clusterDir, 'hookguard', 'config.yaml'),
         HOOKGUARD_HOST: '127.0.0.1',
-        HOOKGUARD_PORT: String(await freePort()),
-        HOOKGUARD_PROBE_PORT: String(await freePort()),
+        HOOKGUARD_PORT: String(secondPort),
+        HOOKGUARD_PROBE_PORT: String(secondProbePort),
       },
       stdio: 'ignore',
     });
     extra.push(second);
-    expect(port).toBeGreaterThan(0);
     const lease = await waitUntil('the Lease to name a holder', async () => {
       const got = await kubectlJson<Json>(['get', 'lease', 'hookguard', '-n', 'hookguard']);
       return got.spec?.holderIdentity ? got : undefined;
     });
-    // The first replica has held it since the cluster started; the second waits as a candidate.
+    // The second replica serves with the certificate the first keeps in the Secret, as a candidate for the Lease.
+    await waitUntil(
+      'the second replica to be ready',
+      async () => (await fetch(`http://127.0.0.1:${secondProbePort}/readyz`)).status === 200,
+    );
+    expect(await servedCertificate(secondPort)).toBe(await secretCertificate());
     await new Promise((resolve) => setTimeout(resolve, 5000));
     const again = await kubectlJson<Json>(['get', 'lease', 'hookguard', '-n', 'hookguard']);
+    // The first replica has held it since the cluster started; the second waits.
     expect(again.spec.holderIdentity).toBe(lease.spec.holderIdentity);
     expect(second.exitCode).toBeNull();
-    const probe = await fetch(`http://127.0.0.1:${probePort}/readyz`);
-    expect(probe.status).toBe(200);
     second.kill('SIGTERM');
+  });
+
+  it('a new CA, after the Secret is lost, fails none of the creates going on meanwhile', async () => {
+    const state = await clusterState();
+    const oldCa = await secretField('ca.crt');
+    await kubectl(['delete', 'secret', 'hookguard-tls', '-n', 'hookguard']);
+    const commands: string[][] = [];
+    const deadline = Date.now() + 150_000;
+    let rotated = false;
+    // Creates one after another until the replica serves a certificate of the new CA, and a few more after that.
+    for (let after = 0; after < 5;) {
+      commands.push((await createCleanupHook(ns, `during-rotation-${commands.length}`)).command);
+      if (!rotated) {
+        const ca = await secretField('ca.crt').catch(() => oldCa);
+        rotated = ca !== oldCa && (await servedCertificate(state.ports.hookguard!)) === (await secretCertificate());
+      } else after += 1;
+      if (Date.now() > deadline) throw new Error(`no rotation within 150 s (${commands.length} creates)`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(commands.length).toBeGreaterThan(5);
+    expect(commands.filter((command) => command.join(' ') !== MUTATED.join(' '))).toEqual([]);
   });
 
   it('a hung hookguard costs a create at most timeoutSeconds, and the hook goes through as written (failurePolicy Ignore)', async () => {
