@@ -81,7 +81,8 @@ const CASES: Case[] = [
       state: 'Failed',
       reason: 'OOMKilled',
       quotedFrom: 'condition Failed',
-      message: /^container migrate of Pod db-migrate-\w+ exited with code 137 \(OOMKilled\); Job db-migrate failed: BackoffLimitExceeded/,
+      message:
+        /^container migrate of Pod db-migrate-\w+ exited with code 137 \(OOMKilled\); Job db-migrate failed: BackoffLimitExceeded/,
     },
   },
   {
