@@ -5,9 +5,9 @@ import {
   FAILING_STATES,
   type ExplainOptions,
   type HookExplanation,
-} from '../core/explain.js';
+} from '../core/explain/index.js';
 import { readHook } from '../core/hook.js';
-import { isRecord } from '../core/objects.js';
+import { conditionTrue, isRecord, metadataOf } from '../core/objects.js';
 import { ApiCallError, apiFailureText, EXIT, isBug, UsageError } from '../errors.js';
 import { apiFailure } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
@@ -53,27 +53,15 @@ function parseApplication(value: string): { namespace: string; name: string } {
 
 type Json = Record<string, unknown>;
 
-function metadataOf(object: Json): Json {
-  return isRecord(object.metadata) ? object.metadata : {};
-}
-
 function ownedByJob(pod: Json): boolean {
-  const owners = metadataOf(pod).ownerReferences;
+  const owners = metadataOf(pod)?.ownerReferences;
   return Array.isArray(owners) && owners.some((owner) => isRecord(owner) && owner.kind === 'Job');
-}
-
-function conditionTrue(job: Json, types: readonly string[]): boolean {
-  const status = isRecord(job.status) ? job.status : {};
-  const conditions = Array.isArray(status.conditions) ? status.conditions : [];
-  return conditions.some(
-    (condition) => isRecord(condition) && types.includes(String(condition.type)) && condition.status === 'True',
-  );
 }
 
 /** Done without a doubt, from the object alone: `-A` counts it and reads nothing more. */
 function plainlySucceeded(hook: Json): boolean {
   if (hook.kind === 'Pod') return isRecord(hook.status) && hook.status.phase === 'Succeeded';
-  return conditionTrue(hook, ['Complete', 'SuccessCriteriaMet']);
+  return conditionTrue(hook, ['Complete', 'SuccessCriteriaMet']) !== undefined;
 }
 
 interface Context {
@@ -138,7 +126,7 @@ const GROUP_OF: Readonly<Record<HookKindName, string>> = { Job: 'batch', Pod: ''
  * `app.kubernetes.io/instance` (Helm's release name) names no Application.
  */
 function trackingApplications(hook: Json, lookup: ApplicationLookup): ReturnType<typeof applicationsOf> {
-  const metadata = metadataOf(hook);
+  const metadata = metadataOf(hook) ?? {};
   const annotations = isRecord(metadata.annotations) ? metadata.annotations : {};
   if (typeof annotations[ARGOCD_TRACKING_ID] !== 'string') return applicationsOf(hook, lookup);
   return applicationsOf({ ...hook, metadata: { ...metadata, labels: {} } }, lookup);
@@ -179,7 +167,7 @@ async function whyApplication(context: Context, ref: { namespace: string; name: 
   }
   const key = (kind: unknown, namespace: unknown, name: unknown) =>
     `${String(kind)}/${String(namespace)}/${String(name)}`;
-  const liveKeys = new Set(live.map((hook) => key(hook.kind, metadataOf(hook).namespace, metadataOf(hook).name)));
+  const liveKeys = new Set(live.map((hook) => key(hook.kind, metadataOf(hook)?.namespace, metadataOf(hook)?.name)));
   // A recorded hook not found by its labels (tracked otherwise) is read by name; one that is gone is what Argo CD
   // recorded.
   const gone: Json[] = [];

@@ -1,10 +1,10 @@
 // What `hookguard why` reads from the API server to explain a hook: the hook, its Pods, the Events about both (from
 // events.k8s.io/v1 and core v1 alike), the hooks of a namespace or of the cluster, an Argo CD Application. Every read
 // is a GET of JSON (src/kube/api-request.ts), every list is paged and capped, and lists of Jobs and Pods parse only
-// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain.ts.
+// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain/.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isRecord } from '../core/objects.js';
-import type { HookEvidence } from '../core/explain.js';
+import type { HookEvidence } from '../core/explain/index.js';
 import { apiFailure } from './api-failure.js';
 import { getBody, ReceiveBuffer } from './api-request.js';
 import { scanListPage } from './list-scan.js';

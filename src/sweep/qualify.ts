@@ -8,7 +8,7 @@ import {
   ARGOCD_TRACKING_ID,
   HELM_HOOK,
 } from '../core/annotations.js';
-import { annotation, finalizersOf, isRecord, metadataOf } from '../core/objects.js';
+import { annotation, conditionTrue, finalizersOf, isRecord, metadataOf } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 
 export type SweptKind = 'Job' | 'Pod';
@@ -28,13 +28,11 @@ export function formatAge(seconds: number): string {
 
 /** Complete or Failed for a Job (its conditions), Succeeded or Failed for a Pod (its phase); undefined while it runs. */
 export function finishedAs(kind: SweptKind, object: KubeObject): string | undefined {
-  const status = isRecord(object.status) ? object.status : {};
-  if (kind === 'Pod')
+  if (kind === 'Pod') {
+    const status = isRecord(object.status) ? object.status : {};
     return status.phase === 'Succeeded' || status.phase === 'Failed' ? `Pod ${status.phase}` : undefined;
-  const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isRecord) : [];
-  const final = conditions.find(
-    (condition) => (condition.type === 'Complete' || condition.type === 'Failed') && condition.status === 'True',
-  );
+  }
+  const final = conditionTrue(object, ['Complete', 'Failed']);
   return final ? `Job ${String(final.type)}` : undefined;
 }
 

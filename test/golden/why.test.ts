@@ -1,9 +1,9 @@
-// Golden tests of explainHook() (src/core/explain.ts): one fixture per state in test/golden/why/, each a hook with its
+// Golden tests of explainHook() (src/core/explain/): one fixture per state in test/golden/why/, each a hook with its
 // Pods and Events in the shapes the kubelet, the job controller, the scheduler and the API server write, and the
 // upstream source of every message format in its `provenance`. The explanations below are exact and were reviewed by
 // hand: a change to any word a person reads fails here.
 import { describe, expect, it } from 'vitest';
-import { explainHook, type HookExplanation } from '../../src/core/explain.js';
+import { explainHook, type HookExplanation } from '../../src/core/explain/index.js';
 import { whyFixture, whyFixtureNames, type WhyFixture } from '../support/why-fixtures.js';
 
 function explain(fixture: WhyFixture, stuckAfterSeconds = 300): HookExplanation {

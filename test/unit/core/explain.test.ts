@@ -1,7 +1,7 @@
 // explainHook() beyond the golden fixtures: the threshold's edges, hookguard's guard, input that is not what a
 // cluster writes, the Event shapes, a Job between attempts, and hooks Argo CD recorded that are gone.
 import { describe, expect, it } from 'vitest';
-import { explainHook, explainRecordedHook, FAILING_STATES } from '../../../src/core/explain.js';
+import { explainHook, explainRecordedHook, FAILING_STATES } from '../../../src/core/explain/index.js';
 import { GUARD_CONTAINER_NAME } from '../../../src/core/annotations.js';
 import { whyFixture, type WhyFixture } from '../../support/why-fixtures.js';
 
