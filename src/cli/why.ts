@@ -28,7 +28,7 @@ why.stuckAfterSeconds, default 300), Blocked (a Job whose Pods cannot be created
                          carrying its tracking id or instance label
   -A, --all-namespaces   every hook in the cluster that is not Succeeded or Running (at most why.maxHooks)
 Talks to the cluster of KUBECONFIG, the in-cluster service account, or ~/.kube/config. Reads jobs, pods and events
-(both APIs), and applications.argoproj.io for --application.
+(through events.k8s.io/v1 and v1; either is enough), and applications.argoproj.io for --application.
 Exit status: ${EXIT.ok} every hook looked at is fine (Succeeded, Running, Suspended), ${EXIT.hookFailing} one failed, is stuck or blocked,
 or the cluster could not be read, ${EXIT.badInput} bad input (arguments, a hook or Application that does not exist), ${EXIT.internal} internal error.`;
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCliAsync } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { FakeApiServer } from '../support/fake-apiserver.js';
+import { FakeApiServer, rbacAuthorizer, type PolicyRule } from '../support/fake-apiserver.js';
 import { relocated, seedWhy, whyFixture } from '../support/why-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-why-'));
@@ -440,6 +440,37 @@ describe('hookguard why --application', () => {
         '',
       ].join('\n'),
     );
+    expect(run.status).toBe(1);
+  });
+});
+
+describe('hookguard why with Events granted through one API only (RBAC grants the two apart)', () => {
+  const HOOKS: PolicyRule[] = [
+    { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+  ];
+  const events = (group: string): PolicyRule => ({ apiGroups: [group], resources: ['events'], verbs: ['list'] });
+
+  it.each([
+    ['core v1 only', ''],
+    ['events.k8s.io only', 'events.k8s.io'],
+  ])('%s: still reads the Events and explains, quoting the kubelet', async (_, group) => {
+    const { server, env } = await cluster(['stuck-image-pull']);
+    server.authorize = rbacAuthorizer({ developer: [...HOOKS, events(group)] });
+    const run = await runCommand(['why', 'job/db-migrate', '-n', 'shop'], undefined, env);
+    expect(run.stderr).toBe('');
+    expect(steady(run.stdout)).toBe(`${IMAGE_PULL_STUCK('shop')}\n`);
+    expect(run.status).toBe(1);
+  });
+
+  it('both refused: exit 1, naming the permission either API would need', async () => {
+    const { server, env, kubeconfig } = await cluster(['stuck-image-pull']);
+    server.authorize = rbacAuthorizer({ developer: HOOKS });
+    const run = await runCommand(['why', 'job/db-migrate', '-n', 'shop'], undefined, env);
+    expect(run.stderr).toBe(
+      `hookguard why: cannot read the cluster (kubeconfig ${kubeconfig}): HTTP 403: may not list Events in namespace "shop" through either API: grant list on events in API group "" (core v1) or in "events.k8s.io" (either is enough); the API server said: events is forbidden: User "developer" cannot list resource "events" in API group "" in the namespace "shop"\n`,
+    );
+    expect(run.stdout).toBe('');
     expect(run.status).toBe(1);
   });
 });
