@@ -22,7 +22,8 @@ export const WHY_USAGE = `Usage: hookguard why job/NAME|pod/NAME [-n NS] | --app
 Says why a hook Job or Pod failed or hangs, from what Kubernetes wrote: the Job's conditions, its Pods' container
 states (exit code, reason, termination message), the scheduler's verdict, and the Events of the kubelet and the job
 controller (events.k8s.io/v1 and v1). States: Succeeded, Running, Failed, Stuck (a Pod waiting longer than
-why.stuckAfterSeconds, default 300), Blocked (a Job whose Pods cannot be created for that long), Suspended.
+why.stuckAfterSeconds, default 300), Blocked (a Job whose Pods cannot be created for that long), Suspended (a Job
+suspended for less than that; longer, it is Stuck).
   job/NAME, pod/NAME     one hook, in -n NS (default: the kubeconfig context's namespace, else default)
   --application NS/NAME  every hook of that Argo CD Application's current or last operation, and every hook
                          carrying its tracking id or instance label

@@ -207,7 +207,18 @@ describe('hookguard why job/NAME and pod/NAME: one line per fact, the exit statu
       status: 0,
       text: [
         'Job shop/db-migrate: Suspended (Suspended) since TIME (AGE)',
-        '  Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD counts a suspended Job as Healthy',
+        "  Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
+        '  next step: Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
+      ].join('\n'),
+    },
+    {
+      // Suspended for 20 minutes: it has not run, whatever Argo CD's health calls it.
+      fixture: 'stuck-suspended',
+      target: 'job/db-migrate',
+      status: 1,
+      text: [
+        'Job shop/db-migrate: Stuck (Suspended) since TIME (AGE)',
+        "  Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
         '  next step: Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
       ].join('\n'),
     },

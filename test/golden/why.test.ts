@@ -311,7 +311,25 @@ const EXPECTED: Record<string, HookExplanation> = {
     state: 'Suspended',
     reason: 'Suspended',
     message:
-      'Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD counts a suspended Job as Healthy',
+      "Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
+    nextStep:
+      'Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
+    since: '2026-11-27T09:40:00Z',
+    forSeconds: 120,
+    jobCondition: {
+      type: 'Suspended',
+      reason: 'JobSuspended',
+      message: 'Job suspended',
+    },
+  },
+  'stuck-suspended': {
+    kind: 'Job',
+    namespace: 'shop',
+    name: 'db-migrate',
+    state: 'Stuck',
+    reason: 'Suspended',
+    message:
+      "Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
     nextStep:
       'Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
     since: '2026-11-27T09:40:00Z',

@@ -63,20 +63,24 @@ export function explainJob(base: Base, job: Json, podValues: readonly unknown[])
   const failed = conditionTrue(job, ['Failed', 'FailureTarget']);
   if (failed) return { ...head, ...jobFailure(base, job, failed, pods, lastFailed) };
 
-  // Suspended (spec.suspend, set by Kueue and its like): the controller runs no Pod, and Argo CD counts the Job as
-  // Healthy meanwhile (gitops-engine pkg/health/health_job.go getJobHealth, v3.5.1).
+  // Suspended (spec.suspend, set by Kueue and its like): the controller runs no Pod. Argo CD v3.3 to v3.5 (the same
+  // code at each): gitops-engine pkg/health/health_job.go getBatchv1JobHealth calls a Job with a Suspended=True
+  // condition Suspended, and one with spec.suspend but no condition yet Progressing; getOperationPhase
+  // (pkg/sync/sync_context.go) makes both a Running hook, so the sync waits. A hook that has not run for
+  // stuckAfterSeconds is stuck, whatever that health says.
   const suspended = conditionTrue(job, ['Suspended']);
   if (suspended || record(job.spec).suspend === true) {
     const queue = text(record(record(job.metadata).labels)['kueue.x-k8s.io/queue-name']);
+    const timing = timed(options, text(suspended?.lastTransitionTime) ?? text(record(job.metadata).creationTimestamp));
     return {
       ...head,
-      state: 'Suspended',
+      state: overdue(options, timing) ? 'Stuck' : 'Suspended',
       reason: 'Suspended',
-      ...timed(options, text(suspended?.lastTransitionTime) ?? text(record(job.metadata).creationTimestamp)),
+      ...timing,
       jobCondition: suspended ? conditionSummary(suspended) : undefined,
       message:
         `Job ${base.name} is suspended${queue ? ` (Kueue queue ${queue})` : ''}: no Pod runs until it is resumed; ` +
-        'Argo CD counts a suspended Job as Healthy',
+        `Argo CD's health calls it ${suspended ? 'Suspended' : 'Progressing'} and a sync waits for it`,
       nextStep: queue
         ? `Look at the workload of queue ${queue} (kubectl get workloads -n ${base.namespace ?? ''}) to see why it is not admitted.`
         : 'Resume it (spec.suspend: false) or find the controller that suspends it.',

@@ -23,6 +23,26 @@ describe('the stuck threshold', () => {
     expect(at(fixture, 1201).state).toBe('Running');
   });
 
+  it('a Job suspended for exactly stuckAfterSeconds is Stuck (it has not run); a second less, Suspended', () => {
+    const fixture = whyFixture('stuck-suspended'); // suspended for 1200 s
+    expect([at(fixture, 1200).state, at(fixture, 1200).reason]).toEqual(['Stuck', 'Suspended']);
+    expect([at(fixture, 1201).state, at(fixture, 1201).reason]).toEqual(['Suspended', 'Suspended']);
+  });
+
+  it('a Job with spec.suspend and no Suspended condition yet: Argo CD calls it Progressing, and it is stuck all the same', () => {
+    const fixture = whyFixture('stuck-suspended');
+    (fixture.hook as { status: Record<string, unknown> }).status = {};
+    const explained = at(fixture, 300);
+    expect([explained.state, explained.reason, explained.since]).toEqual([
+      'Stuck',
+      'Suspended',
+      '2026-11-27T09:40:00Z',
+    ]);
+    expect(explained.message).toBe(
+      "Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Progressing and a sync waits for it",
+    );
+  });
+
   it('only Failed, Stuck and Blocked call for action', () => {
     expect([...FAILING_STATES].sort()).toEqual(['Blocked', 'Failed', 'Stuck']);
   });
