@@ -212,6 +212,18 @@ describe('hookguard why job/NAME and pod/NAME: one line per fact, the exit statu
       ].join('\n'),
     },
     {
+      // hookguard's own guard cannot start: it is named, not the hook's container waiting behind it.
+      fixture: 'stuck-guard-image',
+      target: 'job/db-migrate',
+      status: 1,
+      text: [
+        'Job shop/db-migrate: Stuck (ImagePullBackOff) since TIME (AGE)',
+        "  hookguard's guard init container hookguard-min-runtime of Pod db-migrate-x2v7c cannot pull image gcr.io/distroless/static-debian12:debug-nonroot (ImagePullBackOff)",
+        '  Event Failed (kubelet): Failed to pull image "gcr.io/distroless/static-debian12:debug-nonroot": rpc error: code = DeadlineExceeded desc = failed to pull and unpack image "gcr.io/distroless/static-debian12:debug-nonroot": failed to resolve reference "gcr.io/distroless/static-debian12:debug-nonroot": failed to do request: Head "https://gcr.io/v2/distroless/static-debian12/manifests/debug-nonroot": dial tcp 142.250.102.82:443: i/o timeout',
+        '  next step: hookguard adds it (rule min-runtime), so the hook has not started: mirror image gcr.io/distroless/static-debian12:debug-nonroot into a registry the nodes can pull from and set rules.minRuntime.image to it (docs/image.md, the guard image).',
+      ].join('\n'),
+    },
+    {
       // Suspended for 20 minutes: it has not run, whatever Argo CD's health calls it.
       fixture: 'stuck-suspended',
       target: 'job/db-migrate',

@@ -322,6 +322,27 @@ const EXPECTED: Record<string, HookExplanation> = {
       message: 'Job suspended',
     },
   },
+  'stuck-guard-image': {
+    kind: 'Job',
+    namespace: 'shop',
+    name: 'db-migrate',
+    state: 'Stuck',
+    reason: 'ImagePullBackOff',
+    message:
+      "hookguard's guard init container hookguard-min-runtime of Pod db-migrate-x2v7c cannot pull image gcr.io/distroless/static-debian12:debug-nonroot (ImagePullBackOff)",
+    nextStep:
+      'hookguard adds it (rule min-runtime), so the hook has not started: mirror image gcr.io/distroless/static-debian12:debug-nonroot into a registry the nodes can pull from and set rules.minRuntime.image to it (docs/image.md, the guard image).',
+    since: '2026-11-27T09:40:05Z',
+    forSeconds: 1195,
+    pod: 'db-migrate-x2v7c',
+    container: 'hookguard-min-runtime',
+    containerRole: 'init',
+    image: 'gcr.io/distroless/static-debian12:debug-nonroot',
+    containerReason: 'ImagePullBackOff',
+    quoted:
+      'Failed to pull image "gcr.io/distroless/static-debian12:debug-nonroot": rpc error: code = DeadlineExceeded desc = failed to pull and unpack image "gcr.io/distroless/static-debian12:debug-nonroot": failed to resolve reference "gcr.io/distroless/static-debian12:debug-nonroot": failed to do request: Head "https://gcr.io/v2/distroless/static-debian12/manifests/debug-nonroot": dial tcp 142.250.102.82:443: i/o timeout',
+    quotedFrom: 'Event Failed (kubelet)',
+  },
   'stuck-suspended': {
     kind: 'Job',
     namespace: 'shop',

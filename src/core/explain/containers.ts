@@ -1,5 +1,5 @@
-// A Pod's containers: their statuses in the kubelet's order (hookguard's guard left out), the one that ended badly,
-// and what a container that cannot start waits for (an image, a Secret or ConfigMap).
+// A Pod's containers: their statuses in the kubelet's order (hookguard's guard only when it cannot start), the one
+// that ended badly,// and what a container that cannot start waits for (an image, a Secret or ConfigMap).
 import { GUARD_CONTAINER_NAME } from '../annotations.js';
 import {
   eventsAbout,
@@ -23,12 +23,35 @@ export interface ContainerStatusRead {
   status: Json;
   /** The spec's resources.limits.memory, for OOMKilled. */
   memoryLimit?: string;
+  /** hookguard's own guard init container (src/rules/min-runtime.ts), not the hook's. */
+  guard: boolean;
+}
+
+/**
+ * Why a container never started: `StartError` (containerd, kubelet pkg/kubelet/kuberuntime: the runtime could not run
+ * its command) and `ContainerCannotRun` (dockershim's word).
+ */
+const START_FAILURES = new Set(['StartError', 'ContainerCannotRun']);
+
+/**
+ * hookguard's guard is what stops the hook when it cannot start: it waits for anything but its turn (an image that
+ * cannot be pulled, one not mirrored; a crash loop), or the runtime could not run its command. Otherwise it is never
+ * the cause people look for, and is left out.
+ */
+function guardCannotStart(entry: Json): boolean {
+  for (const key of ['state', 'lastState'] as const) {
+    const state = record(entry[key]);
+    const waitingReason = text(record(state.waiting).reason);
+    if (key === 'state' && waitingReason !== undefined && waitingReason !== 'PodInitializing') return true;
+    const terminatedReason = text(record(state.terminated).reason);
+    if (terminatedReason !== undefined && START_FAILURES.has(terminatedReason)) return true;
+  }
+  return false;
 }
 
 /**
  * A Pod's container statuses in the order the kubelet runs them: init containers (native sidecars marked, from the
- * spec's `restartPolicy: Always`), then containers. hookguard's guard is left out: it is never the cause people look
- * for (src/rules/min-runtime.ts).
+ * spec's `restartPolicy: Always`), then containers. hookguard's guard is left out unless it cannot start.
  */
 export function containerStatuses(pod: Json): ContainerStatusRead[] {
   const spec = record(pod.spec);
@@ -39,7 +62,9 @@ export function containerStatuses(pod: Json): ContainerStatusRead[] {
   const specs = specOf(spec.containers);
   const read = (list: unknown, specsByName: Map<string, Json>, init: boolean): ContainerStatusRead[] =>
     records(list)
-      .filter((entry) => text(entry.name) !== undefined && entry.name !== GUARD_CONTAINER_NAME)
+      .filter(
+        (entry) => text(entry.name) !== undefined && (entry.name !== GUARD_CONTAINER_NAME || guardCannotStart(entry)),
+      )
       .map((entry) => {
         const name = text(entry.name) ?? '';
         const containerSpec = specsByName.get(name) ?? {};
@@ -50,6 +75,7 @@ export function containerStatuses(pod: Json): ContainerStatusRead[] {
           image: text(containerSpec.image) ?? text(entry.image),
           status: entry,
           memoryLimit: text(record(record(containerSpec.resources).limits).memory),
+          guard: init && name === GUARD_CONTAINER_NAME,
         };
       });
   return [...read(status.initContainerStatuses, initSpecs, true), ...read(status.containerStatuses, specs, false)];
@@ -84,9 +110,13 @@ export function containerFields(container: ContainerStatusRead): Partial<HookExp
 }
 
 export function containerWord(container: ContainerStatusRead): string {
+  if (container.guard) return `hookguard's guard init container ${container.name}`;
   const word = { init: 'init container', sidecar: 'sidecar', container: 'container' }[container.role];
   return `${word} ${container.name}`;
 }
+
+/** Where the guard's image and command are set: hookguard's configuration, not the hook's manifest. */
+const GUARD_SETTINGS = 'hookguard adds it (rule min-runtime), so the hook has not started';
 
 /** What a container that ended badly says: its exit, reason, termination message. */
 export function terminationFacts(
@@ -104,9 +134,11 @@ export function terminationFacts(
   const message =
     `${containerWord(container)} of Pod ${podName} exited with code ${exitCode}` +
     (reasonWord ? ` (${reasonWord})` : '');
-  const nextStep = oom
-    ? `Raise ${containerWord(container)}'s memory limit${container.memoryLimit ? ` (now ${container.memoryLimit})` : ''} or make it use less.`
-    : `Read its log: ${kubectlLogs(base, podName, container.name, found.terminated !== record(container.status.state).terminated)}`;
+  const nextStep = container.guard
+    ? `${GUARD_SETTINGS}: set rules.minRuntime.command to a sleep that rules.minRuntime.image (${container.image ?? 'unknown'}) has, as the default image has /busybox/sleep.`
+    : oom
+      ? `Raise ${containerWord(container)}'s memory limit${container.memoryLimit ? ` (now ${container.memoryLimit})` : ''} or make it use less.`
+      : `Read its log: ${kubectlLogs(base, podName, container.name, found.terminated !== record(container.status.state).terminated)}`;
   return {
     ...containerFields(container),
     reason: oom ? 'OOMKilled' : 'ContainerFailed',
@@ -175,9 +207,11 @@ export function imagePull(
       `(${waitingReason})`,
     quoted: quote(said),
     quotedFrom: pullEvent ? quotedEvent(pullEvent) : said ? 'container status' : undefined,
-    nextStep:
-      `Check that image ${container.image ?? ''} exists and that the Pod may pull it ` +
-      '(the tag, imagePullSecrets, registry access).',
+    nextStep: container.guard
+      ? `${GUARD_SETTINGS}: mirror image ${container.image ?? ''} into a registry the nodes can pull from and set ` +
+        'rules.minRuntime.image to it (docs/image.md, the guard image).'
+      : `Check that image ${container.image ?? ''} exists and that the Pod may pull it ` +
+        '(the tag, imagePullSecrets, registry access).',
   };
 }
 

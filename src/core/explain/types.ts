@@ -61,7 +61,7 @@ export interface HookExplanation {
   forSeconds?: number;
   /** The Pod the explanation comes from. */
   pod?: string;
-  /** The container that failed or waits; never hookguard's guard init container. */
+  /** The container that failed or waits; hookguard's guard init container only when the guard cannot start. */
   container?: string;
   containerRole?: ContainerRole;
   image?: string;
