@@ -33,7 +33,7 @@ import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { cliPath } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { helm3, helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
+import { helm3, helmAndKubectl, repoRoot, toolsOrSkip, type K8sTools } from '../support/k8s-tools.js';
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 
 const CHART = join(repoRoot, 'test', 'e2e', 'chart');
@@ -132,12 +132,7 @@ function describeRun(run: SpawnSyncReturns<string>): string {
   return `exit ${String(run.status)}${run.error ? ` (${run.error.message})` : ''}\n--- stderr ---\n${run.stderr}\n--- stdout ---\n${run.stdout.slice(0, 3000)}`;
 }
 
-let tools: K8sTools | undefined;
-try {
-  tools = await helmAndKubectl();
-} catch (error) {
-  console.warn(`render-time e2e: skipping, cannot get a helm binary: ${(error as Error).message}`);
-}
+const tools: K8sTools | undefined = await toolsOrSkip('render-time e2e', helmAndKubectl);
 
 let root: string;
 let bin: string;
