@@ -13,7 +13,8 @@ import { apiFailure } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
-import { applicationLookupOf, applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
+import { applicationLookupOf } from '../sweep/application-lookup.js';
+import { applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
 
