@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
 import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
-import { applicationLookupOf } from '../sweep/qualify.js';
+import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
 import { ApiCallError, EXIT, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';

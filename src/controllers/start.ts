@@ -9,7 +9,7 @@ import type { OutcomeObserver, SelfTestSources } from './selftest/self-test.js';
 import { kubeHookWatchClient } from './hooks/client.js';
 import { HookWatcher, type HookWatchObserver, type HookWatchSettings } from './hooks/watcher.js';
 import { hostname } from 'node:os';
-import { applicationLookupOf } from '../sweep/qualify.js';
+import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { reflectorSettingsOf } from '../kube/reflector.js';
 
 export interface ControllerInputs {

@@ -1,10 +1,11 @@
 // What `hookguard why` reads from the API server to explain a hook: the hook, its Pods, the Events about both (from
 // events.k8s.io/v1 and core v1 alike), the hooks of a namespace or of the cluster, an Argo CD Application. Every read
 // is a GET of JSON (src/kube/api-request.ts), every list is paged and capped, and lists of Jobs and Pods parse only
-// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain.ts.
+// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain/.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isRecord } from '../core/objects.js';
-import type { HookEvidence } from '../core/explain.js';
+import type { HookEvidence } from '../core/explain/index.js';
+import { ApiCallError } from '../errors.js';
 import { apiFailure } from './api-failure.js';
 import { getBody, ReceiveBuffer } from './api-request.js';
 import { scanListPage } from './list-scan.js';
@@ -71,6 +72,17 @@ export function podSelectorOf(job: Json): string | undefined {
   return name === undefined ? undefined : `job-name=${name}`;
 }
 
+/** Both Event APIs refused: what either would need, and the API server's own words for the first. */
+function eventsRefused(namespace: string, refusal: unknown): ApiCallError {
+  const failure = apiFailure(refusal);
+  return new ApiCallError({
+    ...failure,
+    message:
+      `may not list Events in namespace "${namespace}" through either API: grant list on events in API group "" ` +
+      `(core v1) or in "events.k8s.io" (either is enough); the API server said: ${failure.message}`,
+  });
+}
+
 export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
   const pages = new ReceiveBuffer();
   const getJson = async (path: string): Promise<Json | undefined> => {
@@ -89,10 +101,12 @@ export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
    * Events about one object through both APIs (field labels: core v1 `involvedObject.*`; events.k8s.io/v1
    * `regarding.*`, kubernetes pkg/apis/events/v1/conversion.go AddFieldLabelConversionsForEvent). An Event is the same
    * object in both, and explainHook() keeps it once. A server without events.k8s.io/v1 answers 404: nothing from it.
+   * RBAC grants the two apart (a Role may name `events` in "" only, or in events.k8s.io only): one refused (403), the
+   * other's answer is the whole story; only both refused is an error, naming the permission either would need.
    */
   const eventsAbout = async (namespace: string, kind: string, name: string): Promise<Json[]> => {
     const base = `/namespaces/${encodeURIComponent(namespace)}/events`;
-    const [core, events] = await Promise.all([
+    const answers = await Promise.allSettled([
       list(`/api/v1${base}`, {
         fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
         limit: String(EVENT_LIMIT),
@@ -102,7 +116,13 @@ export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
         limit: String(EVENT_LIMIT),
       }),
     ]);
-    return [...core, ...events];
+    const refused = answers.flatMap((answer) =>
+      answer.status === 'rejected' && apiFailure(answer.reason).status === 403 ? [answer.reason as unknown] : [],
+    );
+    for (const answer of answers)
+      if (answer.status === 'rejected' && !refused.includes(answer.reason)) throw answer.reason;
+    if (refused.length === answers.length) throw eventsRefused(namespace, refused[0]);
+    return answers.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
   };
   return {
     async get(kind, namespace, name) {

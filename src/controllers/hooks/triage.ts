@@ -1,8 +1,8 @@
 // Pure: what the hook watcher reads from a hook Job or bare hook Pod alone (as the watch delivers it), before it pays
 // for the Pods and Events explainHook() needs; and the Event it writes from an explanation.
 import { createHash } from 'node:crypto';
-import { isRecord, metadataOf } from '../../core/objects.js';
-import type { HookExplanation } from '../../core/explain.js';
+import { conditionTrue, isRecord, metadataOf } from '../../core/objects.js';
+import type { HookExplanation } from '../../core/explain/index.js';
 import type { KubeObject } from '../../core/types.js';
 
 /**
@@ -13,14 +13,6 @@ import type { KubeObject } from '../../core/types.js';
  */
 export type Triage = 'finished' | 'failed' | 'overdue' | 'young';
 
-function conditionTrue(object: KubeObject, types: readonly string[]): boolean {
-  const status = isRecord(object.status) ? object.status : {};
-  const conditions = Array.isArray(status.conditions) ? status.conditions : [];
-  return conditions.some(
-    (condition) => isRecord(condition) && types.includes(String(condition.type)) && condition.status === 'True',
-  );
-}
-
 export function triage(object: KubeObject, nowMs: number, stuckAfterSeconds: number): Triage {
   if (object.kind === 'Pod') {
     const phase = isRecord(object.status) ? object.status.phase : undefined;
@@ -28,8 +20,8 @@ export function triage(object: KubeObject, nowMs: number, stuckAfterSeconds: num
     if (phase === 'Failed') return 'failed';
   } else {
     // batch/v1 JobStatus: Complete (and SuccessCriteriaMet) or Failed (FailureTarget comes first, kubernetes 1.31+).
-    if (conditionTrue(object, ['Complete', 'SuccessCriteriaMet'])) return 'finished';
-    if (conditionTrue(object, ['Failed', 'FailureTarget'])) return 'failed';
+    if (conditionTrue(object, ['Complete', 'SuccessCriteriaMet']) !== undefined) return 'finished';
+    if (conditionTrue(object, ['Failed', 'FailureTarget']) !== undefined) return 'failed';
   }
   const timestamp = metadataOf(object)?.creationTimestamp;
   const created = typeof timestamp === 'string' ? Date.parse(timestamp) : NaN;

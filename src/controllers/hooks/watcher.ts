@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { HOOKGUARD_EVENT_LOGS } from '../../core/annotations.js';
-import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } from '../../core/explain.js';
+import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } from '../../core/explain/index.js';
 import { annotation, metadataOf, namespacedName } from '../../core/objects.js';
 import type { KubeObject } from '../../core/types.js';
 import { describeError, Reflector, type ReflectorSettings } from '../../kube/reflector.js';
