@@ -192,30 +192,55 @@ describe('the hook watcher', () => {
     expect(failing.at(-1)).toBe(0);
   });
 
-  it('with log lines allowed and asked for, carries them redacted and cut to 1024 bytes of UTF-8 (multi-byte text)', async () => {
-    const secretLine = 'Authorization: Bearer abc.def password=hunter2 token=ghp_0123456789abcdefghijABCDEFGHIJ';
-    const fixture = admitted('failed-exit-code', (each) => {
+  /** A failed-exit-code hook that asks for log lines, its container's termination message set to `message`. */
+  function withLogLines(message: string): WhyFixture {
+    return admitted('failed-exit-code', (each) => {
       const hook = each.hook as KubeItem;
       hook.metadata.annotations = { ...(hook.metadata.annotations ?? {}), 'hookguard.io/event-logs': 'true' };
       type Terminated = { state: { terminated?: { message?: string } } };
       for (const pod of each.pods as Array<{ status: { containerStatuses: Terminated[] } }>)
         for (const status of pod.status.containerStatuses)
-          if (status.state.terminated)
-            status.state.terminated.message = `${secretLine}\n${'Datenbankfehler — 数据库不可用 😀\n'.repeat(60)}`;
+          if (status.state.terminated) status.state.terminated.message = message;
     });
-    const fake = await cluster(fixture);
+  }
+
+  it('with log lines allowed and asked for, carries their tail redacted, escaped and cut to 1024 bytes of UTF-8', async () => {
+    const secretLine = 'Authorization: Bearer abc.def password=hunter2 token=ghp_0123456789abcdefghijABCDEFGHIJ';
+    const fake = await cluster(
+      withLogLines(`${'Datenbankfehler — 数据库不可用 😀\n'.repeat(60)}${secretLine}\nERROR: migration 42 failed\n`),
+    );
     lead(fake, true);
     const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
     for (const event of events) {
       const note = String(event.note);
       expect(Buffer.byteLength(note, 'utf8')).toBeLessThanOrEqual(1024);
-      expect(note).toContain('Log lines included (redacted) from migrate: Authorization: [redacted]');
+      expect(note).toContain('Log lines included (redacted) from migrate: …');
+      // The end of the log, where the error is, with its line breaks escaped as `hookguard why` shows them.
+      expect(note.endsWith('😀\\nAuthorization: [redacted]\\nERROR: migration 42 failed')).toBe(true);
       expect(note).not.toContain('hunter2');
       expect(note).not.toContain('ghp_');
       expect(note).toContain('数据库不可用');
-      expect(note.endsWith('…')).toBe(true);
     }
     // Nothing was refused: every note went in on the first POST.
     expect(eventPosts(fake).map((post) => post.status)).toEqual([201, 201]);
+  });
+
+  it('redacts the log before it is cut: a password= at the edge of a cut stays hidden', async () => {
+    // The last 2 KiB (what the watcher cut the log to before redacting it) begin inside `password`: a cut first leaves
+    // `rd=hunter2-horse-staple`, which no pattern knows. What follows redacts short (base64), so the whole redacted log
+    // fits the note and nothing else hides such a leak.
+    const encoded = `${'QUJD'.repeat(16)}\n`.repeat(31);
+    const log = `${'ok\n'.repeat(10)}db login password=hunter2-horse-staple\n${encoded}step done`;
+    expect(log.slice(-2048).startsWith('rd=hunter2')).toBe(true);
+    const fake = await cluster(withLogLines(log));
+    lead(fake, true);
+    const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
+    for (const event of events) {
+      const note = String(event.note);
+      expect(note).not.toContain('hunter2');
+      expect(note).toContain(
+        `from migrate: ${'ok\\n'.repeat(10)}db login password=[redacted]\\n${'[redacted]\\n'.repeat(31)}step done`,
+      );
+    }
   });
 });

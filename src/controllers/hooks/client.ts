@@ -97,7 +97,12 @@ export function kubeHookWatchClient(kubeConfig: KubeConfig): HookWatchClient {
       }
     },
     async logTail(namespace, pod, container) {
-      return core.readNamespacedPodLog({ namespace, name: pod, container, ...LOG_TAIL });
+      const log = await core.readNamespacedPodLog({ namespace, name: pod, container, ...LOG_TAIL });
+      // At limitBytes the kubelet cut the log where the bytes ran out, maybe inside a line (`rd=hunter2`, whose
+      // `passwo` was cut off, is no longer redacted): that first, partial line is left out, and a log of one line with it.
+      if (Buffer.byteLength(log, 'utf8') < LOG_TAIL.limitBytes) return log;
+      const firstBreak = log.indexOf('\n');
+      return firstBreak === -1 ? '' : log.slice(firstBreak + 1);
     },
   };
 }
