@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { HookWatcher, type HookWatchSettings } from '../../src/controllers/hooks/watcher.js';
 import { kubeHookWatchClient } from '../../src/controllers/hooks/client.js';
+import { CallBudget } from '../../src/kube/call-budget.js';
 import { FakeApiServer, type KubeItem } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually } from '../support/log-sink.js';
 import { relocated, seedWhy, whyFixture, type WhyFixture } from '../support/why-fixtures.js';
@@ -16,6 +17,8 @@ const SETTINGS: Omit<HookWatchSettings, 'eventLogs'> = {
   applicationLookup: { instanceLabels: ['app.kubernetes.io/instance'], controlPlaneNamespaces: ['argocd'] },
   reflector: { backoff: { initialMs: 50, maxMs: 200 }, watchTimeoutSeconds: 30 },
 };
+/** The defaults of hookWatch.maxConcurrentCalls, callsPerSecond and callBurst. */
+const budget = () => new CallBudget({ maxConcurrent: 4, perSecond: 10, burst: 20 });
 const APPLICATION = {
   apiVersion: 'argoproj.io/v1alpha1',
   kind: 'Application',
@@ -52,10 +55,16 @@ function lead(fake: FakeApiServer, eventLogs = false) {
   const failing: number[] = [];
   const { logger, lines } = capturedLogger('debug');
   const kubeConfig = fake.kubeConfig('hookguard');
-  const watcher = new HookWatcher(kubeConfig, kubeHookWatchClient(kubeConfig), { ...SETTINGS, eventLogs }, logger, {
-    failure: (reason) => failures.push(reason),
-    failing: (count) => failing.push(count),
-  });
+  const watcher = new HookWatcher(
+    kubeConfig,
+    kubeHookWatchClient(kubeConfig, budget()),
+    { ...SETTINGS, eventLogs },
+    logger,
+    {
+      failure: (reason) => failures.push(reason),
+      failing: (count) => failing.push(count),
+    },
+  );
   const stop = new AbortController();
   const running = watcher.run(stop.signal);
   cleanup.push(async () => {
@@ -135,20 +144,20 @@ describe('the hook watcher', () => {
   it('looks again at once when a hook arrives while a pass is explaining another, not a pass interval (10 s) later', async () => {
     const fake = await cluster(admitted('failed-exit-code'));
     const kubeConfig = fake.kubeConfig('hookguard');
-    const client = kubeHookWatchClient(kubeConfig);
-    // The first pass is held while it reads the Pods of the hook in shop, until a second failed hook has arrived.
+    const client = kubeHookWatchClient(kubeConfig, budget());
+    // The first pass is held while it reads the Pods and Events of the hook in shop, until a second failed hook has arrived.
     let reached!: () => void;
     const passHeld = new Promise<void>((resolve) => (reached = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const held: typeof client = {
       ...client,
-      async podsOfJob(namespace, job) {
-        if (namespace === 'shop') {
+      async evidence(hook) {
+        if (hook.metadata?.namespace === 'shop') {
           reached();
           await released;
         }
-        return client.podsOfJob(namespace, job);
+        return client.evidence(hook);
       },
     };
     const { logger } = capturedLogger('debug');

@@ -163,11 +163,8 @@ export class HookWatcher {
   }
 
   private async explain(object: KubeObject, now: number): Promise<HookExplanation> {
-    const { namespace, name } = namespacedName(object);
-    const pods = object.kind === 'Job' ? await this.client.podsOfJob(namespace, name) : [];
-    const names = [name, ...pods.map((pod) => String(metadataOf(pod)?.name ?? ''))];
-    const events = await this.client.eventsAbout(namespace, names);
-    return explainHook({ hook: object, pods, events }, { now, stuckAfterSeconds: this.settings.stuckAfterSeconds });
+    const evidence = await this.client.evidence(object);
+    return explainHook(evidence, { now, stuckAfterSeconds: this.settings.stuckAfterSeconds });
   }
 
   private async post(object: KubeObject, explanation: HookExplanation, tracked: Tracked): Promise<void> {
