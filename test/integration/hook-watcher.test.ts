@@ -18,7 +18,7 @@ const SETTINGS: Omit<HookWatchSettings, 'eventLogs'> = {
   reflector: { backoff: { initialMs: 50, maxMs: 200 }, watchTimeoutSeconds: 30 },
 };
 /** The defaults of hookWatch.maxConcurrentCalls, callsPerSecond and callBurst. */
-const budget = () => new CallBudget({ maxConcurrent: 4, perSecond: 10, burst: 20 });
+const budget = () => new CallBudget({ maxConcurrent: 4, perSecond: 20, burst: 30 });
 const APPLICATION = {
   apiVersion: 'argoproj.io/v1alpha1',
   kind: 'Application',

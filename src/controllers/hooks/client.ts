@@ -31,7 +31,7 @@ export interface HookWatchClient {
   logTail(namespace: string, pod: string, container: string): Promise<string>;
 }
 
-export function kubeHookWatchClient(kubeConfig: KubeConfig, budget: CallBudget): HookWatchClient {
+export function kubeHookWatchClient(kubeConfig: KubeConfig, budget: Pick<CallBudget, 'run'>): HookWatchClient {
   const reader = kubeHookReader(kubeConfig, budget);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const events = kubeConfig.makeApiClient(EventsV1Api);
