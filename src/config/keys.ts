@@ -784,6 +784,27 @@ export const KEYS = {
       env: 'HOOKGUARD_HOOK_WATCH_EVENT_LOGS',
       doc: 'Allow the last log lines of a failed container (redacted: tokens, password=, Authorization:, PEM blocks, long base64) in the Event, where the hook or its namespace is annotated hookguard.io/event-logs: "true". Needs pods/log (the chart grants it with hookWatch.eventLogs).',
     }),
+    // controller-runtime's client asks 20 calls a second with a burst of 30 (client-go's bare default is 5 and 10). The
+    // watcher explains at most 20 hooks a pass, a pass every 10 s unless something changed: about 14 calls a second
+    // at 7 calls a hook, so the bucket binds only when changes come faster than the passes.
+    maxConcurrentCalls: integer({
+      default: 4,
+      min: 1,
+      max: 64,
+      doc: "The hook watcher's API calls in flight at once (reads and Event writes alike); the rest wait in order.",
+    }),
+    callsPerSecond: integer({
+      default: 20,
+      min: 1,
+      max: 10_000,
+      doc: "The hook watcher's API calls per second, on average (a token bucket refilled at this rate).",
+    }),
+    callBurst: integer({
+      default: 30,
+      min: 1,
+      max: 10_000,
+      doc: 'Calls the hook watcher may make at once after a quiet spell, above hookWatch.callsPerSecond (the token bucket holds this many).',
+    }),
   },
   why: {
     // A Pod pulling a large image, a quota another Job frees in a minute, a node autoscaler adding capacity: each
