@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fixturePath, fixtureText, loadFixtures } from '../support/fixtures.js';
 import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
+import { runHookguard } from '../../src/cli/hookguard.js';
 import { OPTED_OUT_JOB } from '../support/manifests-text.js';
 import { repoRoot } from '../support/k8s-tools.js';
 
@@ -402,8 +403,9 @@ describe('hookguard advisories and rules', () => {
     ]);
   });
 
-  it('prints the catalog in aligned columns, each side of a rule in its own words', async () => {
+  it('prints the catalog in aligned columns under a header, each side of a rule in its own words', async () => {
     const lines = (await runCommand(['rules'])).stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('RULE                       WEBHOOK    OP     WHAT IT DOES (WHERE IT TAKES EFFECT)');
     const restart = lines.filter((line) => line.startsWith('hook-pod-restart-policy '));
     expect(restart.map((line) => line.slice(0, 48))).toEqual([
       'hook-pod-restart-policy    mutating   CREATE Set',
@@ -411,9 +413,28 @@ describe('hookguard advisories and rules', () => {
     ]);
     expect(
       new Set(
-        lines.map((line) => (line.indexOf(' CREATE ') >= 0 ? line.indexOf(' CREATE ') : line.indexOf(' UPDATE '))),
-      ).size,
-    ).toBe(1);
+        lines
+          .slice(1)
+          .map((line) => (line.indexOf(' CREATE ') >= 0 ? line.indexOf(' CREATE ') : line.indexOf(' UPDATE '))),
+      ),
+    ).toEqual(new Set([lines[0]!.indexOf(' OP ')]));
+  });
+
+  it('wraps the catalog to the width of the terminal, each continuation under the text', async () => {
+    let stdout = '';
+    const io = { stdout: (text: string) => (stdout += text), stderr: () => undefined, env: {} };
+    await runHookguard(['rules'], { ...io, readStdin: () => Promise.resolve(''), columns: 100 });
+    const lines = stdout.trimEnd().split('\n');
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(100);
+    const ttl = lines.indexOf(lines.find((line) => line.startsWith('ttl-floor '))!);
+    expect(lines.slice(ttl, ttl + 4).join('\n')).toBe(
+      [
+        'ttl-floor                  mutating   CREATE Raises ttlSecondsAfterFinished below the floor (default',
+        '                                             60) on hook Jobs (Helm and Argo CD delete-phase hooks:',
+        '                                             always; Argo CD sync hooks: on an affected or unknown',
+        '                                             version), so the Job outlives the tool observing it.',
+      ].join('\n'),
+    );
   });
 });
 
