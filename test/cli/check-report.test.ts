@@ -130,9 +130,21 @@ describe('hookguard check --mode audit', () => {
         '',
       ].join('\n'),
     );
-    // --fix in audit mode says no denial it would not make.
+  });
+
+  it('--fix prints the input as written, and on stderr what enforce mode would change and deny (exit 0)', async () => {
     const fixed = await runCommand(['check', '-', '--argocd-version', '3.1.0', '--mode', 'audit', '--fix'], RENDERED);
-    expect(fixed.stderr).toBe('');
+    expect(fixed).toEqual({
+      status: 0,
+      stdout: RENDERED,
+      stderr: [
+        'hookguard check: Job apps/fast: audit mode, printed as written; what enforce mode would do:',
+        '  at stdin:2 (document 1): # Source: app/templates/job.yaml',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        `  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast ${RACE}`,
+        '',
+      ].join('\n'),
+    });
   });
 });
 
