@@ -160,7 +160,7 @@ function helmAssumption(
   if (changed === 0) return [];
   const ids = context.helmAdvisories.map((advisory) => advisory.id).join(', ');
   return [
-    `Helm version unknown: judged as if any Helm may run the hooks, so ${ids} applied; ${changed} object(s) judged otherwise than for a Helm it does not affect (name the Helm with --helm-version V or HOOKGUARD_HELM_VERSION)`,
+    `Helm version unknown: assumed a Helm that ${ids} affect(s), since any Helm may run the hooks; that changed what hookguard does to ${changed} object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them`,
   ];
 }
 

@@ -162,7 +162,7 @@ describe('hookguard check --helm-version', () => {
         `  warn   hook-deadline: ${DEADLINE}`,
         "  mutate hook-output-log-policy: set helm.sh/hook-output-log-policy: hook-failed: Helm prints the hook's logs if it fails",
         '1 object(s): 1 would be changed, 0 would be denied',
-        'Helm version unknown: judged as if any Helm may run the hooks, so helm-hook-delete-wait applied; 1 object(s) judged otherwise than for a Helm it does not affect (name the Helm with --helm-version V or HOOKGUARD_HELM_VERSION)',
+        'Helm version unknown: assumed a Helm that helm-hook-delete-wait affect(s), since any Helm may run the hooks; that changed what hookguard does to 1 object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them',
         '',
       ].join('\n'),
     );
