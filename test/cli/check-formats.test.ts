@@ -24,7 +24,7 @@ metadata:
 const OPTED_OUT_JOB = `# Source: app/templates/job.yaml\n${OPTED_OUT_JOB_MANIFEST}`;
 
 const RACE =
-  'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.';
+  'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-check-formats-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

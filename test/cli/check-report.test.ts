@@ -17,7 +17,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const RENDERED = `---\n# Source: app/templates/job.yaml\n${OPTED_OUT_JOB}`;
 const RACE =
-  'races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.';
+  'races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.';
 const DEADLINE = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
 
 const HELM_POD = `apiVersion: v1
