@@ -35,11 +35,27 @@ function describeAdvisory(advisory: Advisory): string {
     .join('')}`;
 }
 
+export const ADVISORIES_USAGE = `Usage: hookguard advisories [--output text|json] [--config FILE]
+Lists the known races of Argo CD and Helm versions that hookguard guards against: the built-in advisories (data/
+advisories.yaml) and those of the config, each with the versions it affects, the rules that mitigate or warn of it,
+its notes and its references.
+  -o, --output F  text (default) or json ({"advisories":[...]})
+  --config FILE   the config file whose advisories are added (also HOOKGUARD_CONFIG)
+Exit status: ${EXIT.ok} listed, ${EXIT.badInput} bad input (an unknown option, a config that does not load).`;
+
 /** `hookguard advisories`: the known Argo CD (and Helm) races, built in and from the config. */
 export async function runAdvisories(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArguments(argv, {
-    options: { output: { type: 'string' }, config: { type: 'string' } },
+    options: {
+      output: { type: 'string', short: 'o' },
+      config: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
   });
+  if (values.help) {
+    io.stdout(`${ADVISORIES_USAGE}\n`);
+    return EXIT.ok;
+  }
   const output = textOrJson(values.output);
   const { advisories } = loadConfig({ file: values.config ?? io.env.HOOKGUARD_CONFIG });
   if (output === 'json') {

@@ -7,15 +7,25 @@ import { packageVersion } from './version.js';
  * only its own (the sweep CronJob's memory limit has no room for the webhook server's modules).
  */
 async function usage(): Promise<string> {
-  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }, { WHY_USAGE }, { SELF_TEST_USAGE }, { CHART_HOOK_USAGE }] =
-    await Promise.all([
-      import('./serve.js'),
-      import('./check.js'),
-      import('./sweep.js'),
-      import('./why.js'),
-      import('./self-test.js'),
-      import('./chart-hook.js'),
-    ]);
+  const [
+    { SERVE_USAGE },
+    { CHECK_USAGE },
+    { ADVISORIES_USAGE },
+    { RULES_USAGE },
+    { SWEEP_USAGE },
+    { WHY_USAGE },
+    { SELF_TEST_USAGE },
+    { CHART_HOOK_USAGE },
+  ] = await Promise.all([
+    import('./serve.js'),
+    import('./check.js'),
+    import('./advisories.js'),
+    import('./rules.js'),
+    import('./sweep.js'),
+    import('./why.js'),
+    import('./self-test.js'),
+    import('./chart-hook.js'),
+  ]);
   return `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
 Commands:
@@ -41,6 +51,10 @@ ${SERVE_USAGE}
 
 ${CHECK_USAGE}
 
+${ADVISORIES_USAGE}
+
+${RULES_USAGE}
+
 ${SWEEP_USAGE}
 
 ${WHY_USAGE}
@@ -63,6 +77,9 @@ const commands: Record<string, () => Promise<Command>> = {
   'self-test': async () => (await import('./self-test.js')).runSelfTestOnce,
   'chart-hook': async () => (await import('./chart-hook.js')).runChartHook,
 };
+
+/** Every command's name; each answers -h and --help with its usage (test/cli/help.test.ts walks them). */
+export const COMMAND_NAMES: readonly string[] = Object.keys(commands);
 
 /**
  * `hookguard ARGV` against `io`: resolves with the exit status; a UserError is said on stderr and gives its status,

@@ -11,7 +11,7 @@ import { conditionTrue, isRecord, metadataOf } from '../core/objects.js';
 import { ApiCallError, apiFailureText, EXIT, isBug, UsageError } from '../errors.js';
 import { apiFailure } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
-import { kubeConnection } from '../kube/kubeconfig.js';
+import { kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
 import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
@@ -234,7 +234,7 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     { flag: 'stuck-after-seconds', key: 'why.stuckAfterSeconds', value: values['stuck-after-seconds'] },
   ]);
   const connection = kubeConnection(io.env);
-  if (!connection) throw new UsageError('no cluster: set KUBECONFIG, or run in a pod with a service account');
+  if (!connection) throw new UsageError(noClusterProblem(io.env));
   const detection = { argocdControllerUsernames: [], argocdTrackingLabel: config.argocd.trackingLabel ?? undefined };
   const context: Context = {
     reader: kubeHookReader(connection.kubeConfig),
