@@ -153,7 +153,7 @@ type Policy = KubeObject & { spec: Record<string, any> };
 
 /** The object's metadata.namespace ('' when none). */
 function namespaceOf(object: KubeObject): string {
-  const namespace = (object.metadata)?.namespace;
+  const namespace = object.metadata?.namespace;
   return typeof namespace === 'string' ? namespace : '';
 }
 

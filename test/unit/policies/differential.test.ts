@@ -72,7 +72,7 @@ function byWebhook(context: DecisionContext, object: KubeObject, username: strin
   const after = podSpecOf(stored);
   if (sent && after)
     for (const list of ['initContainers', 'containers'] as const)
-      (after[list])?.forEach((container, index) => {
+      after[list]?.forEach((container, index) => {
         const original = (sent[list] as Record<string, unknown>[])[index];
         for (const field of ['command', 'args'])
           if (original?.[field] === undefined) delete container[field];
