@@ -8,6 +8,7 @@
 // no patch at all (no patch when nothing changes, as the webhook). failurePolicy Ignore, as the webhook's: a policy
 // that fails (a parameter unreadable, an expression over budget) lets the hook through unchanged.
 import { GUARD_CONTAINER_NAME, HOOKGUARD_HOOK_LABEL, HOOKGUARD_HOOK_LABEL_VALUE } from '../core/annotations.js';
+import { normalizeArgoVersion } from '../core/argocd-version.js';
 import { ruleContextFor, type DecisionContext } from '../core/context.js';
 import type { HookInfo } from '../core/hook.js';
 import { gateOpen } from '../core/rule.js';
@@ -286,7 +287,7 @@ const ARGOCD_SYNC_HOOK: HookInfo = {
  * version (or an unknown one) by the core's own gate. An Argo CD upgrade changes this object only.
  */
 export function policyParams(context: DecisionContext, options: PolicyOptions): KubeObject {
-  const version = context.pinnedArgocdVersion;
+  const version = normalizeArgoVersion(context.pinnedArgocdVersion);
   const ruleContext = ruleContextFor(ARGOCD_SYNC_HOOK, context, version, undefined);
   const floor = context.ruleSet.mutations.find((rule) => rule.id === 'ttl-floor');
   return {
