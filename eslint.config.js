@@ -14,7 +14,7 @@ const LAYERS = [
   ['core'],
   ['rules'],
   ['config', 'errors'],
-  ['kube', 'tls', 'offline', 'report'],
+  ['kube', 'tls', 'offline', 'report', 'policies'],
   ['discovery', 'sweep', 'controllers'],
   ['http'],
   ['cli'],

@@ -16,6 +16,7 @@ async function usage(): Promise<string> {
     { WHY_USAGE },
     { SELF_TEST_USAGE },
     { CHART_HOOK_USAGE },
+    { POLICIES_USAGE },
   ] = await Promise.all([
     import('./serve.js'),
     import('./check.js'),
@@ -25,6 +26,7 @@ async function usage(): Promise<string> {
     import('./why.js'),
     import('./self-test.js'),
     import('./chart-hook.js'),
+    import('./policies.js'),
   ]);
   return `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
@@ -33,6 +35,7 @@ Commands:
   check        run the rules offline over manifests (helm template ... | hookguard check -)
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
+  policies     print the rules CEL can express as admission policies (hookguard without a webhook)
   sweep        remove finalizers nothing else will (Argo CD hooks, Argo Workflows pods; dry run unless --apply)
   why          say why a hook Job or Pod failed or hangs (one hook, an Argo CD Application's, or the cluster's)
   self-test    probe once whether the API server calls both webhooks (the chart's helm test)
@@ -62,6 +65,8 @@ ${WHY_USAGE}
 ${SELF_TEST_USAGE}
 
 ${CHART_HOOK_USAGE}
+
+${POLICIES_USAGE}
 `;
 }
 
@@ -72,6 +77,7 @@ const commands: Record<string, () => Promise<Command>> = {
   check: async () => (await import('./check.js')).runCheck,
   advisories: async () => (await import('./advisories.js')).runAdvisories,
   rules: async () => (await import('./rules.js')).runRules,
+  policies: async () => (await import('./policies.js')).runPolicies,
   sweep: async () => (await import('./sweep.js')).runSweep,
   why: async () => (await import('./why.js')).runWhy,
   'self-test': async () => (await import('./self-test.js')).runSelfTestOnce,
