@@ -1,8 +1,14 @@
 import { loadConfig } from '../config/load.js';
-import type { Advisory } from '../core/types.js';
+import type { Advisory, AdvisoryTool } from '../core/types.js';
 import { EXIT } from '../errors.js';
 import { parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
+
+const TOOL_NAMES: Readonly<Record<AdvisoryTool, string>> = {
+  argocd: 'Argo CD',
+  helm: 'Helm',
+  'helm-controller': 'Flux helm-controller',
+};
 
 /** What removes an advisory's race, or that nothing hookguard does at admission can. */
 function remedies(advisory: Advisory): string[] {
@@ -20,7 +26,7 @@ function describeAdvisory(advisory: Advisory): string {
   const lines = [
     advisory.id,
     advisory.summary,
-    `affected: ${advisory.tool === 'helm' ? 'Helm' : 'Argo CD'} ${advisory.affected}   fixed: ${advisory.fixed ?? 'not yet'}${advisory.checked ? `   checked: ${advisory.checked}` : ''}`,
+    `affected: ${TOOL_NAMES[advisory.tool ?? 'argocd']} ${advisory.affected}   fixed: ${advisory.fixed ?? 'not yet'}${advisory.checked ? `   checked: ${advisory.checked}` : ''}`,
     ...(advisory.hooks === 'delete' ? ["concerns: Argo CD's PreDelete and PostDelete hooks"] : []),
     ...remedies(advisory),
     ...advisory.notes.map(
@@ -35,7 +41,7 @@ function describeAdvisory(advisory: Advisory): string {
     .join('')}`;
 }
 
-/** `hookguard advisories`: the known Argo CD (and Helm) races, built in and from the config. */
+/** `hookguard advisories`: the known Argo CD (and Helm, and Flux helm-controller) races, built in and from the config. */
 export async function runAdvisories(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values } = parseArguments(argv, {
     options: { output: { type: 'string' }, config: { type: 'string' } },

@@ -294,6 +294,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'flux-helm-controller-hook-output-crash',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -315,6 +316,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'flux-helm-controller-hook-output-crash',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
@@ -394,6 +396,7 @@ describe('hookguard advisories and rules', () => {
       'suspended-hook',
       'hook-managed-by',
       'hook-output-log-policy',
+      'flux-hook-output-crash',
       'hook-label',
       'termination-message-policy',
       'immutable-update',
