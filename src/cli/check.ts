@@ -18,7 +18,7 @@ import { packageVersion } from './version.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--helm-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit|github] [--chart-root DIR] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--helm-version V] [--flux-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit|github] [--chart-root DIR] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
 Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
 directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones and symbolic links out of it
@@ -27,6 +27,8 @@ skipped; a directory holding Chart.yaml is rendered with the helm on PATH (helm 
                        argocd.version in the config; without any: applied by plain Helm)
   --helm-version V     the Helm that will run the hooks (also HOOKGUARD_HELM_VERSION, or helm.version; without
                        any: every Helm advisory may apply, and the summary says what that changed)
+  --flux-version V     the Flux helm-controller that will deploy the chart (also HOOKGUARD_FLUX_VERSION, or
+                       flux.helmControllerVersion): nothing it crashes on is added, and what is there is warned of
   --mode M             enforce (default) or audit: in audit mode nothing is denied or changed, and the report says
                        what enforce mode would change and deny (neither the config's mode nor HOOKGUARD_MODE is read)
   -o, --output F       text (default), json, sarif (SARIF 2.1.0 for code scanning), junit (JUnit XML) or github
@@ -49,6 +51,7 @@ Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, $
 export const CHECK_OPTIONS = {
   'argocd-version': { type: 'string' },
   'helm-version': { type: 'string' },
+  'flux-version': { type: 'string' },
   mode: { type: 'string' },
   output: { type: 'string', short: 'o' },
   'chart-root': { type: 'string' },
@@ -182,6 +185,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
     { flag: 'helm-version', key: 'helm.version', value: values['helm-version'] },
+    { flag: 'flux-version', key: 'flux.helmControllerVersion', value: values['flux-version'] },
     { flag: 'openshift', key: 'rules.minRuntime.openshift', value: values.openshift ? 'true' : undefined },
     { flag: 'max-input-bytes', key: 'check.maxInputBytes', value: values['max-input-bytes'] },
   ]);

@@ -101,6 +101,11 @@ const COVERAGE: Readonly<Record<string, Omit<RuleCoverage, 'id' | 'webhook' | 'o
     coverage: 'render time',
     leftOut: 'Helm reads hook-output-log-policy from the rendered manifest only',
   },
+  'flux-hook-output-crash/mutating/CREATE': {
+    coverage: 'webhook only',
+    leftOut:
+      "a warning that depends on the Flux helm-controller version running (discovered from its Deployment's image, or flux.helmControllerVersion); a mutating policy cannot warn, and this generator makes no warning-only policy for it",
+  },
   'hook-label/mutating/CREATE': {
     coverage: 'policy',
     how: 'MutatingAdmissionPolicy hookguard-hook-label, ApplyConfiguration of metadata.labels (a granular map: other labels kept)',

@@ -296,6 +296,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'flux-helm-controller-hook-output-crash',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -317,6 +318,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'flux-helm-controller-hook-output-crash',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
@@ -396,6 +398,7 @@ describe('hookguard advisories and rules', () => {
       'suspended-hook',
       'hook-managed-by',
       'hook-output-log-policy',
+      'flux-hook-output-crash',
       'hook-label',
       'termination-message-policy',
       'immutable-update',
