@@ -13,17 +13,25 @@ type StartModule = typeof import('../src/controllers/start.js');
 type WatcherModule = typeof import('../src/controllers/hooks/watcher.js');
 type ClientModule = typeof import('../src/controllers/hooks/client.js');
 type KubeconfigModule = typeof import('../src/kube/kubeconfig.js');
+type BudgetModule = typeof import('../src/kube/call-budget.js');
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { seconds: { type: 'string' }, off: { type: 'boolean', default: false } } });
-  const [{ loadConfig }, { hookWatchSettings }, { HookWatcher }, { kubeHookWatchClient }, { kubeConnection }] =
-    await Promise.all([
-      fromDist<LoadModule>('config/load.js'),
-      fromDist<StartModule>('controllers/start.js'),
-      fromDist<WatcherModule>('controllers/hooks/watcher.js'),
-      fromDist<ClientModule>('controllers/hooks/client.js'),
-      fromDist<KubeconfigModule>('kube/kubeconfig.js'),
-    ]);
+  const [
+    { loadConfig },
+    { hookWatchSettings, hookWatchCallLimits },
+    { HookWatcher },
+    { kubeHookWatchClient },
+    { kubeConnection },
+    { CallBudget },
+  ] = await Promise.all([
+    fromDist<LoadModule>('config/load.js'),
+    fromDist<StartModule>('controllers/start.js'),
+    fromDist<WatcherModule>('controllers/hooks/watcher.js'),
+    fromDist<ClientModule>('controllers/hooks/client.js'),
+    fromDist<KubeconfigModule>('kube/kubeconfig.js'),
+    fromDist<BudgetModule>('kube/call-budget.js'),
+  ]);
   const logger = pino({ level: 'info' });
   const connection = kubeConnection(process.env);
   if (!connection) throw new Error('no kubeconfig in KUBECONFIG');
@@ -33,10 +41,11 @@ async function main(): Promise<void> {
   const failures: string[] = [];
   if (values.off) await sleep(Number(values.seconds) * 1000);
   else {
+    const config = loadConfig();
     const watcher = new HookWatcher(
       connection.kubeConfig,
-      kubeHookWatchClient(connection.kubeConfig),
-      hookWatchSettings(loadConfig()),
+      kubeHookWatchClient(connection.kubeConfig, new CallBudget(hookWatchCallLimits(config))),
+      hookWatchSettings(config),
       logger.child({ component: 'hook-watcher' }),
       { failure: (reason) => failures.push(reason), failing: () => undefined },
     );

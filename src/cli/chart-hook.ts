@@ -5,7 +5,7 @@ import { isRecord } from '../core/objects.js';
 import { apiFailureText, EXIT, InputError, isBug, UsageError } from '../errors.js';
 import { apiFailure } from '../kube/api-failure.js';
 import { kubeChartLifecycleClient } from '../kube/chart-lifecycle.js';
-import { kubeConnection } from '../kube/kubeconfig.js';
+import { kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
@@ -48,7 +48,7 @@ export async function runChartHook(argv: readonly string[], io: CommandIO): Prom
     throw new UsageError(step === 'upgrade-crds' ? 'upgrade-crds takes the CRD files' : 'delete-webhooks takes a name');
   const crds = step === 'upgrade-crds' ? operands.map(readCrd) : [];
   const connection = kubeConnection(io.env);
-  if (!connection) throw new UsageError('no cluster: set KUBECONFIG, or run in a pod with a service account');
+  if (!connection) throw new UsageError(noClusterProblem(io.env));
   const client = kubeChartLifecycleClient(connection.kubeConfig);
   // What the API server said is the Job's log line: one line naming the object and the API server's own words.
   const attempt = async (what: string, call: () => Promise<void>): Promise<boolean> => {

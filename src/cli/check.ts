@@ -5,19 +5,20 @@ import { readInputs } from '../offline/inputs.js';
 import { readDocuments, type InputDocument, type SourceObject } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
 import type { DecisionContext } from '../core/context.js';
+import type { Operation } from '../core/types.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
 import { renderGithub } from '../report/github.js';
 import { renderJson } from '../report/json.js';
 import { renderJunit } from '../report/junit.js';
 import { printable, REPORT_FORMATS, type CheckReport, type ReportFormat } from '../report/report.js';
 import { renderSarif, type SarifRuleSource } from '../report/sarif.js';
-import { describeDenial, renderText } from '../report/text.js';
+import { describeDenial, describeWithheld, renderText } from '../report/text.js';
 import { builtInRules, catalogOf, describeStages } from '../rules/index.js';
 import { packageVersion } from './version.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
 import type { CommandIO } from './io.js';
 
-export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--helm-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit|github] [--chart-root DIR] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
+export const CHECK_USAGE = `Usage: hookguard check [-|FILE|DIR...] [--argocd-version V] [--helm-version V] [--flux-version V] [--mode enforce|audit] [-o|--output text|json|sarif|junit|github] [--chart-root DIR] [--fix] [--openshift] [--max-input-bytes N] [--config FILE]
 Runs hookguard's rules offline over multi-document YAML or JSON (e.g. helm template ... | hookguard check -), read as
 Kubernetes reads it (YAML 1.1: 0777 is octal, << merges, yes/no/on/off are booleans); a List's items are objects; a
 directory stands for its *.yaml, *.yml and *.json files, recursively, hidden ones and symbolic links out of it
@@ -26,22 +27,31 @@ skipped; a directory holding Chart.yaml is rendered with the helm on PATH (helm 
                        argocd.version in the config; without any: applied by plain Helm)
   --helm-version V     the Helm that will run the hooks (also HOOKGUARD_HELM_VERSION, or helm.version; without
                        any: every Helm advisory may apply, and the summary says what that changed)
+  --flux-version V     the Flux helm-controller that will deploy the chart (also HOOKGUARD_FLUX_VERSION, or
+                       flux.helmControllerVersion): nothing it crashes on is added, and what is there is warned of
+  --mode M             enforce (default) or audit: in audit mode nothing is denied or changed, and the report says
+                       what enforce mode would change and deny (neither the config's mode nor HOOKGUARD_MODE is read)
   -o, --output F       text (default), json, sarif (SARIF 2.1.0 for code scanning), junit (JUnit XML) or github
                        (GitHub Actions workflow commands: one annotation per finding)
   --chart-root DIR     the chart's directory in the repository: sarif, junit and github point at the template a
                        document's "# Source: chart/templates/x.yaml" names, DIR/templates/x.yaml
   --fix                print the manifests as hookguard would store them (YAML, documents in order); only the
-                       nodes hookguard patches change; each denial goes to stderr: the object, the rule, why, and
-                       where it was read (not with -o)
+                       nodes hookguard patches change. When anything is denied, nothing is printed on stdout and
+                       each denial goes to stderr: the object, the rule, why, and where it was read. In audit mode
+                       every object is printed as written, and what enforce mode would change or deny goes to
+                       stderr. Not with -o
   --openshift          the objects go to an OpenShift cluster, whose SCC assigns user ids: the min-runtime guard
                        sets no runAsUser/runAsGroup (rules.minRuntime.openshift: true)
   --max-input-bytes N  refuse more input than N bytes in all (check.maxInputBytes, default 32 MiB)
+  --config FILE        the config file serve reads (also HOOKGUARD_CONFIG; docs/configuration.md): rules switched off
+                       or tuned, advisories corrected, argocd.version, helm.version; a flag given wins over it
 Exit status: ${EXIT.ok} all allowed, ${EXIT.denied} something would be denied, ${EXIT.badInput} bad input, ${EXIT.internal} internal error.`;
 
 /** check's flags, as node:util parseArgs takes them (README's flag table is held equal to them by a test). */
 export const CHECK_OPTIONS = {
   'argocd-version': { type: 'string' },
   'helm-version': { type: 'string' },
+  'flux-version': { type: 'string' },
   mode: { type: 'string' },
   output: { type: 'string', short: 'o' },
   'chart-root': { type: 'string' },
@@ -104,7 +114,7 @@ function repositoryPath(directory: string): string {
  */
 function renderFixed(
   inputs: readonly InputDocument[][],
-  results: ReadonlyMap<SourceObject, CheckResult>,
+  patches: ReadonlyMap<SourceObject, readonly Operation[]>,
   io: CommandIO,
 ): string {
   return inputs
@@ -112,7 +122,7 @@ function renderFixed(
       documents
         .map((document) => {
           const operations = document.objects.flatMap((object) =>
-            (results.get(object)?.patch ?? []).map((operation) => ({
+            (patches.get(object) ?? []).map((operation) => ({
               ...operation,
               path: `${object.pointer}${operation.path}`,
             })),
@@ -153,7 +163,7 @@ function helmAssumption(
   if (changed === 0) return [];
   const ids = context.helmAdvisories.map((advisory) => advisory.id).join(', ');
   return [
-    `Helm version unknown: judged as if any Helm may run the hooks, so ${ids} applied; ${changed} object(s) judged otherwise than for a Helm it does not affect (name the Helm with --helm-version V or HOOKGUARD_HELM_VERSION)`,
+    `Helm version unknown: assumed a Helm that ${ids} affect(s), since any Helm may run the hooks; that changed what hookguard does to ${changed} object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them`,
   ];
 }
 
@@ -175,6 +185,7 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'mode', key: 'mode', value: values.mode ?? 'enforce' },
     { flag: 'argocd-version', key: 'argocd.version', value: values['argocd-version'] },
     { flag: 'helm-version', key: 'helm.version', value: values['helm-version'] },
+    { flag: 'flux-version', key: 'flux.helmControllerVersion', value: values['flux-version'] },
     { flag: 'openshift', key: 'rules.minRuntime.openshift', value: values.openshift ? 'true' : undefined },
     { flag: 'max-input-bytes', key: 'check.maxInputBytes', value: values['max-input-bytes'] },
   ]);
@@ -215,12 +226,18 @@ export async function runCheck(argv: readonly string[], io: CommandIO): Promise<
   }
 
   if (values.fix) {
-    io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, results[index]!])), io));
-    // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr.
-    for (const result of results)
+    // A post-renderer's or plugin's stdout is the manifests: what would be denied, and why, goes to stderr, and a
+    // denied render prints no manifests at all, so `check --fix > fixed.yaml` never leaves a denied one on disk.
+    const denied = results.some((result) => !result.allowed);
+    // Audit mode never patches: its objects are printed as written, and what enforce mode would do goes to stderr.
+    const applied = results.map((result) => (result.mode === 'audit' ? [] : result.patch));
+    if (!denied) io.stdout(renderFixed(inputs, new Map(objects.map((object, index) => [object, applied[index]!])), io));
+    for (const result of results) {
+      if (result.mode === 'audit') io.stderr(describeWithheld(result));
       for (const finding of result.findings)
         if (finding.action === 'deny' && !result.allowed)
           io.stderr(describeDenial(result, finding.rule, finding.message));
+    }
   } else io.stdout(render(output, { results, notes: helmAssumption(objects, results, context, username) }));
   return results.every((result) => result.allowed) ? EXIT.ok : EXIT.denied;
 }

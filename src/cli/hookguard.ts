@@ -7,15 +7,27 @@ import { packageVersion } from './version.js';
  * only its own (the sweep CronJob's memory limit has no room for the webhook server's modules).
  */
 async function usage(): Promise<string> {
-  const [{ SERVE_USAGE }, { CHECK_USAGE }, { SWEEP_USAGE }, { WHY_USAGE }, { SELF_TEST_USAGE }, { CHART_HOOK_USAGE }] =
-    await Promise.all([
-      import('./serve.js'),
-      import('./check.js'),
-      import('./sweep.js'),
-      import('./why.js'),
-      import('./self-test.js'),
-      import('./chart-hook.js'),
-    ]);
+  const [
+    { SERVE_USAGE },
+    { CHECK_USAGE },
+    { ADVISORIES_USAGE },
+    { RULES_USAGE },
+    { SWEEP_USAGE },
+    { WHY_USAGE },
+    { SELF_TEST_USAGE },
+    { CHART_HOOK_USAGE },
+    { POLICIES_USAGE },
+  ] = await Promise.all([
+    import('./serve.js'),
+    import('./check.js'),
+    import('./advisories.js'),
+    import('./rules.js'),
+    import('./sweep.js'),
+    import('./why.js'),
+    import('./self-test.js'),
+    import('./chart-hook.js'),
+    import('./policies.js'),
+  ]);
   return `hookguard: keeps Helm and Argo CD hook Jobs from getting stuck.
 
 Commands:
@@ -23,6 +35,7 @@ Commands:
   check        run the rules offline over manifests (helm template ... | hookguard check -)
   advisories   list the known Argo CD races hookguard guards against
   rules        list the rule catalog
+  policies     print the rules CEL can express as admission policies (hookguard without a webhook)
   sweep        remove finalizers nothing else will (Argo CD hooks, Argo Workflows pods; dry run unless --apply)
   why          say why a hook Job or Pod failed or hangs (one hook, an Argo CD Application's, or the cluster's)
   self-test    probe once whether the API server calls both webhooks (the chart's helm test)
@@ -41,6 +54,10 @@ ${SERVE_USAGE}
 
 ${CHECK_USAGE}
 
+${ADVISORIES_USAGE}
+
+${RULES_USAGE}
+
 ${SWEEP_USAGE}
 
 ${WHY_USAGE}
@@ -48,6 +65,8 @@ ${WHY_USAGE}
 ${SELF_TEST_USAGE}
 
 ${CHART_HOOK_USAGE}
+
+${POLICIES_USAGE}
 `;
 }
 
@@ -58,11 +77,15 @@ const commands: Record<string, () => Promise<Command>> = {
   check: async () => (await import('./check.js')).runCheck,
   advisories: async () => (await import('./advisories.js')).runAdvisories,
   rules: async () => (await import('./rules.js')).runRules,
+  policies: async () => (await import('./policies.js')).runPolicies,
   sweep: async () => (await import('./sweep.js')).runSweep,
   why: async () => (await import('./why.js')).runWhy,
   'self-test': async () => (await import('./self-test.js')).runSelfTestOnce,
   'chart-hook': async () => (await import('./chart-hook.js')).runChartHook,
 };
+
+/** Every command's name; each answers -h and --help with its usage (test/cli/help.test.ts walks them). */
+export const COMMAND_NAMES: readonly string[] = Object.keys(commands);
 
 /**
  * `hookguard ARGV` against `io`: resolves with the exit status; a UserError is said on stderr and gives its status,

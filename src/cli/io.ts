@@ -7,6 +7,8 @@ export interface CommandIO {
   /** All of standard input; refused (an InputError) past `maxBytes`, without reading the rest. */
   readStdin: (maxBytes?: number) => Promise<string>;
   env: Readonly<Record<string, string | undefined>>;
+  /** The terminal's width when standard output is one; undefined when it is a pipe or a file (nothing is wrapped). */
+  columns?: number;
 }
 
 export async function readStream(stream: NodeJS.ReadableStream, maxBytes = Infinity): Promise<string> {

@@ -9,7 +9,14 @@ const io: CommandIO = {
   stderr: (text) => process.stderr.write(text),
   readStdin: (maxBytes) => readStream(process.stdin, maxBytes),
   env: process.env,
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
 };
+
+// A reader that stops early (`hookguard rules | head`) closes the pipe: that ends the output, and is no error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit();
+});
 
 runHookguard(process.argv.slice(2), io).then(
   (code) => {

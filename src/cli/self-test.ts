@@ -1,5 +1,5 @@
 import { EXIT, UsageError } from '../errors.js';
-import { kubeConnection } from '../kube/kubeconfig.js';
+import { kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { kubeSelfTestClient } from '../controllers/selftest/client.js';
 import { probeOnce } from '../controllers/selftest/self-test.js';
 import { loadConfigWithFlags, parseArguments } from './arguments.js';
@@ -23,7 +23,7 @@ export async function runSelfTestOnce(argv: readonly string[], io: CommandIO): P
   }
   const config = loadConfigWithFlags(io, values.config, []);
   const connection = kubeConnection(io.env);
-  if (!connection) throw new UsageError('no cluster: set KUBECONFIG, or run in a pod with a service account');
+  if (!connection) throw new UsageError(noClusterProblem(io.env));
   const { namespace, requestTimeoutMs } = config.selfTest;
   const verdict = await probeOnce(
     kubeSelfTestClient(connection.kubeConfig),

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { startApiDiscovery } from '../discovery/api-groups.js';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
-import { startDiscovery } from '../discovery/start.js';
+import { startDiscovery, startFluxDiscovery } from '../discovery/start.js';
 import { buildApp, buildProbeApp } from '../http/app.js';
 import { Lifecycle, shutDown } from '../http/lifecycle.js';
 import { BoundedLogDestination, isoTimeOncePerMillisecond, stdoutStream } from '../http/log-destination.js';
@@ -178,12 +178,17 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   // the self-test's config check may still refuse to serve.
   const controllers = startControllers(config, io.env, logger, {
     selfTest: {
-      sources: { certificate: certificates.inUse, discovery: () => discovery.source.status() },
+      sources: {
+        certificate: certificates.inUse,
+        discovery: () => discovery.source.status(),
+        flux: () => fluxDiscovery.source.status(),
+      },
       observe: (outcome, atMs) => metrics.selfTest(outcome, atMs),
     },
     hooks: { failure: (reason) => metrics.hookFailure(reason), failing: (count) => metrics.failing(count) },
   });
   const discovery = startDiscovery(config, io.env, logger);
+  const fluxDiscovery = startFluxDiscovery(config, io.env, logger);
   const namespaceWatch = startNamespaceWatch(config, io.env, logger);
   const apiDiscovery = startApiDiscovery(config, io.env, logger);
   const metrics = new Metrics({
@@ -199,6 +204,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   const shared = {
     logger,
     argocd: discovery.source,
+    flux: fluxDiscovery.source,
     namespaces: namespaceWatch.source,
     cluster: apiDiscovery.source,
     metrics,
@@ -209,7 +215,8 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   // The Leases are released at once, so other replicas take the controllers and certificates over while this one
   // drains; the watches serve the requests still in flight.
   const stopLeading = () => Promise.all([controllers.stop(), certificates.stop()]);
-  const stopWatches = () => Promise.all([discovery.stop(), namespaceWatch.stop(), apiDiscovery.stop()]);
+  const stopWatches = () =>
+    Promise.all([discovery.stop(), fluxDiscovery.stop(), namespaceWatch.stop(), apiDiscovery.stop()]);
   let port: number;
   let probePort: number;
   try {

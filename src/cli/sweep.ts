@@ -2,9 +2,9 @@ import { hostname } from 'node:os';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ARGOCD_HOOK_FINALIZER, ARGO_WORKFLOWS_STATUS_FINALIZER } from '../core/annotations.js';
-import { actingIdentity, kubeConnection } from '../kube/kubeconfig.js';
+import { actingIdentity, kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { kubeSweepClient } from '../sweep/client.js';
-import { applicationLookupOf } from '../sweep/qualify.js';
+import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { sweep, SWEEP_ACTIONS, type SweepAction, type SweepReport, type SweepResult } from '../sweep/sweep.js';
 import { ApiCallError, EXIT, UsageError } from '../errors.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
@@ -76,7 +76,7 @@ export async function runSweep(argv: readonly string[], io: CommandIO): Promise<
     { flag: 'profile', key: 'sweep.profiles', value: values.profile?.join(',') },
   ]);
   const connection = kubeConnection(io.env);
-  if (!connection) throw new UsageError('no cluster to sweep: set KUBECONFIG, or run in a pod with a service account');
+  if (!connection) throw new UsageError(noClusterProblem(io.env, 'no cluster to sweep'));
   // Log lines (audit lines included) go to stderr, so stdout stays the report.
   const logSink = new Writable({
     write(chunk: Buffer, _encoding, callback) {

@@ -5,15 +5,16 @@ import {
   FAILING_STATES,
   type ExplainOptions,
   type HookExplanation,
-} from '../core/explain.js';
+} from '../core/explain/index.js';
 import { readHook } from '../core/hook.js';
-import { isRecord } from '../core/objects.js';
+import { conditionTrue, isRecord, metadataOf } from '../core/objects.js';
 import { ApiCallError, apiFailureText, EXIT, isBug, UsageError } from '../errors.js';
 import { apiFailure } from '../kube/api-failure.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
-import { kubeConnection } from '../kube/kubeconfig.js';
+import { kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
-import { applicationLookupOf, applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
+import { applicationLookupOf } from '../sweep/application-lookup.js';
+import { applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
 
@@ -22,13 +23,14 @@ export const WHY_USAGE = `Usage: hookguard why job/NAME|pod/NAME [-n NS] | --app
 Says why a hook Job or Pod failed or hangs, from what Kubernetes wrote: the Job's conditions, its Pods' container
 states (exit code, reason, termination message), the scheduler's verdict, and the Events of the kubelet and the job
 controller (events.k8s.io/v1 and v1). States: Succeeded, Running, Failed, Stuck (a Pod waiting longer than
-why.stuckAfterSeconds, default 300), Blocked (a Job whose Pods cannot be created for that long), Suspended.
+why.stuckAfterSeconds, default 300), Blocked (a Job whose Pods cannot be created for that long), Suspended (a Job
+suspended for less than that; longer, it is Stuck).
   job/NAME, pod/NAME     one hook, in -n NS (default: the kubeconfig context's namespace, else default)
   --application NS/NAME  every hook of that Argo CD Application's current or last operation, and every hook
                          carrying its tracking id or instance label
   -A, --all-namespaces   every hook in the cluster that is not Succeeded or Running (at most why.maxHooks)
 Talks to the cluster of KUBECONFIG, the in-cluster service account, or ~/.kube/config. Reads jobs, pods and events
-(both APIs), and applications.argoproj.io for --application.
+(through events.k8s.io/v1 and v1; either is enough), and applications.argoproj.io for --application.
 Exit status: ${EXIT.ok} every hook looked at is fine (Succeeded, Running, Suspended), ${EXIT.hookFailing} one failed, is stuck or blocked,
 or the cluster could not be read, ${EXIT.badInput} bad input (arguments, a hook or Application that does not exist), ${EXIT.internal} internal error.`;
 
@@ -53,27 +55,15 @@ function parseApplication(value: string): { namespace: string; name: string } {
 
 type Json = Record<string, unknown>;
 
-function metadataOf(object: Json): Json {
-  return isRecord(object.metadata) ? object.metadata : {};
-}
-
 function ownedByJob(pod: Json): boolean {
-  const owners = metadataOf(pod).ownerReferences;
+  const owners = metadataOf(pod)?.ownerReferences;
   return Array.isArray(owners) && owners.some((owner) => isRecord(owner) && owner.kind === 'Job');
-}
-
-function conditionTrue(job: Json, types: readonly string[]): boolean {
-  const status = isRecord(job.status) ? job.status : {};
-  const conditions = Array.isArray(status.conditions) ? status.conditions : [];
-  return conditions.some(
-    (condition) => isRecord(condition) && types.includes(String(condition.type)) && condition.status === 'True',
-  );
 }
 
 /** Done without a doubt, from the object alone: `-A` counts it and reads nothing more. */
 function plainlySucceeded(hook: Json): boolean {
   if (hook.kind === 'Pod') return isRecord(hook.status) && hook.status.phase === 'Succeeded';
-  return conditionTrue(hook, ['Complete', 'SuccessCriteriaMet']);
+  return conditionTrue(hook, ['Complete', 'SuccessCriteriaMet']) !== undefined;
 }
 
 interface Context {
@@ -138,7 +128,7 @@ const GROUP_OF: Readonly<Record<HookKindName, string>> = { Job: 'batch', Pod: ''
  * `app.kubernetes.io/instance` (Helm's release name) names no Application.
  */
 function trackingApplications(hook: Json, lookup: ApplicationLookup): ReturnType<typeof applicationsOf> {
-  const metadata = metadataOf(hook);
+  const metadata = metadataOf(hook) ?? {};
   const annotations = isRecord(metadata.annotations) ? metadata.annotations : {};
   if (typeof annotations[ARGOCD_TRACKING_ID] !== 'string') return applicationsOf(hook, lookup);
   return applicationsOf({ ...hook, metadata: { ...metadata, labels: {} } }, lookup);
@@ -179,7 +169,7 @@ async function whyApplication(context: Context, ref: { namespace: string; name: 
   }
   const key = (kind: unknown, namespace: unknown, name: unknown) =>
     `${String(kind)}/${String(namespace)}/${String(name)}`;
-  const liveKeys = new Set(live.map((hook) => key(hook.kind, metadataOf(hook).namespace, metadataOf(hook).name)));
+  const liveKeys = new Set(live.map((hook) => key(hook.kind, metadataOf(hook)?.namespace, metadataOf(hook)?.name)));
   // A recorded hook not found by its labels (tracked otherwise) is read by name; one that is gone is what Argo CD
   // recorded.
   const gone: Json[] = [];
@@ -244,7 +234,7 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     { flag: 'stuck-after-seconds', key: 'why.stuckAfterSeconds', value: values['stuck-after-seconds'] },
   ]);
   const connection = kubeConnection(io.env);
-  if (!connection) throw new UsageError('no cluster: set KUBECONFIG, or run in a pod with a service account');
+  if (!connection) throw new UsageError(noClusterProblem(io.env));
   const detection = { argocdControllerUsernames: [], argocdTrackingLabel: config.argocd.trackingLabel ?? undefined };
   const context: Context = {
     reader: kubeHookReader(connection.kubeConfig),

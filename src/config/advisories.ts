@@ -26,7 +26,7 @@ const ADVISORY_KEYS = [
 ];
 const NOTE_KEYS = ['affected', 'hookName', 'text'];
 const HOOK_NAMINGS: readonly HookNaming[] = ['fixed', 'generated'];
-const TOOLS: readonly AdvisoryTool[] = ['argocd', 'helm'];
+const TOOLS: readonly AdvisoryTool[] = ['argocd', 'helm', 'helm-controller'];
 const HOOK_PHASES: readonly AdvisoryHooks[] = ['sync', 'delete'];
 
 /** The `advisories` row of the docs' configuration table: a list with a shape of its own, not a key of KEYS. */
@@ -143,7 +143,7 @@ function validateAdvisory(candidate: Record<string, unknown>, at: string): Advis
   return {
     id,
     summary,
-    ...(tool === 'helm' ? { tool: 'helm' as const } : {}),
+    ...(tool === 'helm' || tool === 'helm-controller' ? { tool } : {}),
     ...(hooks === 'delete' ? { hooks: 'delete' as const } : {}),
     affected,
     ...(candidate.fixed !== undefined ? { fixed: scalarText(candidate.fixed) } : {}),

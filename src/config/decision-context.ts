@@ -1,5 +1,6 @@
 import { NO_INSTANCES } from '../core/argocd-instances.js';
-import { normalizeArgoVersion } from '../core/argocd-version.js';
+import { advisoriesOfTool, normalizeArgoVersion } from '../core/argocd-version.js';
+import { NO_HELM_CONTROLLERS, type HelmControllers } from '../core/flux.js';
 import type { DecisionContext } from '../core/context.js';
 import type { Stage } from '../core/rule.js';
 import { builtInRules, catalogOf, ruleConfigKey, withoutRules } from '../rules/index.js';
@@ -13,6 +14,12 @@ function switchedOff(config: Readonly<Config>): Set<string> {
       .map((rule) => rule.id)
       .filter((id) => !settings[ruleConfigKey(id)]!.enabled),
   );
+}
+
+/** The helm-controller `flux.helmControllerVersion` names, else none: discovery adds what it finds at admission. */
+export function pinnedHelmControllers(config: Readonly<Config>): HelmControllers {
+  const version = normalizeArgoVersion(config.flux.helmControllerVersion ?? undefined);
+  return version === undefined ? NO_HELM_CONTROLLERS : { versions: [version], unknownVersion: false };
 }
 
 /**
@@ -40,9 +47,11 @@ export function decisionContext(
       rules: config.rules,
     },
     ruleSet: withoutRules(builtInRules, switchedOff(config)),
-    advisories: config.advisories.filter((advisory) => advisory.tool !== 'helm'),
-    helmAdvisories: config.advisories.filter((advisory) => advisory.tool === 'helm'),
+    advisories: advisoriesOfTool(config.advisories, 'argocd'),
+    helmAdvisories: advisoriesOfTool(config.advisories, 'helm'),
     helmVersion: normalizeArgoVersion(config.helm.version ?? undefined),
+    helmControllerAdvisories: advisoriesOfTool(config.advisories, 'helm-controller'),
+    helmControllers: pinnedHelmControllers(config),
     pinnedArgocdVersion: argocdVersion,
     argocdInstances: NO_INSTANCES,
     namespaces: undefined,

@@ -85,6 +85,7 @@ function versionLike(accepts: string, example: string): Format {
 const HELM_VERSION = versionLike('a version', '4.2.1');
 const GITOPS_VERSION = versionLike('OpenShift GitOps versions', '1.9.0');
 const ARGO_CD_VERSION = versionLike('a version', '2.14.3');
+const HELM_CONTROLLER_VERSION = versionLike('a version', '1.6.3');
 
 // A DNS-1123 label, as Kubernetes requires of a namespace name.
 const NAMESPACE: Format = {
@@ -401,6 +402,27 @@ export const KEYS = {
       doc: 'At render time, the Helm version that will run the hooks (the post-renderer plugin sets it); null: unknown, and every Helm advisory may apply.',
     }),
   },
+  // Flux's helm-controller deploys Helm charts too, through the Helm SDK, and crashes on hooks some rules would
+  // annotate (data/advisories.yaml, tool: helm-controller; docs/discovery.md, Flux).
+  flux: {
+    helmControllerVersion: optionalText({
+      format: HELM_CONTROLLER_VERSION,
+      env: 'HOOKGUARD_FLUX_VERSION',
+      doc: "The Flux helm-controller version that deploys the charts (check's --flux-version): at render time the rules change nothing it crashes on; set, it also pins the version at admission and turns Flux discovery off. null: no helm-controller known at render time, discovered at admission.",
+    }),
+    labelSelector: text({
+      default: 'app.kubernetes.io/component=helm-controller',
+      format: NOT_EMPTY,
+      doc: "Selects Flux's helm-controller Deployments (flux2 manifests/bases/helm-controller/labels.yaml).",
+    }),
+    // Where Flux is installed (flux install's default flux-system). A controller found here is trusted to be the
+    // helm-controller its image says, as an Argo CD controller is (docs/discovery.md, trust model).
+    namespaces: list({
+      default: ['flux-system'],
+      env: 'HOOKGUARD_FLUX_NAMESPACES',
+      doc: 'Namespaces Flux is installed in, where discovery looks for helm-controller (unless discovery.clusterWide); only admins should be able to create Deployments there.',
+    }),
+  },
   excludedNamespaces: list({
     default: ['kube-system'],
     env: 'HOOKGUARD_EXCLUDED_NAMESPACES',
@@ -585,6 +607,12 @@ export const KEYS = {
       enabled: ruleEnabled(
         'hook-output-log-policy',
         "At render time, give Helm hooks without helm.sh/hook-output-log-policy the policy hook-failed (Helm 3.18+ prints a failed hook's logs). false: off.",
+      ),
+    },
+    fluxHookOutputCrash: {
+      enabled: ruleEnabled(
+        'flux-hook-output-crash',
+        'Warn at admission of a Flux hook carrying helm.sh/hook-output-log-policy while a helm-controller that crashes on it runs. false: off.',
       ),
     },
     hookLabel: {
@@ -783,6 +811,27 @@ export const KEYS = {
       default: false,
       env: 'HOOKGUARD_HOOK_WATCH_EVENT_LOGS',
       doc: 'Allow the last log lines of a failed container (redacted: tokens, password=, Authorization:, PEM blocks, long base64) in the Event, where the hook or its namespace is annotated hookguard.io/event-logs: "true". Needs pods/log (the chart grants it with hookWatch.eventLogs).',
+    }),
+    // controller-runtime's client asks 20 calls a second with a burst of 30 (client-go's bare default is 5 and 10). The
+    // watcher explains at most 20 hooks a pass, a pass every 10 s unless something changed: about 14 calls a second
+    // at 7 calls a hook, so the bucket binds only when changes come faster than the passes.
+    maxConcurrentCalls: integer({
+      default: 4,
+      min: 1,
+      max: 64,
+      doc: "The hook watcher's API calls in flight at once (reads and Event writes alike); the rest wait in order.",
+    }),
+    callsPerSecond: integer({
+      default: 20,
+      min: 1,
+      max: 10_000,
+      doc: "The hook watcher's API calls per second, on average (a token bucket refilled at this rate).",
+    }),
+    callBurst: integer({
+      default: 30,
+      min: 1,
+      max: 10_000,
+      doc: 'Calls the hook watcher may make at once after a quiet spell, above hookWatch.callsPerSecond (the token bucket holds this many).',
     }),
   },
   why: {

@@ -14,7 +14,8 @@ import type { KubeObject } from '../core/types.js';
 export const FIELD_LIMIT_BYTES = 128;
 /** NoteLengthLimit (bytes). */
 export const NOTE_LIMIT_BYTES = 1024;
-const ELLIPSIS = '…';
+/** What a cut text ends (cutToBytes) or begins (the hook watcher's log tail) with. */
+export const ELLIPSIS = '…';
 const ELLIPSIS_BYTES = Buffer.byteLength(ELLIPSIS);
 const utf8 = new TextEncoder();
 

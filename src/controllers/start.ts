@@ -7,9 +7,10 @@ import { leaderIdentity, startLeaderLoop, type LeaderTask } from './leader-loop.
 import { selfTestController, selfTestDisabled, selfTestOff, type SelfTestView } from './selftest/start.js';
 import type { OutcomeObserver, SelfTestSources } from './selftest/self-test.js';
 import { kubeHookWatchClient } from './hooks/client.js';
+import { CallBudget, type CallLimits } from '../kube/call-budget.js';
 import { HookWatcher, type HookWatchObserver, type HookWatchSettings } from './hooks/watcher.js';
 import { hostname } from 'node:os';
-import { applicationLookupOf } from '../sweep/qualify.js';
+import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { reflectorSettingsOf } from '../kube/reflector.js';
 
 export interface ControllerInputs {
@@ -36,6 +37,12 @@ export function hookWatchSettings(config: Readonly<Config>): HookWatchSettings {
     applicationLookup: applicationLookupOf(config),
     reflector: reflectorSettingsOf(config.discovery),
   };
+}
+
+/** What the hook watcher may ask of the API server (also what `npm run bench:watch` runs it with). */
+export function hookWatchCallLimits(config: Readonly<Config>): CallLimits {
+  const { maxConcurrentCalls, callsPerSecond, callBurst } = config.hookWatch;
+  return { maxConcurrent: maxConcurrentCalls, perSecond: callsPerSecond, burst: callBurst };
 }
 
 const NO_CLUSTER = 'no kubeconfig and no in-cluster service account: not running in a cluster';
@@ -83,7 +90,7 @@ export function startControllers(
   if (hookWatchOff === undefined) {
     const watcher = new HookWatcher(
       connection.kubeConfig,
-      kubeHookWatchClient(connection.kubeConfig),
+      kubeHookWatchClient(connection.kubeConfig, new CallBudget(hookWatchCallLimits(config))),
       hookWatchSettings(config),
       logger.child({ component: 'hook-watcher' }),
       inputs.hooks,

@@ -1,5 +1,5 @@
 import semver from 'semver';
-import type { Advisory } from './types.js';
+import type { Advisory, AdvisoryTool } from './types.js';
 
 /**
  * A usable Argo CD version from an image tag or label ("v2.14.3", "2.14.3+a1b2c3"), or undefined when the
@@ -17,6 +17,11 @@ export function versionInRange(version: string, range: string): boolean {
 
 export function advisoryAffects(advisory: Advisory, version: string): boolean {
   return versionInRange(version, advisory.affected);
+}
+
+/** The advisories about one tool's versions (an advisory without `tool` is about Argo CD). */
+export function advisoriesOfTool(advisories: readonly Advisory[], tool: AdvisoryTool): Advisory[] {
+  return advisories.filter((advisory) => (advisory.tool ?? 'argocd') === tool);
 }
 
 export function isValidRange(range: string): boolean {

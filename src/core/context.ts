@@ -4,6 +4,7 @@ import type { ArgoInstances, RemoteArgo } from './argocd-instances.js';
 import { advisoryAffects, normalizeArgoVersion, versionInRange } from './argocd-version.js';
 import type { HookDetection, HookInfo } from './hook.js';
 import type { ClusterFacts } from './cluster.js';
+import { helmControllerAdvisories, type HelmControllers } from './flux.js';
 import { namespaceFacts, type NamespaceSnapshot } from './namespaces.js';
 import type { RuleContext, RuleSet, RuleSettings, Stage } from './rule.js';
 import type { Advisory, AdvisoryNote, Mode } from './types.js';
@@ -36,6 +37,18 @@ export interface DecisionContext {
   helmAdvisories: readonly Advisory[];
   /** The Helm version that runs the hooks (`helm.version`, normalised); undefined when unknown. */
   helmVersion: string | undefined;
+  /** The advisories about Flux's helm-controller (`tool: helm-controller`). */
+  helmControllerAdvisories: readonly Advisory[];
+  /**
+   * The helm-controllers that may deploy the hooks: `flux.helmControllerVersion` at render time and when pinned,
+   * else what discovery found (src/core/flux.ts).
+   */
+  helmControllers: HelmControllers;
+}
+
+/** The decision context with what Flux discovery found of the helm-controllers. */
+export function withHelmControllers(context: DecisionContext, helmControllers: HelmControllers): DecisionContext {
+  return { ...context, helmControllers };
 }
 
 /**
@@ -186,7 +199,15 @@ export function ruleContextFor(
   hook: HookInfo,
   context: Pick<
     DecisionContext,
-    'stage' | 'config' | 'advisories' | 'namespaces' | 'cluster' | 'helmAdvisories' | 'helmVersion'
+    | 'stage'
+    | 'config'
+    | 'advisories'
+    | 'namespaces'
+    | 'cluster'
+    | 'helmAdvisories'
+    | 'helmVersion'
+    | 'helmControllerAdvisories'
+    | 'helmControllers'
   >,
   versions: string | readonly string[] | undefined,
   namespace: string | undefined,
@@ -221,6 +242,11 @@ export function ruleContextFor(
     helmVersion: context.helmVersion,
     helmAdvisoriesFor: (ruleId) =>
       hook.appliedByArgo ? NO_ADVISORIES : helmAdvisoriesOf(context.helmAdvisories, context.helmVersion, ruleId),
+    helmControllers: context.helmControllers,
+    helmControllerAdvisoriesFor: (ruleId) =>
+      hook.appliedByArgo
+        ? NO_ADVISORIES
+        : helmControllerAdvisories(context.helmControllerAdvisories, context.helmControllers, ruleId),
   };
 }
 

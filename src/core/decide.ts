@@ -77,7 +77,8 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     for (const message of outcome.mutations) findings.push(ruleFinding(rule.id, 'mutate', message, advisory));
     if (outcome.warnings.length > 0) {
       // A warning rule's warnings are about the advisory it warns of; another rule's are about the object alone.
-      const warnedOf = context.warningAdvisoriesFor(rule.id)[0]?.id;
+      const warnedOf = (context.warningAdvisoriesFor(rule.id)[0] ?? context.helmControllerAdvisoriesFor(rule.id)[0])
+        ?.id;
       for (const message of outcome.warnings) findings.push(ruleFinding(rule.id, 'warn', message, warnedOf));
     }
     if (outcome.unmet) findings.push(ruleFinding(rule.id, 'warn', outcome.unmet, advisory));

@@ -8,6 +8,20 @@ export function metadataOf(object: KubeObject): ObjectMeta | undefined {
   return isRecord(object.metadata) ? object.metadata : undefined;
 }
 
+/**
+ * The first of `types`, in that order, whose condition in `status.conditions` has status "True" (a Job's Complete,
+ * Failed, Suspended, …); undefined when none has.
+ */
+export function conditionTrue(object: KubeObject, types: readonly string[]): Record<string, unknown> | undefined {
+  const status = isRecord(object.status) ? object.status : {};
+  const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isRecord) : [];
+  for (const type of types) {
+    const found = conditions.find((condition) => condition.type === type && condition.status === 'True');
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /** The object's metadata.namespace and metadata.name as text, empty where absent (a cluster-scoped object). */
 export function namespacedName(object: KubeObject): { namespace: string; name: string } {
   const metadata = metadataOf(object);

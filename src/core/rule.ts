@@ -1,5 +1,6 @@
 import type { HookInfo, HookKind } from './hook.js';
 import type { ClusterFacts } from './cluster.js';
+import type { HelmControllers } from './flux.js';
 import type { NamespaceFacts } from './namespaces.js';
 import type { Advisory, AdvisoryNote, Finding, KubeObject } from './types.js';
 
@@ -68,6 +69,7 @@ export interface RuleSettings {
   lostDeleteHook: { enabled: boolean };
   hookManagedBy: { enabled: boolean };
   hookOutputLogPolicy: { enabled: boolean };
+  fluxHookOutputCrash: { enabled: boolean };
   hookLabel: { enabled: boolean };
   terminationMessagePolicy: { enabled: boolean };
   immutableUpdate: { enabled: boolean };
@@ -118,6 +120,13 @@ export interface RuleContext {
    * helmVersion, or with it unknown every one that does.
    */
   helmAdvisoriesFor(this: void, ruleId: string): readonly Advisory[];
+  /** The helm-controllers that may deploy the hook (src/core/flux.ts). */
+  helmControllers: HelmControllers;
+  /**
+   * For a hook Helm runs (not one Argo CD applies): the helm-controller advisories naming this rule in `warnedBy`
+   * that affect a known helm-controller, or every one when a helm-controller's version is unknown.
+   */
+  helmControllerAdvisoriesFor(this: void, ruleId: string): readonly Advisory[];
 }
 
 /**
@@ -131,10 +140,12 @@ export interface RuleContext {
  * - `helm-and-argocd`: every hook Helm applies, and hooks applied by Argo CD as under `argocd`.
  * - `argocd-delete`: Argo CD's PreDelete/PostDelete hooks, on a version an advisory about delete hooks (`hooks:
  *   delete`) naming this rule as a warning affects, or an unknown version.
+ * - `helm-controller`: hooks Helm runs while a Flux helm-controller an advisory naming this rule (`warnedBy`) affects
+ *   is known, or one of unknown version runs.
  * The Argo CD gates concern only the hooks Argo CD runs in a sync phase (HookInfo.argoSyncPhase); its delete-phase
  * hooks pass the gates as Helm's hooks do.
  */
-export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd' | 'argocd-delete';
+export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd' | 'argocd-delete' | 'helm-controller';
 
 export interface RuleReport {
   /** What the rule changed, one line each. */
@@ -211,6 +222,7 @@ export function report(partial: Partial<RuleReport> = {}): RuleReport {
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {
   if (rule.gate === 'always') return true;
+  if (rule.gate === 'helm-controller') return context.helmControllerAdvisoriesFor(rule.id).length > 0;
   // Only a delete-phase hook of Argo CD's is judged with the advisories about delete hooks (ruleContextFor).
   if (rule.gate === 'argocd-delete') return context.warningAdvisoriesFor(rule.id).length > 0;
   // Argo CD's PreDelete/PostDelete hooks get no hook finalizer, so no Argo CD advisory concerns them: they are

@@ -103,8 +103,8 @@ export interface AdvisoryNote {
   text: string;
 }
 
-/** Whose versions an advisory's ranges speak of: Argo CD's (the default) or Helm's. */
-export type AdvisoryTool = 'argocd' | 'helm';
+/** Whose versions an advisory's ranges speak of: Argo CD's (the default), Helm's or Flux's helm-controller's. */
+export type AdvisoryTool = 'argocd' | 'helm' | 'helm-controller';
 /**
  * Which of Argo CD's hooks an advisory concerns: `sync`, those it runs in a sync phase (gitops-engine getSyncTasks,
  * where the hook finalizer is added; the default), or `delete`, its PreDelete/PostDelete hooks (argo-cd

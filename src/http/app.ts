@@ -11,8 +11,9 @@ import { decisionContext } from '../config/decision-context.js';
 import type { Config } from '../config/keys.js';
 import type { DecisionContext } from '../core/context.js';
 import { decide, type Decision } from '../core/decide.js';
-import { withCluster, withInstances, withNamespaces } from '../core/context.js';
+import { withCluster, withHelmControllers, withInstances, withNamespaces } from '../core/context.js';
 import type { ArgoVersionSource } from '../discovery/discovery.js';
+import type { HelmControllerSource } from '../discovery/helm-controllers.js';
 import type { ClusterSource } from '../discovery/api-groups.js';
 import type { NamespaceSource } from '../discovery/namespaces.js';
 import type { AdmissionRequest, Endpoint } from '../core/types.js';
@@ -33,6 +34,8 @@ export interface AppOptions {
   tls?: KeyPair;
   /** Discovered Argo CD instances, read as a snapshot per request; without it only `argocd.version` counts. */
   argocd?: ArgoVersionSource;
+  /** Discovered Flux helm-controllers (or the configured one), read as a snapshot per request. */
+  flux?: HelmControllerSource;
   /** The namespace watch's facts, read as a snapshot per request; without it no rule knows a namespace. */
   namespaces?: NamespaceSource;
   /** What API discovery knows of the cluster (OpenShift or not). */
@@ -71,6 +74,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     });
   const baseContext = decisionContext(config);
   const argocd = options.argocd;
+  const flux = options.flux;
   const probeUsername = options.selfTest?.probeUsername;
   const namespaceSource = options.namespaces;
   const clusterSource = options.cluster;
@@ -81,8 +85,17 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     const instances = argocd?.instances() ?? context.argocdInstances;
     const namespaces = namespaceSource?.namespaces();
     const cluster = clusterSource?.cluster();
-    if (instances !== context.argocdInstances || namespaces !== context.namespaces || cluster !== context.cluster)
-      context = withCluster(withNamespaces(withInstances(baseContext, instances), namespaces), cluster);
+    const helmControllers = flux?.helmControllers() ?? context.helmControllers;
+    if (
+      instances !== context.argocdInstances ||
+      namespaces !== context.namespaces ||
+      cluster !== context.cluster ||
+      helmControllers !== context.helmControllers
+    )
+      context = withHelmControllers(
+        withCluster(withNamespaces(withInstances(baseContext, instances), namespaces), cluster),
+        helmControllers,
+      );
     return context;
   };
   // Bodies and decisions are worked out per turn of the event loop, back to back (src/http/turn-batch.ts).
@@ -195,7 +208,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
 
 export type ProbeOptions = Pick<
   AppOptions,
-  'logger' | 'argocd' | 'namespaces' | 'cluster' | 'lifecycle' | 'selfTest'
+  'logger' | 'argocd' | 'flux' | 'namespaces' | 'cluster' | 'lifecycle' | 'selfTest'
 > & {
   metrics: Metrics;
 };
@@ -232,6 +245,7 @@ function probeRoutes(app: FastifyInstance, options: ProbeOptions): void {
   app.get('/readyz', async (_request, reply) => {
     const details = {
       ...(argocd ? { discovery: argocd.status() } : {}),
+      ...(options.flux ? { flux: options.flux.status() } : {}),
       ...(namespaceSource ? { namespaces: namespaceSource.status() } : {}),
       ...(options.cluster ? { apiDiscovery: options.cluster.status() } : {}),
       ...(options.selfTest ? { selfTest: options.selfTest.status() } : {}),

@@ -1,6 +1,6 @@
 // Prometheus metrics, in a registry of their own (never prom-client's global one, so two apps in one process, as in
 // tests, never share counters).
-import type { HookReason } from '../core/explain.js';
+import type { HookReason } from '../core/explain/index.js';
 import { X509Certificate } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { ArgoInstances } from '../core/argocd-instances.js';

@@ -1,12 +1,15 @@
 // What `hookguard why` reads from the API server to explain a hook: the hook, its Pods, the Events about both (from
 // events.k8s.io/v1 and core v1 alike), the hooks of a namespace or of the cluster, an Argo CD Application. Every read
 // is a GET of JSON (src/kube/api-request.ts), every list is paged and capped, and lists of Jobs and Pods parse only
-// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain.ts.
+// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain/. The
+// hook watcher reads through the same reader, with a CallBudget (src/kube/call-budget.ts) every call goes through.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isRecord } from '../core/objects.js';
-import type { HookEvidence } from '../core/explain.js';
+import type { HookEvidence } from '../core/explain/index.js';
+import { ApiCallError } from '../errors.js';
 import { apiFailure } from './api-failure.js';
 import { getBody, ReceiveBuffer } from './api-request.js';
+import type { CallBudget } from './call-budget.js';
 import { scanListPage } from './list-scan.js';
 
 export type HookKindName = 'Job' | 'Pod';
@@ -38,7 +41,15 @@ export interface HookReader {
   listHooks(kind: HookKindName, namespace: string | undefined, keep: (hook: Json) => boolean): Promise<Json[]>;
   /** An Argo CD Application (argoproj.io/v1alpha1); undefined when it does not exist. */
   getApplication(namespace: string, name: string): Promise<Json | undefined>;
+  /**
+   * Every hook Job or Pod carrying `labelSelector`, in every namespace, page by page, with the list's resourceVersion
+   * to watch from (a reflector's list).
+   */
+  listLabelled(kind: HookKindName, labelSelector: string): Promise<{ items: Json[]; resourceVersion: string }>;
 }
+
+/** A reader without a budget: `hookguard why`, whose calls why.maxHooks bounds. */
+const UNLIMITED: Pick<CallBudget, 'run'> = { run: (call) => call() };
 
 function collection(kind: HookKindName, namespace: string | undefined): string {
   const [prefix, plural] = kind === 'Job' ? ['/apis/batch/v1', 'jobs'] : ['/api/v1', 'pods'];
@@ -71,11 +82,25 @@ export function podSelectorOf(job: Json): string | undefined {
   return name === undefined ? undefined : `job-name=${name}`;
 }
 
-export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
+/** Both Event APIs refused: what either would need, and the API server's own words for the first. */
+function eventsRefused(namespace: string, refusal: unknown): ApiCallError {
+  const failure = apiFailure(refusal);
+  return new ApiCallError({
+    ...failure,
+    message:
+      `may not list Events in namespace "${namespace}" through either API: grant list on events in API group "" ` +
+      `(core v1) or in "events.k8s.io" (either is enough); the API server said: ${failure.message}`,
+  });
+}
+
+export function kubeHookReader(kubeConfig: KubeConfig, budget: Pick<CallBudget, 'run'> = UNLIMITED): HookReader {
   const pages = new ReceiveBuffer();
   const getJson = async (path: string): Promise<Json | undefined> => {
     try {
-      return parseObject(await getBody(kubeConfig, { path, accept: 'application/json', timeoutMs: TIMEOUT_MS }), path);
+      const body = await budget.run(() =>
+        getBody(kubeConfig, { path, accept: 'application/json', timeoutMs: TIMEOUT_MS }),
+      );
+      return parseObject(body, path);
     } catch (error) {
       if (apiFailure(error).status === 404) return undefined;
       throw error;
@@ -89,10 +114,12 @@ export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
    * Events about one object through both APIs (field labels: core v1 `involvedObject.*`; events.k8s.io/v1
    * `regarding.*`, kubernetes pkg/apis/events/v1/conversion.go AddFieldLabelConversionsForEvent). An Event is the same
    * object in both, and explainHook() keeps it once. A server without events.k8s.io/v1 answers 404: nothing from it.
+   * RBAC grants the two apart (a Role may name `events` in "" only, or in events.k8s.io only): one refused (403), the
+   * other's answer is the whole story; only both refused is an error, naming the permission either would need.
    */
   const eventsAbout = async (namespace: string, kind: string, name: string): Promise<Json[]> => {
     const base = `/namespaces/${encodeURIComponent(namespace)}/events`;
-    const [core, events] = await Promise.all([
+    const answers = await Promise.allSettled([
       list(`/api/v1${base}`, {
         fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
         limit: String(EVENT_LIMIT),
@@ -102,7 +129,45 @@ export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
         limit: String(EVENT_LIMIT),
       }),
     ]);
-    return [...core, ...events];
+    const refused = answers.flatMap((answer) =>
+      answer.status === 'rejected' && apiFailure(answer.reason).status === 403 ? [answer.reason as unknown] : [],
+    );
+    for (const answer of answers)
+      if (answer.status === 'rejected' && !refused.includes(answer.reason)) throw answer.reason;
+    if (refused.length === answers.length) throw eventsRefused(namespace, refused[0]);
+    return answers.flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
+  };
+  /**
+   * Every page of a list of Jobs or Pods, `limit` PAGE_SIZE and `continue`: each item carrying a hook annotation,
+   * with its apiVersion and kind, to `each`. The resourceVersion of the list (the first page's: a continued list is
+   * one snapshot).
+   */
+  const scanHooks = async (
+    kind: HookKindName,
+    namespace: string | undefined,
+    query: Record<string, string>,
+    into: ReceiveBuffer,
+    each: (hook: Json) => void,
+  ): Promise<string> => {
+    let continueToken: string | undefined;
+    let resourceVersion: string | undefined;
+    do {
+      const search = new URLSearchParams({ ...query, limit: String(PAGE_SIZE) });
+      if (continueToken !== undefined) search.set('continue', continueToken);
+      const path = `${collection(kind, namespace)}?${search.toString()}`;
+      const body = await budget.run(() =>
+        getBody(kubeConfig, { path, accept: 'application/json', timeoutMs: TIMEOUT_MS }, into),
+      );
+      const page = scanListPage(body, HOOK_MARKER);
+      for (const item of page.items)
+        // A List's items carry no apiVersion or kind of their own.
+        if (isRecord(item)) each({ apiVersion: kind === 'Job' ? 'batch/v1' : 'v1', kind, ...item });
+      const version = page.metadata.resourceVersion;
+      resourceVersion ??= typeof version === 'string' ? version : '';
+      const token = page.metadata.continue;
+      continueToken = typeof token === 'string' && token !== '' ? token : undefined;
+    } while (continueToken !== undefined);
+    return resourceVersion ?? '';
   };
   return {
     async get(kind, namespace, name) {
@@ -129,34 +194,23 @@ export function kubeHookReader(kubeConfig: KubeConfig): HookReader {
     },
     async listHooks(kind, namespace, keep) {
       const hooks: Json[] = [];
-      let continueToken: string | undefined;
-      do {
-        const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
-        if (continueToken !== undefined) query.set('continue', continueToken);
-        const body = await getBody(
-          kubeConfig,
-          {
-            path: `${collection(kind, namespace)}?${query.toString()}`,
-            accept: 'application/json',
-            timeoutMs: TIMEOUT_MS,
-          },
-          pages,
-        );
-        const page = scanListPage(body, HOOK_MARKER);
-        for (const item of page.items) {
-          // A List's items carry no apiVersion or kind of their own.
-          const hook = isRecord(item) ? { apiVersion: kind === 'Job' ? 'batch/v1' : 'v1', kind, ...item } : undefined;
-          if (hook !== undefined && keep(hook)) hooks.push(hook);
-        }
-        const token = page.metadata.continue;
-        continueToken = typeof token === 'string' && token !== '' ? token : undefined;
-      } while (continueToken !== undefined);
+      await scanHooks(kind, namespace, {}, pages, (hook) => {
+        if (keep(hook)) hooks.push(hook);
+      });
       return hooks;
     },
     async getApplication(namespace, name) {
       return getJson(
         `/apis/argoproj.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/applications/${encodeURIComponent(name)}`,
       );
+    },
+    async listLabelled(kind, labelSelector) {
+      const items: Json[] = [];
+      // A buffer of its own: the Job and Pod reflectors list at the same time.
+      const resourceVersion = await scanHooks(kind, undefined, { labelSelector }, new ReceiveBuffer(), (hook) =>
+        items.push(hook),
+      );
+      return { items, resourceVersion };
     },
   };
 }

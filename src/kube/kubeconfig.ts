@@ -38,6 +38,17 @@ export function kubeConnection(env: Env, rootPrefix = ''): KubeConnection | unde
   return undefined;
 }
 
+/**
+ * Why kubeConnection() found no cluster, for a command that needs one (`what`: "no cluster", "no cluster to
+ * sweep"): a KUBECONFIG that is set names the files it could not read, and what else was looked for.
+ */
+export function noClusterProblem(env: Env, what = 'no cluster'): string {
+  const named = (env.KUBECONFIG ?? '').split(':').filter((path) => path !== '');
+  if (named.length === 0) return `${what}: set KUBECONFIG, or run in a pod with a service account`;
+  const files = named.length === 1 ? `the file ${named[0]}` : `the files ${named.join(', ')}`;
+  return `${what}: KUBECONFIG names ${files}, which could not be read (no such file), and there is neither an in-cluster service account nor ~/.kube/config: point KUBECONFIG at your kubeconfig file`;
+}
+
 function jwtSubject(token: string): string | undefined {
   const payload = token.split('.')[1];
   if (payload === undefined) return undefined;

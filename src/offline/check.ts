@@ -28,10 +28,14 @@ export interface CheckResult {
 export const NOT_JUDGED = 'not-judged';
 
 /**
- * A finding for an object that says it is a hook but that hookguard passed through unjudged, saying why: never a
- * silent "allowed, unchanged" for a hook.
+ * A finding for a hook Job or Pod that hookguard passed through unjudged, saying why: never a silent "allowed,
+ * unchanged" for a hook that runs something. A hook of another kind (a ServiceAccount, a ConfigMap, RBAC a hook Job
+ * needs) runs nothing and no rule is about it beyond its delete policy: a warning for each would be noise in every
+ * chart that has them (hookguard's own has four), so it gets none.
  */
 function notJudged(object: KubeObject, decision: Decision): Finding | undefined {
+  const kind = String(object.kind);
+  if (kind !== 'Job' && kind !== 'Pod') return undefined;
   // At render time a hook of another kind is read for its delete policy only (the tools read that from the manifest).
   const judged =
     decision.hook === undefined ? 'that no rule judged' : 'of which hookguard judged only the delete policy';
@@ -40,16 +44,12 @@ function notJudged(object: KubeObject, decision: Decision): Finding | undefined 
   if (helm === undefined && argocd === undefined) return undefined;
   const hook =
     argocd !== undefined ? `an Argo CD hook (${ARGOCD_HOOK}: ${argocd})` : `a Helm hook (${HELM_HOOK}: ${helm})`;
-  const apiVersion = String(object.apiVersion);
-  const kind = String(object.kind);
   const why =
     decision.reason === 'namespace excluded'
       ? `its namespace is in excludedNamespaces`
       : decision.reason === ARGO_NEVER_APPLIES
         ? 'Argo CD never applies this Helm hook type (only pre/post-install, -upgrade and -delete), so it is left as written'
-        : kind === 'Job' || kind === 'Pod'
-          ? `hookguard judges hook Jobs of batch/v1 and Pods of v1, and this ${kind} is ${apiVersion}`
-          : `hookguard judges hook Jobs (batch/v1) and Pods (v1), what a hook runs; a ${kind} (${apiVersion}) runs nothing`;
+        : `hookguard judges hook Jobs of batch/v1 and Pods of v1, and this ${kind} is ${String(object.apiVersion)}`;
   return {
     rule: NOT_JUDGED,
     action: 'warn',

@@ -12,8 +12,12 @@ export interface SarifRuleSource {
   sides: readonly { side: string; doc: string }[];
 }
 
-/** Where the rule catalog is published; each rule's help links there. */
-export const RULES_DOC_URL = 'https://github.com/hookguard/hookguard/blob/main/docs/rules.md#the-rule-catalog';
+/**
+ * Where each rule's help sends the reader: the catalog in hookguard's own source. hookguard has no published home
+ * (no repository address, no site: package.json names none), so the SARIF log carries no informationUri or helpUri,
+ * which would name an address that may not exist; the path holds in every checkout and release tarball.
+ */
+export const RULES_DOC = 'docs/rules.md, "The rule catalog", in hookguard\'s source';
 
 const SARIF_SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
 
@@ -65,15 +69,13 @@ export function renderSarif({ results }: CheckReport, rules: readonly SarifRuleS
           driver: {
             name: 'hookguard',
             version,
-            informationUri: RULES_DOC_URL,
             rules: rules.map((rule) => {
               const full = rule.sides.map(({ side, doc }) => `${side}: ${doc}`).join('\n');
               return {
                 id: rule.id,
                 shortDescription: { text: firstSentence(rule.sides[0]?.doc ?? rule.id) },
                 fullDescription: { text: full },
-                help: { text: `${full}\nSee ${RULES_DOC_URL}` },
-                helpUri: RULES_DOC_URL,
+                help: { text: `${full}\nSee ${RULES_DOC}.` },
               };
             }),
           },

@@ -25,20 +25,40 @@ function verdict(result: CheckResult): string {
   return `${allowed}${ops}${unchanged}`;
 }
 
+/** An object's findings, one line each (and a line for each advisory's note), as the text report shows them. */
+function findingLines(findings: CheckResult['findings']): string[] {
+  return findings.flatMap((finding) => [
+    printable(
+      `  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`,
+    ),
+    ...(finding.note ? [printable(`         note: ${finding.note}`)] : []),
+  ]);
+}
+
 export function renderText({ results, notes }: CheckReport): string {
   const lines: string[] = [];
-  for (const result of results) {
-    lines.push(printable(`${result.label}: ${verdict(result)}`), describeSource(result.source));
-    for (const finding of result.findings) {
-      lines.push(
-        printable(
-          `  ${finding.action.padEnd(6)} ${finding.rule}${finding.advisory ? ` [${finding.advisory}]` : ''}: ${finding.message}`,
-        ),
-      );
-      if (finding.note) lines.push(printable(`         note: ${finding.note}`));
-    }
-  }
+  for (const result of results)
+    lines.push(
+      printable(`${result.label}: ${verdict(result)}`),
+      describeSource(result.source),
+      ...findingLines(result.findings),
+    );
   lines.push(summaryLine(results), ...notes.map(printable));
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * What `--fix` says on stderr of an object in audit mode, which it prints as written: the changes and denials
+ * enforce mode would make, as the text report's findings; nothing when there are none.
+ */
+export function describeWithheld(result: CheckResult): string {
+  const withheld = result.findings.filter((finding) => finding.action !== 'warn');
+  if (withheld.length === 0) return '';
+  const lines = [
+    printable(`hookguard check: ${result.label}: audit mode, printed as written; what enforce mode would do:`),
+    describeSource(result.source),
+    ...findingLines(withheld),
+  ];
   return `${lines.join('\n')}\n`;
 }
 

@@ -1,5 +1,5 @@
-// `hookguard why`'s output: text for people, JSON for scripts, both from the explanations of src/core/explain.ts.
-import type { HookExplanation, HookState } from '../core/explain.js';
+// `hookguard why`'s output: text for people, JSON for scripts, both from the explanations of src/core/explain/.
+import type { HookExplanation, HookState } from '../core/explain/index.js';
 import { printable } from './report.js';
 
 export interface WhyReport {
@@ -15,6 +15,38 @@ export interface WhyReport {
   overCap: number;
   /** The Argo CD operation, for `--application`. */
   operation?: { phase?: string; message?: string };
+}
+
+/** The fields in one order, unset ones left out: what a script reads is the same from one run to the next. */
+const FIELD_ORDER: readonly (keyof HookExplanation)[] = [
+  'kind',
+  'namespace',
+  'name',
+  'state',
+  'reason',
+  'message',
+  'nextStep',
+  'since',
+  'forSeconds',
+  'pod',
+  'container',
+  'containerRole',
+  'image',
+  'containerReason',
+  'exitCode',
+  'signal',
+  'terminationMessage',
+  'quoted',
+  'quotedFrom',
+  'jobCondition',
+  'blockedBy',
+  'missing',
+];
+
+function ordered(explanation: HookExplanation): Partial<HookExplanation> {
+  const out: Partial<Record<keyof HookExplanation, unknown>> = {};
+  for (const key of FIELD_ORDER) if (explanation[key] !== undefined) out[key] = explanation[key];
+  return out as Partial<HookExplanation>;
 }
 
 /** Lines of a termination message shown in text (the JSON carries it whole). */
@@ -100,7 +132,7 @@ export function renderWhyJson(report: WhyReport): string {
   return `${JSON.stringify({
     scope: report.scope,
     ...(report.operation ? { operation: report.operation } : {}),
-    hooks: report.hooks,
+    hooks: report.hooks.map(ordered),
     examined: report.examined,
     notShown: report.notShown,
     overCap: report.overCap,

@@ -8,6 +8,7 @@ import { hookTtl } from './hook-ttl.js';
 import { hookDeadline } from './hook-deadline.js';
 import { hookPodRestartPolicy, hookPodRestartPolicyAtRender } from './hook-pod-restart-policy.js';
 import { hookOutputLogPolicy } from './hook-output-log-policy.js';
+import { fluxHookOutputCrash } from './flux-hook-output-crash.js';
 import { hookSyncOptions } from './hook-sync-options.js';
 import { hookManagedBy } from './hook-managed-by.js';
 import { suspendedHook } from './suspended-hook.js';
@@ -43,6 +44,7 @@ export const builtInRules: RuleSet = ruleSet({
     suspendedHook,
     hookManagedBy,
     hookOutputLogPolicy,
+    fluxHookOutputCrash,
     hookLabel,
     terminationMessagePolicy,
   ],

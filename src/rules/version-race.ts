@@ -56,12 +56,16 @@ function finding(
       message: `${objectLabel(object)} lacks ${rule.id} (was the mutating webhook bypassed?) and ${race}; allowed, since only hookguard's own change is missing.${fixed}`,
     };
   }
-  const reason = shortfall.kind === 'unmet' ? shortfall.reason : `opted out with ${HOOKGUARD_SKIP}`;
+  // An opt-out is the author's to undo: the denial says how, beside the upgrade that ends the race.
+  const reason =
+    shortfall.kind === 'unmet'
+      ? `${shortfall.reason}.${fixed}`
+      : `opted out with ${HOOKGUARD_SKIP}. Fix: remove ${rule.id} from ${HOOKGUARD_SKIP}${advisory.fixed ? `, or upgrade to Argo CD ${advisory.fixed}, which fixed the race` : ''}.`;
   return {
     rule: VERSION_RACE_ID,
     action: 'deny',
     advisory: advisory.id,
-    message: `${objectLabel(object)} ${race}: ${rule.id} ${reason}.${fixed}`,
+    message: `${objectLabel(object)} ${race}: ${rule.id} ${reason}`,
   };
 }
 

@@ -1,14 +1,7 @@
 // Pure: what the sweep's profiles share (ages, finished states, a finalizer taken out of a list), and the `argocd-hook`
 // profile's judgement: does a hook Job or Pod hold Argo CD's hook finalizer that nothing will remove?
-import type { Config } from '../config/keys.js';
-import {
-  ARGOCD_HOOK,
-  ARGOCD_HOOK_FINALIZER,
-  ARGOCD_INSTANCE_LABEL,
-  ARGOCD_TRACKING_ID,
-  HELM_HOOK,
-} from '../core/annotations.js';
-import { annotation, finalizersOf, isRecord, metadataOf } from '../core/objects.js';
+import { ARGOCD_HOOK, ARGOCD_HOOK_FINALIZER, ARGOCD_TRACKING_ID, HELM_HOOK } from '../core/annotations.js';
+import { annotation, conditionTrue, finalizersOf, isRecord, metadataOf } from '../core/objects.js';
 import type { KubeObject } from '../core/types.js';
 
 export type SweptKind = 'Job' | 'Pod';
@@ -28,13 +21,11 @@ export function formatAge(seconds: number): string {
 
 /** Complete or Failed for a Job (its conditions), Succeeded or Failed for a Pod (its phase); undefined while it runs. */
 export function finishedAs(kind: SweptKind, object: KubeObject): string | undefined {
-  const status = isRecord(object.status) ? object.status : {};
-  if (kind === 'Pod')
+  if (kind === 'Pod') {
+    const status = isRecord(object.status) ? object.status : {};
     return status.phase === 'Succeeded' || status.phase === 'Failed' ? `Pod ${status.phase}` : undefined;
-  const conditions = Array.isArray(status.conditions) ? status.conditions.filter(isRecord) : [];
-  const final = conditions.find(
-    (condition) => (condition.type === 'Complete' || condition.type === 'Failed') && condition.status === 'True',
-  );
+  }
+  const final = conditionTrue(object, ['Complete', 'Failed']);
   return final ? `Job ${String(final.type)}` : undefined;
 }
 
@@ -125,14 +116,6 @@ export interface ApplicationLookup {
   instanceLabels: readonly string[];
   /** Where Argo CD keeps the Applications whose instance name names no namespace: its own namespace. */
   controlPlaneNamespaces: readonly string[];
-}
-
-/** How the sweep, `hookguard why` and the hook watcher find a hook's Applications, from the configuration. */
-export function applicationLookupOf(config: Readonly<Config>): ApplicationLookup {
-  return {
-    instanceLabels: [ARGOCD_INSTANCE_LABEL, ...(config.argocd.trackingLabel ? [config.argocd.trackingLabel] : [])],
-    controlPlaneNamespaces: config.sweep.applicationNamespaces,
-  };
 }
 
 /**

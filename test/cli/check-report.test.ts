@@ -17,7 +17,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const RENDERED = `---\n# Source: app/templates/job.yaml\n${OPTED_OUT_JOB}`;
 const RACE =
-  'races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.';
+  'races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.';
 const DEADLINE = 'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
 
 const HELM_POD = `apiVersion: v1
@@ -130,9 +130,21 @@ describe('hookguard check --mode audit', () => {
         '',
       ].join('\n'),
     );
-    // --fix in audit mode says no denial it would not make.
+  });
+
+  it('--fix prints the input as written, and on stderr what enforce mode would change and deny (exit 0)', async () => {
     const fixed = await runCommand(['check', '-', '--argocd-version', '3.1.0', '--mode', 'audit', '--fix'], RENDERED);
-    expect(fixed.stderr).toBe('');
+    expect(fixed).toEqual({
+      status: 0,
+      stdout: RENDERED,
+      stderr: [
+        'hookguard check: Job apps/fast: audit mode, printed as written; what enforce mode would do:',
+        '  at stdin:2 (document 1): # Source: app/templates/job.yaml',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        `  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast ${RACE}`,
+        '',
+      ].join('\n'),
+    });
   });
 });
 
@@ -150,7 +162,7 @@ describe('hookguard check --helm-version', () => {
         `  warn   hook-deadline: ${DEADLINE}`,
         "  mutate hook-output-log-policy: set helm.sh/hook-output-log-policy: hook-failed: Helm prints the hook's logs if it fails",
         '1 object(s): 1 would be changed, 0 would be denied',
-        'Helm version unknown: judged as if any Helm may run the hooks, so helm-hook-delete-wait applied; 1 object(s) judged otherwise than for a Helm it does not affect (name the Helm with --helm-version V or HOOKGUARD_HELM_VERSION)',
+        'Helm version unknown: assumed a Helm that helm-hook-delete-wait affect(s), since any Helm may run the hooks; that changed what hookguard does to 1 object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them',
         '',
       ].join('\n'),
     );

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fixturePath, fixtureText, loadFixtures } from '../support/fixtures.js';
 import { runCli } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
+import { runHookguard } from '../../src/cli/hookguard.js';
 import { OPTED_OUT_JOB } from '../support/manifests-text.js';
 import { repoRoot } from '../support/k8s-tools.js';
 
@@ -121,7 +122,7 @@ describe('hookguard check exit status', () => {
       action: 'deny',
       advisory: 'argocd-fast-hook-finalizer-race',
       message:
-        'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+        'Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.',
     });
   });
 
@@ -146,12 +147,13 @@ describe('hookguard check exit status', () => {
     expect((await runCommand(['check', '-'], OPTED_OUT_JOB)).status).toBe(0);
   });
 
-  it('--fix prints the manifests on stdout and, on stderr, each denial: the object, the rule, why, and where (exit 1)', async () => {
+  it('--fix with a denial prints nothing on stdout and, on stderr, each denial: the object, the rule, why, and where (exit 1)', async () => {
+    // A denied manifest never reaches `check --fix > fixed.yaml`, with or without pipefail.
     const run = await runCommand(['check', '-', '--fix', '--argocd-version', '3.1.0'], OPTED_OUT_JOB);
     expect(run.status).toBe(1);
-    expect(parse(run.stdout)).toMatchObject({ kind: 'Job', metadata: { name: 'fast' } });
+    expect(run.stdout).toBe('');
     expect(run.stderr).toBe(
-      'hookguard check: Job apps/fast denied by version-race: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.\n' +
+      'hookguard check: Job apps/fast denied by version-race: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.\n' +
         '  at stdin:1 (document 1): apiVersion: batch/v1\n',
     );
   });
@@ -199,7 +201,7 @@ describe('hookguard check exit status', () => {
         '  at stdin:2 (document 1): # Source: x/job.yaml',
         '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
         '  warn   hook-deadline: no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever',
-        '  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+        '  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.',
         '1 object(s): 1 would be changed, 1 would be denied',
         '',
       ].join('\n'),
@@ -294,6 +296,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'flux-helm-controller-hook-output-crash',
     ]);
 
     const dir = mkdtempSync(join(tmpdir(), 'hookguard-config-'));
@@ -315,6 +318,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'flux-helm-controller-hook-output-crash',
       'my-race',
     ]);
     expect((await runCommand(['advisories'])).stdout).toContain(
@@ -394,6 +398,7 @@ describe('hookguard advisories and rules', () => {
       'suspended-hook',
       'hook-managed-by',
       'hook-output-log-policy',
+      'flux-hook-output-crash',
       'hook-label',
       'termination-message-policy',
       'immutable-update',
@@ -402,8 +407,9 @@ describe('hookguard advisories and rules', () => {
     ]);
   });
 
-  it('prints the catalog in aligned columns, each side of a rule in its own words', async () => {
+  it('prints the catalog in aligned columns under a header, each side of a rule in its own words', async () => {
     const lines = (await runCommand(['rules'])).stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('RULE                       WEBHOOK    OP     WHAT IT DOES (WHERE IT TAKES EFFECT)');
     const restart = lines.filter((line) => line.startsWith('hook-pod-restart-policy '));
     expect(restart.map((line) => line.slice(0, 48))).toEqual([
       'hook-pod-restart-policy    mutating   CREATE Set',
@@ -411,9 +417,28 @@ describe('hookguard advisories and rules', () => {
     ]);
     expect(
       new Set(
-        lines.map((line) => (line.indexOf(' CREATE ') >= 0 ? line.indexOf(' CREATE ') : line.indexOf(' UPDATE '))),
-      ).size,
-    ).toBe(1);
+        lines
+          .slice(1)
+          .map((line) => (line.indexOf(' CREATE ') >= 0 ? line.indexOf(' CREATE ') : line.indexOf(' UPDATE '))),
+      ),
+    ).toEqual(new Set([lines[0]!.indexOf(' OP ')]));
+  });
+
+  it('wraps the catalog to the width of the terminal, each continuation under the text', async () => {
+    let stdout = '';
+    const io = { stdout: (text: string) => (stdout += text), stderr: () => undefined, env: {} };
+    await runHookguard(['rules'], { ...io, readStdin: () => Promise.resolve(''), columns: 100 });
+    const lines = stdout.trimEnd().split('\n');
+    expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(100);
+    const ttl = lines.indexOf(lines.find((line) => line.startsWith('ttl-floor '))!);
+    expect(lines.slice(ttl, ttl + 4).join('\n')).toBe(
+      [
+        'ttl-floor                  mutating   CREATE Raises ttlSecondsAfterFinished below the floor (default',
+        '                                             60) on hook Jobs (Helm and Argo CD delete-phase hooks:',
+        '                                             always; Argo CD sync hooks: on an affected or unknown',
+        '                                             version), so the Job outlives the tool observing it.',
+      ].join('\n'),
+    );
   });
 });
 

@@ -56,6 +56,8 @@ describe('hookguard serve with discovery (the built CLI)', () => {
         status: 200,
         body: {
           ...readyWithController('2.14.3', 'quay.io/argoproj/argocd:v2.14.3'),
+          // flux-system holds no helm-controller here (its watch may still be opening).
+          flux: expect.objectContaining({ enabled: true, helmControllers: [] }),
           namespaces: { enabled: false, reason: 'rules.meshSidecar.action is off' },
           apiDiscovery: { enabled: false, reason: 'rules.minRuntime.openshift is true' },
           selfTest: { enabled: false, reason: 'selfTest.enabled is false' },
@@ -126,6 +128,11 @@ describe('hookguard serve with discovery (the built CLI)', () => {
                 source: 'argocd.instanceVersions: 3.1.0; no controller discovered',
               },
             ],
+          },
+          flux: {
+            enabled: false,
+            reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+            helmControllers: [],
           },
           namespaces: {
             enabled: false,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runCliAsync } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { FakeApiServer } from '../support/fake-apiserver.js';
+import { FakeApiServer, rbacAuthorizer, type PolicyRule } from '../support/fake-apiserver.js';
 import { relocated, seedWhy, whyFixture } from '../support/why-fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-why-'));
@@ -207,7 +207,30 @@ describe('hookguard why job/NAME and pod/NAME: one line per fact, the exit statu
       status: 0,
       text: [
         'Job shop/db-migrate: Suspended (Suspended) since TIME (AGE)',
-        '  Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD counts a suspended Job as Healthy',
+        "  Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
+        '  next step: Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
+      ].join('\n'),
+    },
+    {
+      // hookguard's own guard cannot start: it is named, not the hook's container waiting behind it.
+      fixture: 'stuck-guard-image',
+      target: 'job/db-migrate',
+      status: 1,
+      text: [
+        'Job shop/db-migrate: Stuck (ImagePullBackOff) since TIME (AGE)',
+        "  hookguard's guard init container hookguard-min-runtime of Pod db-migrate-x2v7c cannot pull image gcr.io/distroless/static-debian12:debug-nonroot (ImagePullBackOff)",
+        '  Event Failed (kubelet): Failed to pull image "gcr.io/distroless/static-debian12:debug-nonroot": rpc error: code = DeadlineExceeded desc = failed to pull and unpack image "gcr.io/distroless/static-debian12:debug-nonroot": failed to resolve reference "gcr.io/distroless/static-debian12:debug-nonroot": failed to do request: Head "https://gcr.io/v2/distroless/static-debian12/manifests/debug-nonroot": dial tcp 142.250.102.82:443: i/o timeout',
+        '  next step: hookguard adds it (rule min-runtime), so the hook has not started: mirror image gcr.io/distroless/static-debian12:debug-nonroot into a registry the nodes can pull from and set rules.minRuntime.image to it (docs/image.md, the guard image).',
+      ].join('\n'),
+    },
+    {
+      // Suspended for 20 minutes: it has not run, whatever Argo CD's health calls it.
+      fixture: 'stuck-suspended',
+      target: 'job/db-migrate',
+      status: 1,
+      text: [
+        'Job shop/db-migrate: Stuck (Suspended) since TIME (AGE)',
+        "  Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
         '  next step: Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
       ].join('\n'),
     },
@@ -440,6 +463,37 @@ describe('hookguard why --application', () => {
         '',
       ].join('\n'),
     );
+    expect(run.status).toBe(1);
+  });
+});
+
+describe('hookguard why with Events granted through one API only (RBAC grants the two apart)', () => {
+  const HOOKS: PolicyRule[] = [
+    { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+  ];
+  const events = (group: string): PolicyRule => ({ apiGroups: [group], resources: ['events'], verbs: ['list'] });
+
+  it.each([
+    ['core v1 only', ''],
+    ['events.k8s.io only', 'events.k8s.io'],
+  ])('%s: still reads the Events and explains, quoting the kubelet', async (_, group) => {
+    const { server, env } = await cluster(['stuck-image-pull']);
+    server.authorize = rbacAuthorizer({ developer: [...HOOKS, events(group)] });
+    const run = await runCommand(['why', 'job/db-migrate', '-n', 'shop'], undefined, env);
+    expect(run.stderr).toBe('');
+    expect(steady(run.stdout)).toBe(`${IMAGE_PULL_STUCK('shop')}\n`);
+    expect(run.status).toBe(1);
+  });
+
+  it('both refused: exit 1, naming the permission either API would need', async () => {
+    const { server, env, kubeconfig } = await cluster(['stuck-image-pull']);
+    server.authorize = rbacAuthorizer({ developer: HOOKS });
+    const run = await runCommand(['why', 'job/db-migrate', '-n', 'shop'], undefined, env);
+    expect(run.stderr).toBe(
+      `hookguard why: cannot read the cluster (kubeconfig ${kubeconfig}): HTTP 403: may not list Events in namespace "shop" through either API: grant list on events in API group "" (core v1) or in "events.k8s.io" (either is enough); the API server said: events is forbidden: User "developer" cannot list resource "events" in API group "" in the namespace "shop"\n`,
+    );
+    expect(run.stdout).toBe('');
     expect(run.status).toBe(1);
   });
 });

@@ -117,7 +117,8 @@ const ARGOCD_ENV = {
   ARGOCD_APP_SOURCE_PATH: 'apps/tenant',
   KUBE_VERSION: '1.30.0',
   KUBE_API_VERSIONS: 'v1,batch/v1',
-  ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: '3.1.0',
+  // The sidecar's own (its image sets it): an Application may not.
+  HOOKGUARD_ARGOCD_VERSION: '3.1.0',
 };
 
 describe.each([
@@ -231,6 +232,11 @@ describe.each([
     ['another chart, as a word that is not a flag', () => `${imds}`, () => `${imds} is not a flag ${ALLOWED}`],
     ['a flag missing its value', () => `--set`, () => `--set needs a value ${ALLOWED}`],
     [
+      'a value of several lines (read would have passed the first and dropped the rest)',
+      () => `--set a=1\n--post-renderer=bash`,
+      () => `several lines; write every argument on one line ${ALLOWED}`,
+    ],
+    [
       'a value given to a switch',
       () => `--include-crds=false`,
       () => `--include-crds=false: --include-crds takes no value ${ALLOWED}`,
@@ -291,6 +297,18 @@ describe.each([
     expect(readFileSync(starts, 'utf8')).toBe(
       `template tenant . --namespace team-a --include-crds --kube-version 1.30.0 --api-versions v1 --api-versions batch/v1 --set a=1 --set-string b=2 --set-json c={"d":[1]} --set-literal e=x,y -f ${prod} --values ${prod} -f ${prod} -n team-b --version 1.0.0 --kube-version 1.31.0 -a example.com/v1 --api-versions other.example.com/v1 --include-crds --skip-crds --skip-tests --is-upgrade\n`,
     );
+  });
+
+  it('takes a value ending in a line break (a YAML block scalar) as its one line', async () => {
+    const result = await plugin('--set a=1\n');
+    expect([result.status, result.stderr]).toEqual([0, '']);
+    expect(valuesOf(result.stdout)).toEqual({ a: 1 });
+  });
+
+  it('says what -n does: it sets .Release.Namespace (the test above renders into team-b)', () => {
+    const text = readFileSync(CMP_PLUGIN, 'utf8');
+    expect(text).toMatch(/^# {3}-n, --namespace {8}sets \.Release\.Namespace, the namespace templates render for/m);
+    expect(text).not.toMatch(/-n, --namespace[^\n]*only prints or compares/);
   });
 
   it('renders with no HELM_ARGS at all', async () => {

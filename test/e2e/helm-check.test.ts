@@ -16,7 +16,7 @@ import { parseAllDocuments } from 'yaml';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
 import { runCli, type CliRun } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
+import { helmAndKubectl, repoRoot, toolsOrSkip, type K8sTools } from '../support/k8s-tools.js';
 
 const CHART = join('test', 'e2e', 'chart');
 const RELEASE = 'rel';
@@ -185,12 +185,7 @@ function resultFor(results: readonly CheckResult[], name: string): CheckResult {
 
 // ---------------------------------------------------------------------------
 
-let tools: K8sTools | undefined;
-try {
-  tools = await helmAndKubectl();
-} catch (err) {
-  console.warn(`helm-check e2e: skipping, cannot get a helm binary: ${(err as Error).message}`);
-}
+const tools: K8sTools | undefined = await toolsOrSkip('helm-check e2e', helmAndKubectl);
 
 describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
   let rendered: Rendered;

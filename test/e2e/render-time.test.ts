@@ -33,7 +33,7 @@ import { applyPatch, type Operation } from '../../src/core/json-patch.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { cliPath } from '../support/cli.js';
 import { runCommand } from '../support/command.js';
-import { helm3, helmAndKubectl, repoRoot, type K8sTools } from '../support/k8s-tools.js';
+import { helm3, helmAndKubectl, repoRoot, toolsOrSkip, type K8sTools } from '../support/k8s-tools.js';
 import { DEFAULT_GUARD_CONTAINER } from '../support/objects.js';
 
 const CHART = join(repoRoot, 'test', 'e2e', 'chart');
@@ -132,12 +132,7 @@ function describeRun(run: SpawnSyncReturns<string>): string {
   return `exit ${String(run.status)}${run.error ? ` (${run.error.message})` : ''}\n--- stderr ---\n${run.stderr}\n--- stdout ---\n${run.stdout.slice(0, 3000)}`;
 }
 
-let tools: K8sTools | undefined;
-try {
-  tools = await helmAndKubectl();
-} catch (error) {
-  console.warn(`render-time e2e: skipping, cannot get a helm binary: ${(error as Error).message}`);
-}
+const tools: K8sTools | undefined = await toolsOrSkip('render-time e2e', helmAndKubectl);
 
 let root: string;
 let bin: string;
@@ -543,7 +538,8 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
   let app: string;
   let plain: string;
   let generated: SpawnSyncReturns<string>;
-  const told = { ...ARGOCD_ENV, ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION };
+  /** The sidecar's HOOKGUARD_ARGOCD_VERSION, as the image built for that Argo CD sets it. */
+  const told = { ...ARGOCD_ENV, HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION };
 
   beforeAll(() => {
     app = join(root, 'app');
@@ -590,10 +586,9 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
   });
 
   it.each([
-    ["the sidecar's HOOKGUARD_ARGOCD_VERSION", { ...ARGOCD_ENV, HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION }],
     [
-      "the Application's plugin env, over the sidecar's",
-      { ...ARGOCD_ENV, HOOKGUARD_ARGOCD_VERSION: '3.4.0', ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION },
+      "the sidecar's, when the Application's plugin env names the same version",
+      { ...told, ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION },
     ],
     ['a namespaced Application name (apps in any namespace)', { ...told, ARGOCD_APP_NAME: 'team-a_rel' }],
   ])('takes the version and release the same way from %s', (_name, env) => {
@@ -614,11 +609,25 @@ describe.skipIf(!tools)('the Argo CD Config Management Plugin (real helm, real b
     expect(cleanup.spec.template.spec.containers[0]!.image).toBe('bitnami/kubectl:1.33.0');
   });
 
-  it('refuses to guess the Argo CD version: no manifests, and a message saying what to set', () => {
-    const run = runPluginCommand('generate', app, ARGOCD_ENV);
-    expect(run.status).toBe(1);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^hookguard-helm: which Argo CD applies this\? Set HOOKGUARD_ARGOCD_VERSION/);
+  it.each([
+    ['none at all', ARGOCD_ENV],
+    ["only the Application's plugin env", { ...ARGOCD_ENV, ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: GUARDED_VERSION }],
+  ])('refuses to guess the Argo CD version from %s: no manifests, and a message saying what to set', (_, env) => {
+    const run = runPluginCommand('generate', app, env);
+    expect([run.status, run.stdout, run.stderr]).toEqual([
+      1,
+      '',
+      'hookguard-helm: which Argo CD applies this? Set HOOKGUARD_ARGOCD_VERSION on the sidecar (the image built for your Argo CD sets it)\n',
+    ]);
+  });
+
+  it('an Application naming another version cannot turn the version-gated fixes off for itself: refused', () => {
+    const run = runPluginCommand('generate', app, { ...told, ARGOCD_ENV_HOOKGUARD_ARGOCD_VERSION: '3.5.1' });
+    expect([run.status, run.stdout, run.stderr]).toEqual([
+      1,
+      '',
+      `hookguard-helm: the Application's plugin env HOOKGUARD_ARGOCD_VERSION is 3.5.1, but this plugin renders for Argo CD ${GUARDED_VERSION}: only the plugin's configuration sets the version (it turns fixes on and off); remove it from the Application\n`,
+    ]);
   });
 
   // argocd-cmp-server reports a failed generate as "`bash -c …` failed exit status 1: <its stderr, trimmed>" (argo-cd

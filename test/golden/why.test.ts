@@ -1,9 +1,9 @@
-// Golden tests of explainHook() (src/core/explain.ts): one fixture per state in test/golden/why/, each a hook with its
+// Golden tests of explainHook() (src/core/explain/): one fixture per state in test/golden/why/, each a hook with its
 // Pods and Events in the shapes the kubelet, the job controller, the scheduler and the API server write, and the
 // upstream source of every message format in its `provenance`. The explanations below are exact and were reviewed by
 // hand: a change to any word a person reads fails here.
 import { describe, expect, it } from 'vitest';
-import { explainHook, type HookExplanation } from '../../src/core/explain.js';
+import { explainHook, type HookExplanation } from '../../src/core/explain/index.js';
 import { whyFixture, whyFixtureNames, type WhyFixture } from '../support/why-fixtures.js';
 
 function explain(fixture: WhyFixture, stuckAfterSeconds = 300): HookExplanation {
@@ -311,7 +311,46 @@ const EXPECTED: Record<string, HookExplanation> = {
     state: 'Suspended',
     reason: 'Suspended',
     message:
-      'Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD counts a suspended Job as Healthy',
+      "Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
+    nextStep:
+      'Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
+    since: '2026-11-27T09:40:00Z',
+    forSeconds: 120,
+    jobCondition: {
+      type: 'Suspended',
+      reason: 'JobSuspended',
+      message: 'Job suspended',
+    },
+  },
+  'stuck-guard-image': {
+    kind: 'Job',
+    namespace: 'shop',
+    name: 'db-migrate',
+    state: 'Stuck',
+    reason: 'ImagePullBackOff',
+    message:
+      "hookguard's guard init container hookguard-min-runtime of Pod db-migrate-x2v7c cannot pull image gcr.io/distroless/static-debian12:debug-nonroot (ImagePullBackOff)",
+    nextStep:
+      'hookguard adds it (rule min-runtime), so the hook has not started: mirror image gcr.io/distroless/static-debian12:debug-nonroot into a registry the nodes can pull from and set rules.minRuntime.image to it (docs/image.md, the guard image).',
+    since: '2026-11-27T09:40:05Z',
+    forSeconds: 1195,
+    pod: 'db-migrate-x2v7c',
+    container: 'hookguard-min-runtime',
+    containerRole: 'init',
+    image: 'gcr.io/distroless/static-debian12:debug-nonroot',
+    containerReason: 'ImagePullBackOff',
+    quoted:
+      'Failed to pull image "gcr.io/distroless/static-debian12:debug-nonroot": rpc error: code = DeadlineExceeded desc = failed to pull and unpack image "gcr.io/distroless/static-debian12:debug-nonroot": failed to resolve reference "gcr.io/distroless/static-debian12:debug-nonroot": failed to do request: Head "https://gcr.io/v2/distroless/static-debian12/manifests/debug-nonroot": dial tcp 142.250.102.82:443: i/o timeout',
+    quotedFrom: 'Event Failed (kubelet)',
+  },
+  'stuck-suspended': {
+    kind: 'Job',
+    namespace: 'shop',
+    name: 'db-migrate',
+    state: 'Stuck',
+    reason: 'Suspended',
+    message:
+      "Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it",
     nextStep:
       'Look at the workload of queue batch-queue (kubectl get workloads -n shop) to see why it is not admitted.',
     since: '2026-11-27T09:40:00Z',

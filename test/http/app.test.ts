@@ -415,7 +415,7 @@ describe('POST /validate', () => {
         reason: 'Forbidden',
         message:
           'hookguard denied: Job apps/migrate races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before ' +
-          'Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fixed in Argo CD 3.4.0.',
+          'Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.',
       },
     });
   });

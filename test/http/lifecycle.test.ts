@@ -139,6 +139,11 @@ describe('hookguard serve: SIGTERM', () => {
           enabled: false,
           reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
         },
+        flux: {
+          enabled: false,
+          reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',
+          helmControllers: [],
+        },
         namespaces: {
           enabled: false,
           reason: 'no kubeconfig and no in-cluster service account: not running in a cluster',

@@ -281,6 +281,7 @@ describe('hookguard serve (the built CLI)', () => {
         {
           status: 'ready',
           discovery: { enabled: false, reason: offReason },
+          flux: { enabled: false, reason: offReason, helmControllers: [] },
           namespaces: { enabled: false, reason: offReason },
           apiDiscovery: { enabled: false, reason: offReason },
           selfTest: { enabled: false, reason: offReason },

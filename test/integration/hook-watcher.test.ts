@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { HookWatcher, type HookWatchSettings } from '../../src/controllers/hooks/watcher.js';
 import { kubeHookWatchClient } from '../../src/controllers/hooks/client.js';
+import { CallBudget } from '../../src/kube/call-budget.js';
 import { FakeApiServer, type KubeItem } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually } from '../support/log-sink.js';
 import { relocated, seedWhy, whyFixture, type WhyFixture } from '../support/why-fixtures.js';
@@ -16,6 +17,8 @@ const SETTINGS: Omit<HookWatchSettings, 'eventLogs'> = {
   applicationLookup: { instanceLabels: ['app.kubernetes.io/instance'], controlPlaneNamespaces: ['argocd'] },
   reflector: { backoff: { initialMs: 50, maxMs: 200 }, watchTimeoutSeconds: 30 },
 };
+/** The defaults of hookWatch.maxConcurrentCalls, callsPerSecond and callBurst. */
+const budget = () => new CallBudget({ maxConcurrent: 4, perSecond: 20, burst: 30 });
 const APPLICATION = {
   apiVersion: 'argoproj.io/v1alpha1',
   kind: 'Application',
@@ -52,10 +55,16 @@ function lead(fake: FakeApiServer, eventLogs = false) {
   const failing: number[] = [];
   const { logger, lines } = capturedLogger('debug');
   const kubeConfig = fake.kubeConfig('hookguard');
-  const watcher = new HookWatcher(kubeConfig, kubeHookWatchClient(kubeConfig), { ...SETTINGS, eventLogs }, logger, {
-    failure: (reason) => failures.push(reason),
-    failing: (count) => failing.push(count),
-  });
+  const watcher = new HookWatcher(
+    kubeConfig,
+    kubeHookWatchClient(kubeConfig, budget()),
+    { ...SETTINGS, eventLogs },
+    logger,
+    {
+      failure: (reason) => failures.push(reason),
+      failing: (count) => failing.push(count),
+    },
+  );
   const stop = new AbortController();
   const running = watcher.run(stop.signal);
   cleanup.push(async () => {
@@ -135,20 +144,20 @@ describe('the hook watcher', () => {
   it('looks again at once when a hook arrives while a pass is explaining another, not a pass interval (10 s) later', async () => {
     const fake = await cluster(admitted('failed-exit-code'));
     const kubeConfig = fake.kubeConfig('hookguard');
-    const client = kubeHookWatchClient(kubeConfig);
-    // The first pass is held while it reads the Pods of the hook in shop, until a second failed hook has arrived.
+    const client = kubeHookWatchClient(kubeConfig, budget());
+    // The first pass is held while it reads the Pods and Events of the hook in shop, until a second failed hook has arrived.
     let reached!: () => void;
     const passHeld = new Promise<void>((resolve) => (reached = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const held: typeof client = {
       ...client,
-      async podsOfJob(namespace, job) {
-        if (namespace === 'shop') {
+      async evidence(hook) {
+        if (hook.metadata?.namespace === 'shop') {
           reached();
           await released;
         }
-        return client.podsOfJob(namespace, job);
+        return client.evidence(hook);
       },
     };
     const { logger } = capturedLogger('debug');
@@ -192,30 +201,55 @@ describe('the hook watcher', () => {
     expect(failing.at(-1)).toBe(0);
   });
 
-  it('with log lines allowed and asked for, carries them redacted and cut to 1024 bytes of UTF-8 (multi-byte text)', async () => {
-    const secretLine = 'Authorization: Bearer abc.def password=hunter2 token=ghp_0123456789abcdefghijABCDEFGHIJ';
-    const fixture = admitted('failed-exit-code', (each) => {
+  /** A failed-exit-code hook that asks for log lines, its container's termination message set to `message`. */
+  function withLogLines(message: string): WhyFixture {
+    return admitted('failed-exit-code', (each) => {
       const hook = each.hook as KubeItem;
       hook.metadata.annotations = { ...(hook.metadata.annotations ?? {}), 'hookguard.io/event-logs': 'true' };
       type Terminated = { state: { terminated?: { message?: string } } };
       for (const pod of each.pods as Array<{ status: { containerStatuses: Terminated[] } }>)
         for (const status of pod.status.containerStatuses)
-          if (status.state.terminated)
-            status.state.terminated.message = `${secretLine}\n${'Datenbankfehler — 数据库不可用 😀\n'.repeat(60)}`;
+          if (status.state.terminated) status.state.terminated.message = message;
     });
-    const fake = await cluster(fixture);
+  }
+
+  it('with log lines allowed and asked for, carries their tail redacted, escaped and cut to 1024 bytes of UTF-8', async () => {
+    const secretLine = 'Authorization: Bearer abc.def password=hunter2 token=ghp_0123456789abcdefghijABCDEFGHIJ';
+    const fake = await cluster(
+      withLogLines(`${'Datenbankfehler — 数据库不可用 😀\n'.repeat(60)}${secretLine}\nERROR: migration 42 failed\n`),
+    );
     lead(fake, true);
     const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
     for (const event of events) {
       const note = String(event.note);
       expect(Buffer.byteLength(note, 'utf8')).toBeLessThanOrEqual(1024);
-      expect(note).toContain('Log lines included (redacted) from migrate: Authorization: [redacted]');
+      expect(note).toContain('Log lines included (redacted) from migrate: …');
+      // The end of the log, where the error is, with its line breaks escaped as `hookguard why` shows them.
+      expect(note.endsWith('😀\\nAuthorization: [redacted]\\nERROR: migration 42 failed')).toBe(true);
       expect(note).not.toContain('hunter2');
       expect(note).not.toContain('ghp_');
       expect(note).toContain('数据库不可用');
-      expect(note.endsWith('…')).toBe(true);
     }
     // Nothing was refused: every note went in on the first POST.
     expect(eventPosts(fake).map((post) => post.status)).toEqual([201, 201]);
+  });
+
+  it('redacts the log before it is cut: a password= at the edge of a cut stays hidden', async () => {
+    // The last 2 KiB (what the watcher cut the log to before redacting it) begin inside `password`: a cut first leaves
+    // `rd=hunter2-horse-staple`, which no pattern knows. What follows redacts short (base64), so the whole redacted log
+    // fits the note and nothing else hides such a leak.
+    const encoded = `${'QUJD'.repeat(16)}\n`.repeat(31);
+    const log = `${'ok\n'.repeat(10)}db login password=hunter2-horse-staple\n${encoded}step done`;
+    expect(log.slice(-2048).startsWith('rd=hunter2')).toBe(true);
+    const fake = await cluster(withLogLines(log));
+    lead(fake, true);
+    const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
+    for (const event of events) {
+      const note = String(event.note);
+      expect(note).not.toContain('hunter2');
+      expect(note).toContain(
+        `from migrate: ${'ok\\n'.repeat(10)}db login password=[redacted]\\n${'[redacted]\\n'.repeat(31)}step done`,
+      );
+    }
   });
 });

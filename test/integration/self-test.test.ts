@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
+import { advisoriesOfTool } from '../../src/core/argocd-version.js';
 import type { Mode } from '../../src/core/types.js';
 import type { DiscoveryStatus } from '../../src/discovery/discovery.js';
 import { buildApp } from '../../src/http/app.js';
@@ -79,7 +80,8 @@ async function world(
       requestTimeoutMs: 5000,
       certificateWarningDays: options.certificateWarningDays ?? 14,
       pinnedArgocdVersion: options.pinned === undefined ? '3.0.1' : options.pinned,
-      advisories: config.advisories,
+      // What src/controllers/selftest/start.ts hands it: the Argo CD advisories only.
+      advisories: advisoriesOfTool(config.advisories, 'argocd'),
     },
     { certificate: () => tls.cert, discovery: () => NO_ARGOCD },
     (outcome) => outcomes.push(outcome),

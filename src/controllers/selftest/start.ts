@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/keys.js';
+import { advisoriesOfTool } from '../../core/argocd-version.js';
 import { ConfigError } from '../../errors.js';
 import type { LeaderLoop, LeaderTask } from '../leader-loop.js';
 import { kubeSelfTestClient } from './client.js';
@@ -69,7 +70,7 @@ export function selfTestController(
       certificateWarningDays: selfTest.certificateWarningDays,
       pinnedArgocdVersion: config.argocd.version,
       // The Argo CD advisories: the status lists those affecting a discovered Argo CD (Helm's are for render time).
-      advisories: config.advisories.filter((advisory) => advisory.tool !== 'helm'),
+      advisories: advisoriesOfTool(config.advisories, 'argocd'),
     },
     sources,
     observe,

@@ -1,7 +1,7 @@
 // explainHook() beyond the golden fixtures: the threshold's edges, hookguard's guard, input that is not what a
 // cluster writes, the Event shapes, a Job between attempts, and hooks Argo CD recorded that are gone.
 import { describe, expect, it } from 'vitest';
-import { explainHook, explainRecordedHook, FAILING_STATES } from '../../../src/core/explain.js';
+import { explainHook, explainRecordedHook, FAILING_STATES } from '../../../src/core/explain/index.js';
 import { GUARD_CONTAINER_NAME } from '../../../src/core/annotations.js';
 import { whyFixture, type WhyFixture } from '../../support/why-fixtures.js';
 
@@ -23,12 +23,128 @@ describe('the stuck threshold', () => {
     expect(at(fixture, 1201).state).toBe('Running');
   });
 
+  it('a Job suspended for exactly stuckAfterSeconds is Stuck (it has not run); a second less, Suspended', () => {
+    const fixture = whyFixture('stuck-suspended'); // suspended for 1200 s
+    expect([at(fixture, 1200).state, at(fixture, 1200).reason]).toEqual(['Stuck', 'Suspended']);
+    expect([at(fixture, 1201).state, at(fixture, 1201).reason]).toEqual(['Suspended', 'Suspended']);
+  });
+
+  it('a Job with spec.suspend and no Suspended condition yet: Argo CD calls it Progressing, and it is stuck all the same', () => {
+    const fixture = whyFixture('stuck-suspended');
+    (fixture.hook as { status: Record<string, unknown> }).status = {};
+    const explained = at(fixture, 300);
+    expect([explained.state, explained.reason, explained.since]).toEqual([
+      'Stuck',
+      'Suspended',
+      '2026-11-27T09:40:00Z',
+    ]);
+    expect(explained.message).toBe(
+      "Job db-migrate is suspended (Kueue queue batch-queue): no Pod runs until it is resumed; Argo CD's health calls it Progressing and a sync waits for it",
+    );
+  });
+
   it('only Failed, Stuck and Blocked call for action', () => {
     expect([...FAILING_STATES].sort()).toEqual(['Blocked', 'Failed', 'Stuck']);
   });
 });
 
-describe("hookguard's guard init container is never the cause", () => {
+const GUARD_IMAGE = 'gcr.io/distroless/static-debian12:debug-nonroot';
+
+/** The `running` fixture's Pod with hookguard's guard as its init container, in `guard` state, the hook's waiting. */
+function guarded(guard: Record<string, unknown>, phase = 'Pending'): WhyFixture {
+  const fixture = whyFixture('running');
+  const pod = fixture.pods[0] as { spec: Record<string, unknown>; status: Record<string, unknown> };
+  pod.spec.initContainers = [{ name: GUARD_CONTAINER_NAME, image: GUARD_IMAGE, command: ['/busybox/sleep', '10'] }];
+  pod.status = {
+    phase,
+    startTime: '2026-11-27T09:40:01Z',
+    conditions: [
+      {
+        type: 'Initialized',
+        status: 'False',
+        lastTransitionTime: '2026-11-27T09:40:01Z',
+        reason: 'ContainersNotInitialized',
+      },
+    ],
+    initContainerStatuses: [{ name: GUARD_CONTAINER_NAME, image: GUARD_IMAGE, ...guard }],
+    containerStatuses: [{ name: 'migrate', state: { waiting: { reason: 'PodInitializing' } } }],
+  };
+  return fixture;
+}
+
+describe("hookguard's guard init container, when it cannot start", () => {
+  it("an image not mirrored: the guard is named, with the fix in hookguard's configuration, not the hook's container", () => {
+    const fixture = guarded({
+      state: { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${GUARD_IMAGE}"` } },
+    });
+    fixture.events = [
+      {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: 'db-migrate-7xk2p.pull', namespace: 'shop', uid: 'e-guard-pull' },
+        involvedObject: { kind: 'Pod', name: 'db-migrate-7xk2p', namespace: 'shop' },
+        reason: 'Failed',
+        type: 'Warning',
+        message: `Failed to pull image "${GUARD_IMAGE}": dial tcp 142.250.1.82:443: i/o timeout`,
+        source: { component: 'kubelet' },
+        firstTimestamp: '2026-11-27T09:40:05Z',
+        lastTimestamp: '2026-11-27T09:59:00Z',
+      },
+    ];
+    const explanation = at(fixture, 300);
+    expect(explanation).toMatchObject({
+      state: 'Stuck',
+      reason: 'ImagePullBackOff',
+      container: GUARD_CONTAINER_NAME,
+      containerRole: 'init',
+      image: GUARD_IMAGE,
+      message: `hookguard's guard init container hookguard-min-runtime of Pod db-migrate-7xk2p cannot pull image ${GUARD_IMAGE} (ImagePullBackOff)`,
+      quoted: `Failed to pull image "${GUARD_IMAGE}": dial tcp 142.250.1.82:443: i/o timeout`,
+      nextStep: `hookguard adds it (rule min-runtime), so the hook has not started: mirror image ${GUARD_IMAGE} into a registry the nodes can pull from and set rules.minRuntime.image to it (docs/image.md, the guard image).`,
+    });
+  });
+
+  it('a command the image lacks (StartError): the guard is named, with the setting to fix', () => {
+    const fixture = guarded(
+      {
+        state: {
+          terminated: {
+            exitCode: 128,
+            reason: 'StartError',
+            message:
+              'failed to create containerd task: exec: "/busybox/sleep": stat /busybox/sleep: no such file or directory',
+            finishedAt: '2026-11-27T09:40:09Z',
+          },
+        },
+      },
+      'Failed',
+    );
+    (fixture.hook as { status: Record<string, unknown> }).status = {
+      failed: 1,
+      conditions: [
+        {
+          type: 'Failed',
+          status: 'True',
+          reason: 'BackoffLimitExceeded',
+          message: 'Job has reached the specified backoff limit',
+          lastTransitionTime: '2026-11-27T09:40:10Z',
+        },
+      ],
+    };
+    const explanation = at(fixture, 300);
+    expect(explanation).toMatchObject({
+      state: 'Failed',
+      reason: 'ContainerFailed',
+      container: GUARD_CONTAINER_NAME,
+      exitCode: 128,
+      message:
+        "hookguard's guard init container hookguard-min-runtime of Pod db-migrate-7xk2p exited with code 128 (StartError); Job db-migrate failed: BackoffLimitExceeded (Job has reached the specified backoff limit)",
+      nextStep: `hookguard adds it (rule min-runtime), so the hook has not started: set rules.minRuntime.command to a sleep that rules.minRuntime.image (${GUARD_IMAGE}) has, as the default image has /busybox/sleep.`,
+    });
+  });
+});
+
+describe("hookguard's guard init container is never the cause otherwise", () => {
   it('a guard that failed is passed over for the Pod itself', () => {
     const fixture = whyFixture('failed-init-container');
     const pod = fixture.hook as { status: { initContainerStatuses: Array<Record<string, unknown>> } };

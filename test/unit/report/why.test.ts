@@ -1,8 +1,8 @@
 // The text renderer of `hookguard why`: what a terminal shows of text a Pod wrote, long termination messages, ages.
 import { describe, expect, it } from 'vitest';
-import type { HookExplanation } from '../../../src/core/explain.js';
+import type { HookExplanation } from '../../../src/core/explain/index.js';
 import { printable } from '../../../src/report/report.js';
-import { duration, renderWhyText } from '../../../src/report/why.js';
+import { duration, renderWhyJson, renderWhyText } from '../../../src/report/why.js';
 
 const failed: HookExplanation = {
   kind: 'Job',
@@ -57,6 +57,38 @@ describe('renderWhyText', () => {
     expect(
       text({ ...quoted, message: `${failed.message}; Job has reached the specified backoff limit` }),
     ).not.toContain('condition Failed:');
+  });
+});
+
+describe('renderWhyJson', () => {
+  it('writes every explanation in one field order, whatever order the core built it in, and leaves unset fields out', () => {
+    const shuffled: HookExplanation = {
+      nextStep: failed.nextStep,
+      exitCode: 1,
+      container: 'migrate',
+      signal: undefined,
+      message: failed.message,
+      reason: failed.reason,
+      state: failed.state,
+      name: failed.name,
+      namespace: failed.namespace,
+      kind: failed.kind,
+      pod: 'db-migrate-9tq2w',
+    };
+    const json = renderWhyJson({ scope: 's', hooks: [shuffled], examined: 1, notShown: 0, overCap: 0 });
+    const [hook] = (JSON.parse(json) as { hooks: Record<string, unknown>[] }).hooks;
+    expect(Object.keys(hook ?? {})).toEqual([
+      'kind',
+      'namespace',
+      'name',
+      'state',
+      'reason',
+      'message',
+      'nextStep',
+      'pod',
+      'container',
+      'exitCode',
+    ]);
   });
 });
 

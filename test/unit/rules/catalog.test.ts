@@ -61,6 +61,7 @@ describe('the built-in rule set', () => {
       'mutating CREATE suspended-hook',
       'mutating CREATE hook-managed-by',
       'mutating CREATE hook-output-log-policy',
+      'mutating CREATE flux-hook-output-crash',
       'mutating CREATE hook-label',
       'mutating CREATE termination-message-policy',
       'mutating UPDATE immutable-update',
@@ -74,8 +75,14 @@ describe('the built-in rule set', () => {
       catalogOf(builtInRules)
         .filter((rule) => rule.stages.length === 1 && rule.stages[0] === stage)
         .map((rule) => rule.id);
+    // flux-hook-output-crash warns only of hooks Flux's helm-controller rendered, already in Helm's hands.
     // The watcher's label and the kubelet's log fallback matter only to a hook that runs in a cluster.
-    expect(atOnly('admission')).toEqual(['hook-label', 'termination-message-policy', 'immutable-update']);
+    expect(atOnly('admission')).toEqual([
+      'flux-hook-output-crash',
+      'hook-label',
+      'termination-message-policy',
+      'immutable-update',
+    ]);
     // At admission a missing restartPolicy already reads Always: only render time can deny the one the author wrote.
     // Helm reads hook-output-log-policy from the rendered manifest too.
     expect(atOnly('render')).toEqual(['delete-policy', 'hook-output-log-policy', 'hook-pod-restart-policy']);

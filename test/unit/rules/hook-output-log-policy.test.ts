@@ -3,7 +3,9 @@ import { decisionContext } from '../../../src/config/decision-context.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { decide } from '../../../src/core/decide.js';
 import type { KubeObject } from '../../../src/core/types.js';
-import { hookOutputLogPolicy } from '../../../src/rules/hook-output-log-policy.js';
+import { writeFileSync } from 'node:fs';
+import { withHelmControllers } from '../../../src/core/context.js';
+import { CRASHING_HELM_CONTROLLERS, hookOutputLogPolicy } from '../../../src/rules/hook-output-log-policy.js';
 import { ARGOCD_CONTROLLER, contextFor, hookJob, hookPod } from '../../support/objects.js';
 
 const POLICY = 'helm.sh/hook-output-log-policy';
@@ -83,5 +85,132 @@ describe('hook-output-log-policy', () => {
     const request = helmCreate(hookPod(BEFORE_HOOK_CREATION));
     const patch = decide(request, 'mutate', decisionContext(loadConfig(), undefined, stage)).patch;
     expect(patch.filter((op) => op.path.includes('output-log'))).toEqual(expected);
+  });
+});
+
+// fluxcd/helm-controller#1562: helm-controller 1.4.0 and later crash on the annotation (advisory
+// flux-helm-controller-hook-output-crash). No configuration makes the rule add it for one of them.
+describe('hook-output-log-policy under Flux', () => {
+  const FLUX_LABELS = { 'helm.toolkit.fluxcd.io/name': 'podinfo', 'helm.toolkit.fluxcd.io/namespace': 'flux-apps' };
+  const NOT_SET = `helm-controller#1562: ${POLICY} not set: Flux helm-controller 1.6.3 crashes on it (SIGSEGV) when the hook's outcome matches the policy, and the release is left pending`;
+
+  it('keeps the advisory and the rule on the same helm-controllers', () => {
+    const advisory = loadConfig().advisories.find((each) => each.id === 'flux-helm-controller-hook-output-crash');
+    expect(advisory).toMatchObject({
+      tool: 'helm-controller',
+      affected: CRASHING_HELM_CONTROLLERS,
+      warnedBy: ['hook-output-log-policy', 'flux-hook-output-crash'],
+    });
+    expect(advisory?.fixed).toBeUndefined();
+  });
+
+  it('adds nothing for helm-controller 1.6.3 and says why', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade' });
+    const before = structuredClone(job);
+    const report = hookOutputLogPolicy.mutate(
+      job,
+      contextFor(job, { stage: 'render', config: { 'flux.helmControllerVersion': 'v1.6.3' } }),
+    );
+    expect(report).toEqual({ mutations: [], warnings: [NOT_SET] });
+    expect(job).toEqual(before);
+  });
+
+  it('warns of a policy the chart set, and keeps it', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade', [POLICY]: 'hook-failed' });
+    const report = hookOutputLogPolicy.mutate(
+      job,
+      contextFor(job, { stage: 'render', config: { 'flux.helmControllerVersion': '1.4.0' } }),
+    );
+    expect(report.warnings).toEqual([
+      `helm-controller#1562: ${POLICY}: hook-failed is set, and Flux helm-controller 1.4.0 crashes on it (SIGSEGV) when the hook's outcome matches the policy, and the release is left pending: remove it from the chart`,
+    ]);
+    expect(job.metadata?.annotations?.[POLICY]).toBe('hook-failed');
+  });
+
+  it('adds it for helm-controller 1.3.2 (helm 3.17, which never reads it)', () => {
+    const job = hookJob({ 'helm.sh/hook': 'pre-upgrade' });
+    const report = hookOutputLogPolicy.mutate(
+      job,
+      contextFor(job, { stage: 'render', config: { 'flux.helmControllerVersion': '1.3.2' } }),
+    );
+    expect(report).toEqual({ mutations: [SET], warnings: [] });
+  });
+
+  // Every configuration that could plausibly turn the annotation back on, for every affected helm-controller.
+  const CONFIGS: Record<string, string>[] = [
+    {},
+    { mode: 'audit' },
+    { 'helm.version': '4.2.4' },
+    { 'helm.version': '3.18.0' },
+    { 'rules.hookOutputLogPolicy.enabled': 'false' },
+    { 'rules.deletePolicy.enabled': 'false' },
+  ];
+  const VERSIONS = ['1.4.0', '1.4.5', '1.5.0', '1.6.0', '1.6.3', '1.7.0', '2.0.0-rc.1'];
+  it.each(VERSIONS.flatMap((version) => CONFIGS.map((config) => [version, config] as const)))(
+    'no configuration adds it for helm-controller %s (%o): decide, the patch sent or withheld',
+    (version, config) => {
+      for (const object of [hookJob(BEFORE_HOOK_CREATION), hookPod(BEFORE_HOOK_CREATION)]) {
+        const context = decisionContext(
+          loadConfig({ overrides: { ...config, 'flux.helmControllerVersion': version } }),
+          undefined,
+          'render',
+        );
+        const decision = decide(helmCreate(object), 'mutate', context);
+        const ops = [...decision.patch, ...decision.withheldPatch];
+        expect(ops.filter((op) => op.path.includes('output-log'))).toEqual([]);
+      }
+    },
+  );
+
+  it('a config narrowing the advisory does not turn it back on', () => {
+    const file = `${process.env.TMPDIR ?? '/tmp'}/hookguard-flux-${process.pid}.yaml`;
+    writeFileSync(
+      file,
+      'advisories:\n  - id: flux-helm-controller-hook-output-crash\n    disabled: true\nflux:\n  helmControllerVersion: 1.6.3\n',
+    );
+    const context = decisionContext(loadConfig({ file }), undefined, 'render');
+    const patch = decide(helmCreate(hookJob(BEFORE_HOOK_CREATION)), 'mutate', context).patch;
+    expect(patch.filter((op) => op.path.includes('output-log'))).toEqual([]);
+  });
+
+  it('warns at admission of a Flux hook carrying it under helm-controller 1.6.3, naming the advisory', () => {
+    const pod = hookPod({ 'helm.sh/hook': 'pre-upgrade', [POLICY]: 'hook-failed' });
+    pod.metadata!.labels = FLUX_LABELS;
+    const context = decisionContext(loadConfig({ overrides: { 'flux.helmControllerVersion': '1.6.3' } }));
+    const decision = decide(helmCreate(pod), 'mutate', context);
+    expect(decision.findings.filter((finding) => finding.rule === 'flux-hook-output-crash')).toEqual([
+      {
+        rule: 'flux-hook-output-crash',
+        action: 'warn',
+        advisory: 'flux-helm-controller-hook-output-crash',
+        message: `helm-controller#1562: Flux helm-controller 1.6.3 crashes on ${POLICY}: hook-failed (SIGSEGV) if the hook's outcome matches; HelmRelease flux-apps/podinfo is then left pending`,
+      },
+    ]);
+    expect(decision.warnings).toContain(
+      'hookguard [flux-hook-output-crash]: helm-controller#1562: Flux helm-controller 1.6.3 crashes on helm.sh/hook-output-log…',
+    );
+    expect(decision.patch.filter((op) => op.path.includes('output-log'))).toEqual([]);
+  });
+
+  it.each([
+    ['no Flux labels', {}, { 'flux.helmControllerVersion': '1.6.3' }, true],
+    ['no helm-controller known', FLUX_LABELS, {}, true],
+    ['helm-controller 1.3.2', FLUX_LABELS, { 'flux.helmControllerVersion': '1.3.2' }, true],
+    ['no annotation', FLUX_LABELS, { 'flux.helmControllerVersion': '1.6.3' }, false],
+  ])('says nothing at admission with %s', (_name, labels, overrides, annotated) => {
+    const pod = hookPod({ 'helm.sh/hook': 'pre-upgrade', ...(annotated ? { [POLICY]: 'hook-failed' } : {}) });
+    pod.metadata!.labels = labels;
+    const decision = decide(helmCreate(pod), 'mutate', decisionContext(loadConfig({ overrides })));
+    expect(decision.findings.filter((finding) => finding.rule === 'flux-hook-output-crash')).toEqual([]);
+  });
+
+  it('warns at admission when a discovered helm-controller has an unknown version', () => {
+    const pod = hookPod({ 'helm.sh/hook': 'pre-upgrade', [POLICY]: 'hook-failed' });
+    pod.metadata!.labels = FLUX_LABELS;
+    const context = withHelmControllers(decisionContext(loadConfig()), { versions: [], unknownVersion: true });
+    const [finding] = decide(helmCreate(pod), 'mutate', context).findings.filter(
+      (each) => each.rule === 'flux-hook-output-crash',
+    );
+    expect(finding?.message).toMatch(/^helm-controller#1562: a Flux helm-controller of unknown version crashes on /);
   });
 });

@@ -1,3 +1,4 @@
+import { advisoriesOfTool } from '../../../../src/core/argocd-version.js';
 import { describe, expect, it } from 'vitest';
 import { loadBuiltInAdvisories } from '../../../../src/config/advisories.js';
 import type { DiscoveryStatus } from '../../../../src/discovery/discovery.js';
@@ -216,7 +217,8 @@ describe('mergeConditions', () => {
 });
 
 describe('advisoriesInEffect', () => {
-  const advisories = loadBuiltInAdvisories();
+  // What the self-test is handed: the Argo CD advisories (src/controllers/selftest/start.ts).
+  const advisories = advisoriesOfTool(loadBuiltInAdvisories(), 'argocd');
   it('lists the advisories affecting a known instance, with the instances', () => {
     const found = advisoriesInEffect(advisories, [
       { namespace: 'argocd', version: '3.0.1' },

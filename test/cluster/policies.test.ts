@@ -1,0 +1,146 @@
+// hookguard without a webhook, on the real control plane (kube-apiserver 1.37.2, `npm run cluster:up`, which writes
+// .cluster/kubeconfig): `hookguard policies | kubectl apply -f -`, then every hook fixture created through kubectl.
+// Each stored object must be what the webhook would store for the rules the policies cover (decide() at admission,
+// with those rules only, on the object the same API server defaults with the policies off: test/support/
+// policy-reference.ts), and the API server's warnings must carry the deadline warning exactly where decide() has it.
+//
+// Why decide() and not `hookguard check --fix`: check works at render time, where delete-policy writes
+// hook-succeeded into a Helm hook's manifest, so hook-ttl (rightly) sets no TTL there; at admission the policies, as
+// the webhook, see the object as the chart wrote it and give it the TTL. The reference must be the admission stage.
+//
+// Skipped only where there is no cluster and CI is not set: in CI a missing cluster fails.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import type { KubeObject } from '../../src/core/types.js';
+import { runCli } from '../support/cli.js';
+import { loadFixtures } from '../support/fixtures.js';
+import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
+import { byWebhook, contextOf } from '../support/policy-reference.js';
+
+const execFileAsync = promisify(execFile);
+const KUBECONFIG = join(repoRoot, '.cluster', 'kubeconfig');
+const present = existsSync(KUBECONFIG);
+const NAMESPACE = 'hookguard-policies-test';
+
+let kubectlPath = '';
+async function kubectl(args: readonly string[], input?: string): Promise<{ stdout: string; stderr: string }> {
+  const child = execFileAsync(kubectlPath, [...args], {
+    env: { ...process.env, KUBECONFIG },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (input !== undefined) {
+    child.child.stdin?.end(input);
+  }
+  return child;
+}
+
+/** What a fixture is sent as: in the test namespace, its own namespace dropped. */
+function sent(object: KubeObject): KubeObject {
+  const copy = structuredClone(object);
+  const metadata = (copy.metadata ??= {}) as Record<string, unknown>;
+  delete metadata.namespace;
+  return copy;
+}
+
+/** `kubectl create -o json` (dry run or not): the object as the API server stores it, and the warnings it said. */
+async function create(object: KubeObject, dryRun: boolean): Promise<{ stored: KubeObject; warnings: string[] }> {
+  const { stdout, stderr } = await kubectl(
+    ['create', '-n', NAMESPACE, '-o', 'json', ...(dryRun ? ['--dry-run=server'] : []), '-f', '-'],
+    JSON.stringify(object),
+  );
+  const warnings = [...stderr.matchAll(/^Warning: (.*)$/gm)].map((match) => match[1]!);
+  return { stored: JSON.parse(stdout) as KubeObject, warnings };
+}
+
+/** The parts of a stored hook the policies cover, by container name where they are per container. */
+function covered(object: KubeObject): Record<string, unknown> {
+  const spec = object.spec as Record<string, any>;
+  const podSpec = object.kind === 'Job' ? spec.template.spec : spec;
+  const containers = [...(podSpec.initContainers ?? []), ...podSpec.containers] as Array<Record<string, unknown>>;
+  return {
+    label: object.metadata?.labels?.['hookguard.io/hook'],
+    ttlSecondsAfterFinished: spec.ttlSecondsAfterFinished,
+    backoffLimit: spec.backoffLimit,
+    restartPolicy: podSpec.restartPolicy,
+    terminationMessagePolicies: Object.fromEntries(
+      containers.map((container) => [container.name, container.terminationMessagePolicy]),
+    ),
+  };
+}
+
+const hooks = loadFixtures().filter(({ object }) => object.kind === 'Job' || object.kind === 'Pod');
+
+describe.skipIf(!present && !process.env.CI)('hookguard policies on kube-apiserver 1.37.2', () => {
+  let username = '';
+  const admitted = new Map<string, KubeObject>();
+
+  beforeAll(async () => {
+    if (!present) throw new Error(`${KUBECONFIG} is missing: run npm run cluster:up`);
+    kubectlPath = (await helmAndKubectl()).kubectl;
+    username = JSON.parse((await kubectl(['auth', 'whoami', '-o', 'json'])).stdout).status.userInfo.username;
+    await kubectl(['create', 'namespace', NAMESPACE]).catch(() => undefined);
+    await kubectl(['create', 'namespace', 'hookguard']).catch(() => undefined);
+    // The objects as this API server defaults them, before any policy: what decide() is given.
+    for (const { file, object } of hooks) admitted.set(file, (await create(sent(object), true)).stored);
+    const policies = runCli(['policies']);
+    expect(policies.status).toBe(0);
+    await kubectl(['apply', '-f', '-'], policies.stdout);
+    // The API server's policy informers take a moment: wait until a probe hook is labelled.
+    const probe = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'probe', annotations: { 'helm.sh/hook': 'test' } },
+      spec: { containers: [{ name: 'p', image: 'busybox' }] },
+    };
+    for (let attempt = 0; ; attempt++) {
+      const { stored } = await create(probe, true);
+      if (stored.metadata?.labels?.['hookguard.io/hook'] === 'admitted') break;
+      if (attempt > 60) throw new Error('the generated policies never took effect');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    if (!present) return;
+    await kubectl(['delete', 'namespace', NAMESPACE, '--wait=false']).catch(() => undefined);
+    await kubectl([
+      'delete',
+      'mutatingadmissionpolicies,mutatingadmissionpolicybindings,validatingadmissionpolicies,validatingadmissionpolicybindings',
+      '-l',
+      'hookguard.io/policies=generated',
+    ]).catch(() => undefined);
+  });
+
+  it.each(hooks.map(({ file, object }) => [file, object] as const))(
+    '%s is stored as the webhook stores it, for the rules the policies cover',
+    async (file, object) => {
+      const { stored, warnings } = await create(sent(object), false);
+      const webhook = byWebhook(contextOf({}), admitted.get(file)!, username);
+      expect(covered(stored)).toEqual(covered(webhook.stored));
+      const deadline = warnings.filter((warning) => warning.includes('[hook-deadline]'));
+      expect(deadline).toEqual(
+        webhook.warnings.map(
+          (message) =>
+            `Validation failed for ValidatingAdmissionPolicy 'hookguard-hook-deadline' with binding 'hookguard-hook-deadline': ${message}`,
+        ),
+      );
+    },
+  );
+
+  it('the policies type-check on the API server: no expression warnings in their status', async () => {
+    const { stdout } = await kubectl([
+      'get',
+      'validatingadmissionpolicies',
+      '-l',
+      'hookguard.io/policies',
+      '-o',
+      'json',
+    ]);
+    for (const policy of JSON.parse(stdout).items as Array<Record<string, any>>)
+      expect(stringify(policy.status?.typeChecking?.expressionWarnings ?? [])).toBe('[]\n');
+  });
+});
