@@ -15,7 +15,6 @@ import { readHook } from '../../src/core/hook.js';
 import { runCommand } from '../support/command.js';
 import { loadFixtures } from '../support/fixtures.js';
 import { assertValidKubeObject } from '../support/k8s-schema.js';
-import { schemaValidator } from '../support/fake-admission.js';
 import { probeJob } from '../../src/controllers/selftest/probe.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { metricNames, promqlErrors } from '../support/promql.js';
@@ -334,12 +333,11 @@ describe.each(CASES)('the chart: $name', (each) => {
   it('renders exactly the objects its values ask for, each valid against the Kubernetes schema', () => {
     const names = objects(each).map((object) => `${object.kind}/${object.metadata.name}`);
     expect(names.sort()).toEqual(expectedNames(each));
-    const crd = find(objects(each), 'CustomResourceDefinition', 'hookguards.hookguard.io');
-    const hookGuardErrors = schemaValidator(crd.spec.versions[0].schema.openAPIV3Schema);
     for (const object of objects(each)) {
       const name = `${object.kind}/${object.metadata.name}`;
-      if (object.kind === 'HookGuard') expect(hookGuardErrors(object), name).toEqual([]);
-      else expect(() => assertValidKubeObject(object), name).not.toThrow();
+      // The HookGuard object is validated by the chart's CRD as the real API server serves it: test/cluster/
+      // chart-admission.test.ts (its content: HOOKGUARD_OBJECT, below).
+      if (object.kind !== 'HookGuard') expect(() => assertValidKubeObject(object), name).not.toThrow();
     }
   });
 

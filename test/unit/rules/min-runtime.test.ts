@@ -9,8 +9,6 @@ import {
   minRuntime,
   WINDOWS_NOT_GUARDED,
 } from '../../../src/rules/min-runtime.js';
-import { parseQuantity } from '../../../src/core/quantity.js';
-import { podTotals, qosClass, type SimPodSpec } from '../../support/limit-ranger.js';
 import { contextFor, DEFAULT_GUARD_CONTAINER, hookJob, hookPod } from '../../support/objects.js';
 
 const settings = loadConfig().rules.minRuntime;
@@ -479,29 +477,11 @@ describe('min-runtime: per config, not per request', () => {
   });
 });
 
-// Pod-level resources (PodLevelResources, beta and on by default from Kubernetes 1.34): the containers' aggregate
-// request must stay within the pod-level request and each container's limit within the pod-level limit (kubernetes
-// v1.34 pkg/apis/core/validation validatePodResourceConsistency), and the QoS class is read from the pod-level values
-// (pkg/apis/core/helper/qos ComputePodQOS): the guard keeps every pattern valid and changes neither (issue 27, item 11).
+// Pod-level resources (PodLevelResources, beta and on by default from Kubernetes 1.34): the guard shares the pod-level
+// budget and sizes itself within it (issue 27, item 11). That the Pods stay valid (the aggregate request within the
+// pod-level request, each limit within the pod-level limit) and keep their QoS class is asked of the real API server:
+// test/cluster/admissibility.test.ts, "min-runtime with pod-level resources".
 describe('min-runtime: pod-level resources', () => {
-  const quantity = (text: string | undefined) => (text === undefined ? undefined : parseQuantity(text));
-  function consistent(spec: PodSpec): string[] {
-    const problems: string[] = [];
-    const podLevel = spec.resources as { requests?: Record<string, string>; limits?: Record<string, string> };
-    const aggregate = podTotals(spec, 'requests');
-    for (const [resource, text] of Object.entries(podLevel.requests ?? {})) {
-      const sum = aggregate.get(resource)?.nano ?? 0n;
-      if (sum > quantity(text)!) problems.push(`aggregate ${resource} request above the pod-level ${text}`);
-    }
-    for (const container of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
-      for (const [resource, text] of Object.entries(podLevel.limits ?? {})) {
-        const limit = quantity((container.resources as { limits?: Record<string, string> })?.limits?.[resource]);
-        if (limit !== undefined && limit > quantity(text)!)
-          problems.push(`${container.name} ${resource} limit above ${text}`);
-      }
-    }
-    return problems;
-  }
   it.each<[string, Record<string, unknown>, unknown[], unknown]>([
     [
       'pod-level only: the guard sets none and shares the budget',
@@ -523,13 +503,6 @@ describe('min-runtime: pod-level resources', () => {
     ],
   ])('%s', (_name, podResources, containers, expected) => {
     const job = jobWith({ resources: podResources }, ...containers);
-    const before = podSpecOf(structuredClone(job));
-    expect(consistent(before)).toEqual([]);
-    const guard = guardOf(job);
-    expect(guard?.resources).toEqual(expected);
-    const after = podSpecOf(job);
-    expect(consistent(after)).toEqual([]);
-    expect(qosClass(after as SimPodSpec)).toBe(qosClass(before as SimPodSpec));
-    expect(podTotals(after as SimPodSpec, 'requests')).toEqual(podTotals(before as SimPodSpec, 'requests'));
+    expect(guardOf(job)?.resources).toEqual(expected);
   });
 });
