@@ -457,7 +457,8 @@ function renderChart(dirs, mode) {
       HOOKGUARD_NAMESPACE,
       '--set',
       `mode=${mode}`,
-      // Namespaces labelled hookguard.test/audit are left to the audit-mode hookguard a test runs beside this one.
+      // Namespaces labelled hookguard.test/audit are out of this hookguard's reach: left to the audit-mode hookguard a
+      // test runs beside it (fixtures.test.ts, value true) or to the admission policies alone (policies.test.ts).
       '--set',
       `webhook.namespaceSelector.matchExpressions[0].key=${AUDIT_NAMESPACE_LABEL}`,
       '--set',

@@ -185,8 +185,12 @@ describeCluster('hookguard operated on the real control plane', () => {
     for (let after = 0; after < 5;) {
       commands.push((await createCleanupHook(ns, `during-rotation-${commands.length}`)).command);
       if (!rotated) {
-        const ca = await secretField('ca.crt').catch(() => oldCa);
-        rotated = ca !== oldCa && (await servedCertificate(state.ports.hookguard!)) === (await secretCertificate());
+        // The keeper writes the new CA before it signs a serving pair with it: tls.crt may still be empty.
+        const [ca, crt] = await Promise.all([secretField('ca.crt'), secretField('tls.crt')]).catch(() => [oldCa, '']);
+        rotated =
+          ca !== oldCa &&
+          crt !== '' &&
+          (await servedCertificate(state.ports.hookguard!)) === new X509Certificate(crt).fingerprint256;
       } else after += 1;
       if (Date.now() > deadline) throw new Error(`no rotation within 150 s (${commands.length} creates)`);
       await new Promise((resolve) => setTimeout(resolve, 250));
