@@ -2,7 +2,8 @@
 // scheduler's verdict, the ResourceQuota and PodSecurity admission messages, another webhook's denial, and the
 // container states and Events the kubelet (here test/cluster/tools/kubernetes/cmd/kubelet-sim, in the kubelet's
 // formats) reports. Each case is one of test/golden/why/'s states, made for real: the explanation's state, reason and
-// the message a person reads must come out as the golden test (test/golden/why.test.ts) says they do for its fixture.
+// the message a person reads must come out as the golden test (test/golden/why.test.ts) says they do for its fixture,
+// and a suspended Job is no failure.
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -22,7 +23,17 @@ interface Case {
   namespaceLabels?: Record<string, string>;
   /** What the namespace holds before the Job: a quota, say. */
   setup?: (ns: string) => Promise<void>;
-  expected: { state: string; reason: string; blockedBy?: string; quotedFrom?: string; message: RegExp };
+  expected: {
+    state: string;
+    reason: string;
+    blockedBy?: string;
+    quotedFrom?: string;
+    /** The Job condition the state rests on, as the Job controller wrote it. */
+    jobCondition?: Json;
+    message: RegExp;
+    /** why's exit status: 1 (a hook failed, is stuck or blocked) unless said. */
+    exitStatus?: number;
+  };
 }
 
 let webhookServer: Server | undefined;
@@ -176,6 +187,20 @@ const CASES: Case[] = [
         /^Job db-migrate cannot create its Pod: Error creating: admission webhook "validate\.policy\.example" denied the request: CPU and memory limits are required$/,
     },
   },
+  {
+    // The Job controller writes Suspended=True, reason JobSuspended, "Job suspended" (v1.37.2
+    // pkg/controller/job/job_controller.go syncJob); under --stuck-after-seconds that is no failure.
+    name: 'suspended',
+    jobSpec: { suspend: true },
+    expected: {
+      state: 'Suspended',
+      reason: 'Suspended',
+      jobCondition: { type: 'Suspended', reason: 'JobSuspended', message: 'Job suspended' },
+      message:
+        /^Job db-migrate is suspended: no Pod runs until it is resumed; Argo CD's health calls it Suspended and a sync waits for it$/,
+      exitStatus: 0,
+    },
+  },
 ];
 
 function jobManifest(testCase: Case): string {
@@ -249,7 +274,8 @@ describeCluster('hookguard why on what the real components write', () => {
         if (
           hook?.state !== testCase.expected.state ||
           hook.reason !== testCase.expected.reason ||
-          (testCase.expected.quotedFrom !== undefined && hook.quotedFrom !== testCase.expected.quotedFrom)
+          (testCase.expected.quotedFrom !== undefined && hook.quotedFrom !== testCase.expected.quotedFrom) ||
+          (testCase.expected.jobCondition !== undefined && hook.jobCondition === undefined)
         )
           throw new Error(why.stdout);
         return { hook, status: why.status };
@@ -257,7 +283,8 @@ describeCluster('hookguard why on what the real components write', () => {
       90,
     );
     const { hook, status } = explanation;
-    expect(status).toBe(1);
+    expect(status).toBe(testCase.expected.exitStatus ?? 1);
+    if (testCase.expected.jobCondition) expect(hook.jobCondition).toEqual(testCase.expected.jobCondition);
     expect(hook.message).toMatch(testCase.expected.message);
     if (testCase.expected.blockedBy) expect(hook.blockedBy).toBe(testCase.expected.blockedBy);
     if (testCase.expected.quotedFrom) expect(hook.quotedFrom).toBe(testCase.expected.quotedFrom);
