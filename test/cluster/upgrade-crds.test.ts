@@ -1,8 +1,9 @@
 // `hookguard chart-hook upgrade-crds` (the chart's pre-upgrade hook) against the real API server's server-side apply
-// (issue 36: in place of test/support/server-side-apply.ts), run as the built CLI with the identity of a
-// ServiceAccount bound to the chart's own lifecycle ClusterRole. The CRD applied is the one the hook's Job mounts (the
-// chart's `hookguard-crds` ConfigMap, rendered by helm) under a group of the test's own, so that the cluster's
-// hookguard CRD is never touched: the chart's lifecycle rules are bound with that name in their resourceNames.
+// (issue 36: in place of the stand-in's), run as the built CLI with the identity of a ServiceAccount bound to the
+// chart's own lifecycle ClusterRole, and `chart-hook delete-webhooks` refused by the real RBAC. The CRD applied is the
+// one the hook's Job mounts (the chart's `hookguard-crds` ConfigMap, rendered by helm) under a group of the test's own,
+// so that the cluster's hookguard CRD is never touched: the chart's lifecycle rules are bound with that name in their
+// resourceNames.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -210,5 +211,25 @@ describeCluster('hookguard chart-hook upgrade-crds against the real API server',
       `hookguard chart-hook: cannot apply CustomResourceDefinition ${name} (kubeconfig ${lifecycleKubeconfig}): HTTP 422: CustomResourceDefinition.apiextensions.k8s.io "${name}" is invalid: status.storedVersions[0]: Invalid value: "${v1alpha1}": missing from spec.versions; ${v1alpha1} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${v1alpha1} and removes ${v1alpha1} from status.storedVersions\n`,
     ]);
     expect((await stored()).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+  });
+
+  it('delete-webhooks (the pre-delete hook) as an identity that may not delete them: the 403, exit 1, both kept', async () => {
+    const webhooks = `${ns}-webhooks`;
+    for (const kind of ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']) {
+      await kubectl(
+        ['create', '-f', '-'],
+        JSON.stringify({ apiVersion: 'admissionregistration.k8s.io/v1', kind, metadata: { name: webhooks } }),
+      );
+      clusterScoped.push(`${kind.toLowerCase()}/${webhooks}`);
+    }
+    const result = await run(process.execPath, [cliPath, 'chart-hook', 'delete-webhooks', webhooks], {
+      env: { KUBECONFIG: serverKubeconfig, HOME: dir },
+    });
+    expect([result.status, result.stdout, result.stderr]).toEqual([
+      1,
+      '',
+      `hookguard chart-hook: cannot delete ValidatingWebhookConfiguration and MutatingWebhookConfiguration ${webhooks} (kubeconfig ${serverKubeconfig}): HTTP 403: validatingwebhookconfigurations.admissionregistration.k8s.io "${webhooks}" is forbidden: User "system:serviceaccount:hookguard:hookguard" cannot delete resource "validatingwebhookconfigurations" in API group "admissionregistration.k8s.io" at the cluster scope\n`,
+    ]);
+    await kubectl(['get', 'validatingwebhookconfiguration,mutatingwebhookconfiguration', webhooks]);
   });
 });

@@ -18,12 +18,8 @@
 // GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set;
 // /version, /api and each group version's APIResourceList answer too (legacy discovery, enough for helm 3's install;
 // no aggregated discovery, no OpenAPI). `serve()` adds a kind, stored and answered like the others.
-// apiextensions.k8s.io/v1 CustomResourceDefinitions are served (GET, list, and server-side apply: PATCH with
-// application/apply-patch+yaml, which creates a missing object (201) or updates one (200), with field managers and
-// their 409 conflicts, in the subset test/support/server-side-apply.ts states), defaulted and given a generation and
-// status.storedVersions as the CRD strategy does; of the CRD validation only the stored-versions check (422) is
-// modelled, and no controller accepts names or sets conditions. Any other PATCH type kube-apiserver takes but this stand-in does not
-// speak (merge, strategic merge) is answered 405; an unknown one 415 as kube-apiserver does. With `authorize` set,
+// PATCH is JSON patch only; any other type is answered 405 (server-side apply of CRDs, hookguard's chart hook, is
+// tested against the real API server: test/cluster/upgrade-crds.test.ts). With `authorize` set,
 // every request is authorized first and refused with kube-apiserver's 403 text (RBAC's rules: rbacAuthorizer).
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -35,14 +31,6 @@ import { statusBody } from './api-status.js';
 
 export { statusBody };
 import { admit, schemaValidator, type Admission, type AdmissionResult } from './fake-admission.js';
-import {
-  APPLY_PATCH,
-  canonical,
-  conflictStatus,
-  PATCH_TYPES,
-  readAppliedConfiguration,
-  serverSideApply,
-} from './server-side-apply.js';
 
 type Json = Record<string, unknown>;
 export type KubeItem = Json & {
@@ -116,16 +104,6 @@ const RESOURCES: readonly Resource[] = [
     apiVersion: 'admissionregistration.k8s.io/v1',
     clusterScoped: true,
   })),
-  {
-    prefix: '/apis/apiextensions.k8s.io/v1',
-    plural: 'customresourcedefinitions',
-    group: 'apiextensions.k8s.io',
-    kind: 'CustomResourceDefinition',
-    apiVersion: 'apiextensions.k8s.io/v1',
-    clusterScoped: true,
-    statusSubresource: true,
-    generation: true,
-  },
 ];
 
 /** metav1.MicroTime's format (RFC3339Micro): the API server cannot decode a Lease or Event time with fewer digits. */
@@ -804,23 +782,7 @@ export class FakeApiServer {
       return;
     }
     if (method === 'PATCH' && name !== undefined && route.status !== true) {
-      // The patch type is checked before anything else, a missing object included (handlers/patch.go PatchResource).
       const patchType = (request.headers['content-type'] ?? '').split(';', 1)[0]!;
-      if (!(PATCH_TYPES as readonly string[]).includes(patchType)) {
-        const accepted = PATCH_TYPES.join(', ');
-        const message = `the body of the request was in an unknown format - accepted media types include: ${accepted}`;
-        this.reply(response, recorded, 415, statusBody(415, message));
-        return;
-      }
-      const invalid = patchOptionsProblem(patchType, query);
-      if (invalid !== undefined) {
-        this.reply(response, recorded, 422, invalid);
-        return;
-      }
-      if (patchType === APPLY_PATCH) {
-        this.apply(resource, namespace ?? '', name, text, query, attributes, response, recorded, qualified);
-        return;
-      }
       if (patchType !== 'application/json-patch+json') {
         const message = `the fake API server does not implement PATCH with ${patchType}`;
         this.reply(response, recorded, 405, statusBody(405, message, {}, 'MethodNotAllowed'));
@@ -978,24 +940,6 @@ export class FakeApiServer {
         return {
           code: 422,
           body: statusBody(422, `Event "${String(item.metadata.name)}" is invalid: ${problems.join(', ')}`),
-        };
-    }
-    if (resource.kind === 'CustomResourceDefinition') {
-      const problems = storedVersionProblems(item);
-      if (problems.length > 0)
-        return {
-          code: 422,
-          body: statusBody(
-            422,
-            // errors.NewInvalid: utilerrors' aggregate, one error as it is, more in brackets.
-            `${resource.kind}.${resource.group} "${item.metadata.name}" is invalid: ${problems.length === 1 ? problems[0]!.text : `[${problems.map(({ text }) => text).join(', ')}]`}`,
-            {
-              name: item.metadata.name,
-              group: resource.group,
-              kind: resource.kind,
-              causes: problems.map(({ field, body }) => ({ reason: 'FieldValueInvalid', message: body, field })),
-            },
-          ),
         };
     }
     if (resource.kind === 'Lease') {
@@ -1189,77 +1133,6 @@ export class FakeApiServer {
     this.reply(response, recorded, 200, this.commit(resource, working));
   }
 
-  /**
-   * Server-side apply (handlers/patch.go with applyPatcher; what of it is modelled: test/support/server-side-apply.ts):
-   * a missing object is created (201) if the user may also `create` it, an existing one updated (200), or left as it
-   * is when nothing changes (no new resourceVersion); 409 with the managers and fields in conflict unless force.
-   */
-  private apply(
-    resource: Resource,
-    namespace: string,
-    name: string,
-    text: string,
-    query: Record<string, string>,
-    attributes: AuthorizationAttributes,
-    response: ServerResponse,
-    recorded: RecordedRequest,
-    qualified: string,
-  ): void {
-    const badRequest = (message: string) => this.reply(response, recorded, 400, statusBody(400, message));
-    const applied = readAppliedConfiguration(text);
-    if (typeof applied === 'string') return badRequest(applied);
-    const appliedVersion = typeof applied.apiVersion === 'string' ? applied.apiVersion : '';
-    if (appliedVersion !== resource.apiVersion)
-      return badRequest(
-        `Incorrect version specified in apply patch. Specified patch version: ${appliedVersion}, expected: ${resource.apiVersion}`,
-      );
-    const appliedMetadata = (applied.metadata ?? {}) as Json;
-    if (appliedMetadata.managedFields !== undefined) return badRequest('metadata.managedFields must be nil');
-    const stored = this.objects.get(this.key(resource, namespace, name));
-    const result = serverSideApply(stored, applied, {
-      manager: query.fieldManager ?? '',
-      // metav1.PatchOptions.Force, decoded as Go's strconv.ParseBool reads it.
-      force: ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(query.force ?? ''),
-      apiVersion: resource.apiVersion,
-      now: kubeNow(),
-    });
-    if ('conflicts' in result) {
-      this.reply(response, recorded, 409, conflictStatus(result.conflicts));
-      return;
-    }
-    const next = result.object as KubeItem;
-    const appliedName = typeof appliedMetadata.name === 'string' ? appliedMetadata.name : '';
-    if (appliedName !== name)
-      return badRequest(`the name of the object (${appliedName}) does not match the name on the URL (${name})`);
-    next.metadata.name = name;
-    if (!resource.clusterScoped) next.metadata.namespace = namespace;
-    // Creating through apply needs `create` as well (handlers/patch.go createAuthorizerAttributes, withAuthorization).
-    const create = { ...attributes, verb: 'create' };
-    if (stored === undefined && this.authorize && !this.authorize(create)) {
-      this.reply(response, recorded, 403, forbiddenStatus(qualified, create));
-      return;
-    }
-    if (resource.statusSubresource) {
-      if (stored?.status === undefined) delete next.status;
-      else next.status = structuredClone(stored.status);
-    }
-    if (resource.kind === 'CustomResourceDefinition') prepareCrd(next);
-    const refused = this.refusal(resource, next);
-    if (refused) {
-      this.reply(response, recorded, refused.code, refused.body);
-      return;
-    }
-    if (stored !== undefined && canonical(next) === canonical(stored)) {
-      this.reply(response, recorded, 200, structuredClone(stored));
-      return;
-    }
-    if (query.dryRun === 'All') {
-      this.reply(response, recorded, stored === undefined ? 201 : 200, next);
-      return;
-    }
-    this.reply(response, recorded, stored === undefined ? 201 : 200, this.put(next));
-  }
-
   private watch(
     resource: Resource,
     namespace: string | undefined,
@@ -1385,64 +1258,6 @@ function forbiddenStatus(qualified: string, attributes: AuthorizationAttributes)
     group: attributes.group,
     kind: attributes.resource,
   });
-}
-
-/**
- * The 422 kube-apiserver gives PatchOptions it refuses (apimachinery v0.33.0 pkg/apis/meta/v1/validation
- * ValidatePatchOptions, errors.NewInvalid): apply without a fieldManager, force with any other patch type.
- */
-function patchOptionsProblem(patchType: string, query: Record<string, string>): Json | undefined {
-  const problem =
-    patchType === APPLY_PATCH
-      ? (query.fieldManager ?? '') === ''
-        ? { type: 'FieldValueRequired', field: 'fieldManager', text: 'Required value: is required for apply patch' }
-        : undefined
-      : query.force !== undefined
-        ? { type: 'FieldValueForbidden', field: 'force', text: 'Forbidden: may not be specified for non-apply patch' }
-        : undefined;
-  if (problem === undefined) return undefined;
-  return statusBody(422, `PatchOptions.meta.k8s.io "" is invalid: ${problem.field}: ${problem.text}`, {
-    group: 'meta.k8s.io',
-    kind: 'PatchOptions',
-    causes: [{ reason: problem.type, message: problem.text, field: problem.field }],
-  });
-}
-
-/**
- * What kube-apiserver does to a CRD it stores, beside the stored status kept by apply: defaults
- * (apiextensions-apiserver v0.33.0 pkg/apis/apiextensions/v1/defaults.go SetDefaults_CustomResourceDefinitionSpec) and
- * the storage version added to status.storedVersions (pkg/registry/customresourcedefinition/strategy.go
- * PrepareForCreate, PrepareForUpdate). The controllers that then accept its names and establish it are not modelled.
- */
-function prepareCrd(crd: KubeItem): void {
-  const spec = (crd.spec ??= {}) as Json;
-  const names = (spec.names ??= {}) as Json;
-  if (typeof names.kind === 'string') {
-    if (!names.singular) names.singular = names.kind.toLowerCase();
-    if (!names.listKind) names.listKind = `${names.kind}List`;
-  }
-  spec.conversion ??= { strategy: 'None' };
-  const status = (crd.status ??= { acceptedNames: { plural: '', kind: '' }, storedVersions: [] }) as Json;
-  const stored = (status.storedVersions ??= []) as string[];
-  const storage = ((spec.versions ?? []) as Json[]).find((version) => version.storage === true);
-  if (typeof storage?.name === 'string' && !stored.includes(storage.name)) stored.push(storage.name);
-}
-
-/**
- * What the CRD validation refuses of an upgrade that drops a version objects may still be stored in
- * (apiextensions-apiserver v0.33.0 pkg/apis/apiextensions/validation/validation.go
- * ValidateCustomResourceDefinitionStoredVersions); the rest of the CRD validation is not modelled.
- */
-function storedVersionProblems(crd: KubeItem): Array<{ field: string; body: string; text: string }> {
-  const versions = (((crd.spec ?? {}) as Json).versions ?? []) as Json[];
-  const stored = ((((crd.status ?? {}) as Json).storedVersions ?? []) as string[]).entries();
-  return [...stored]
-    .filter(([, name]) => !versions.some((version) => version.name === name))
-    .map(([index, name]) => {
-      const field = `status.storedVersions[${index}]`;
-      const body = `Invalid value: "${name}": missing from spec.versions; ${name} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in ${name} and removes ${name} from status.storedVersions`;
-      return { field, body, text: `${field}: ${body}` };
-    });
 }
 
 /** A request body as recorded: JSON decoded, anything else (YAML) as its text. */
