@@ -1,5 +1,6 @@
 // hookguard operated as the chart installs it, on the real control plane: the caBundle it writes is the one the API
-// server trusts, the self-test writes the HookGuard status, two replicas share one Lease and serve the same certificate, a CA rotation fails no create, a hung or stopped hookguard
+// server trusts, the self-test writes the HookGuard status, two replicas share one Lease and serve the same
+// certificate, neither a new CA after the Secret is lost nor a stale trust record fails a create, a hung hookguard
 // costs a create at most the chart's timeoutSeconds under its failurePolicy (Ignore), and the sweep frees a namespace
 // stuck deleting on hook finalizers.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,6 +9,7 @@ import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { bundleCertificates } from '../../src/tls/pem.js';
 import { cliPath } from '../support/cli.js';
 import { freePort } from '../support/serve-process.js';
 import {
@@ -57,6 +59,9 @@ async function createCleanupHook(ns: string, name: string): Promise<{ command: s
   const created = JSON.parse(await kubectl(['create', '-n', ns, '-o', 'json', '-f', '-'], cleanupHook(name))) as Json;
   return { command: created.spec.template.spec.containers[0].command as string[], millis: Date.now() - started };
 }
+
+/** The annotation where the keeper records the CAs it made (src/tls/trust.ts TRUST_ANNOTATION). */
+const TRUST_RECORD = 'hookguard.io/certificate-authorities';
 
 const MUTATED = ['kubectl', 'delete', 'configmap', 'foo', '--ignore-not-found'];
 
@@ -197,6 +202,42 @@ describeCluster('hookguard operated on the real control plane', () => {
     }
     expect(commands.length).toBeGreaterThan(5);
     expect(commands.filter((command) => command.join(' ') !== MUTATED.join(' '))).toEqual([]);
+  });
+
+  it('a trust record naming none of the CAs in use ({"cas":[]}, as a GitOps tool re-applies it) drops no CA: no create fails', async () => {
+    const state = await clusterState();
+    const kinds = ['mutatingwebhookconfiguration', 'validatingwebhookconfiguration'];
+    const recordOf = (kind: string) =>
+      kubectl([
+        'get',
+        kind,
+        'hookguard',
+        '-o',
+        `jsonpath={.metadata.annotations.${TRUST_RECORD.replaceAll('.', '\\.')}}`,
+      ]);
+    const servedBefore = await servedCertificate(state.ports.hookguard!);
+    const stale = '{"cas":[]}';
+    for (const kind of kinds) await kubectl(['annotate', '--overwrite', kind, 'hookguard', `${TRUST_RECORD}=${stale}`]);
+    // Creates one after another until the keeper has written a record of its own on both (a round follows a change
+    // of either configuration), and a few more.
+    const commands: string[][] = [];
+    const deadline = Date.now() + 120_000;
+    for (let after = 0; after < 5;) {
+      commands.push((await createCleanupHook(ns, `stale-record-${commands.length}`)).command);
+      if (!(await Promise.all(kinds.map(recordOf))).includes(stale)) after += 1;
+      if (Date.now() > deadline) throw new Error(`the keeper never rewrote the record (${commands.length} creates)`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(commands.filter((command) => command.join(' ') !== MUTATED.join(' '))).toEqual([]);
+    // The same pair is served, the Secret's, signed by the CA every caBundle still holds.
+    expect(await servedCertificate(state.ports.hookguard!)).toBe(servedBefore);
+    expect(await secretCertificate()).toBe(servedBefore);
+    const secretCa = new X509Certificate(await secretField('ca.crt')).fingerprint256;
+    for (const kind of kinds) {
+      const bundle = await kubectl(['get', kind, 'hookguard', '-o', 'jsonpath={.webhooks[0].clientConfig.caBundle}']);
+      const cas = bundleCertificates(Buffer.from(bundle, 'base64').toString('utf8'));
+      expect(cas.map((ca) => ca.fingerprint256)).toContain(secretCa);
+    }
   });
 
   it('a hung hookguard costs a create at most timeoutSeconds, and the hook goes through as written (failurePolicy Ignore)', async () => {
