@@ -6,7 +6,7 @@
 // and a suspended Job is no failure.
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, it } from 'vitest';
 import { generate } from 'selfsigned';
 import { cliPath } from '../support/cli.js';
 import { deleteNamespace, describeCluster, kubectl, newNamespace, run, waitUntil } from './support/cluster.js';
@@ -245,7 +245,8 @@ describeCluster('hookguard why on what the real components write', () => {
     webhookServer?.close();
   });
 
-  it.each(CASES)('$name', async (testCase) => {
+  // Side by side, each in its namespace: most cases wait out --stuck-after-seconds.
+  it.concurrent.for(CASES)('$name', async (testCase, { expect }) => {
     const ns = await newNamespace('why', testCase.namespaceLabels);
     namespaces.push(ns);
     await testCase.setup?.(ns);
