@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { runCommand } from '../support/command.js';
-import { FakeApiServer, serviceAccountToken } from '../support/fake-apiserver.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
 import { find, renderChart } from '../support/manifests.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-upgrade-crds-'));
@@ -21,12 +21,8 @@ it('upgrade-crds with no API server answering says the request failed and why, e
   writeFileSync(crdFile, find(await renderChart(), 'ConfigMap', 'hookguard-crds').data[`${NAME}.yaml`] as string);
   const fake = await new FakeApiServer().start();
   const kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    fake
-      .kubeConfig('hookguard', serviceAccountToken('system:serviceaccount:hookguard:hookguard-lifecycle'))
-      .exportConfig(),
-  );
+  // No request gets through, so the kubeconfig needs no identity.
+  writeFileSync(kubeconfig, fake.kubeConfig('hookguard').exportConfig());
   await fake.stop();
   const run = await runCommand(['chart-hook', 'upgrade-crds', crdFile], undefined, {
     KUBECONFIG: kubeconfig,

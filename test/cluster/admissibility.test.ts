@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 import { fixtureFiles, fixturePath } from '../support/fixtures.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
+import { PROFILES } from '../support/resource-profiles.js';
 import { deleteNamespace, describeCluster, kubectl, kubectlPath, newNamespace, run } from './support/cluster.js';
 
 type Json = Record<string, unknown>;
@@ -116,39 +117,6 @@ const LIMIT_RANGES: ReadonlyArray<[string, LimitRangeItem[]]> = [
     ],
   ],
 ];
-
-type Requirements = { requests?: ResourceMap; limits?: ResourceMap };
-const both = (cpu: string, memory: string): Requirements => ({ requests: { cpu, memory }, limits: { cpu, memory } });
-
-/**
- * The fixtures' own resources are few, so each is also admitted with the resources of these profiles on every
- * container and init container: the real Pod shapes with the resource patterns hook Pods come with.
- */
-const PROFILES: ReadonlyArray<[string, (spec: PodSpec) => void]> = [
-  ['Guaranteed 1/1Gi', (spec) => setResources(spec, both('1', '1Gi'))],
-  ['Guaranteed 200m/256Mi', (spec) => setResources(spec, both('200m', '256Mi'))],
-  ['Guaranteed 20m/32Mi', (spec) => setResources(spec, both('20m', '32Mi'))],
-  ['limits only 300m/300Mi', (spec) => setResources(spec, { limits: { cpu: '300m', memory: '300Mi' } })],
-  ['requests only 100m/128Mi', (spec) => setResources(spec, { requests: { cpu: '100m', memory: '128Mi' } })],
-  [
-    'requests 50m/64Mi, limits 500m/512Mi',
-    (spec) =>
-      setResources(spec, { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '512Mi' } }),
-  ],
-  [
-    'Guaranteed 200m/256Mi and a native sidecar 50m/64Mi',
-    (spec) => {
-      setResources(spec, both('200m', '256Mi'));
-      const sidecar = { name: 'proxy', image: 'proxy', restartPolicy: 'Always', resources: both('50m', '64Mi') };
-      spec.initContainers = [sidecar, ...(spec.initContainers ?? [])];
-    },
-  ],
-];
-
-function setResources(spec: PodSpec, resources: Requirements): void {
-  for (const entry of [...spec.containers, ...(spec.initContainers ?? [])])
-    entry.resources = structuredClone(resources);
-}
 
 interface Hook {
   /** Unique in the run, a DNS label: the Pods are named b-<id> (without hookguard) and a-<id> (with). */

@@ -16,6 +16,7 @@ import { loadFixtures } from '../support/fixtures.js';
 import { stripNullFields } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import { kubeletRefusal, sccAdmit, type PodSpecLike, type Scc, type UidRange } from '../support/openshift-scc.js';
+import { PROFILES } from '../support/resource-profiles.js';
 
 const GUARDED_VERSIONS = ['2.14.3', '3.0.0', '3.1.0'];
 
@@ -30,43 +31,6 @@ const GUARD_IMAGE_USER = 65532;
 /** OpenShift's default SCCs a hook's service account may be allowed, and a namespace's range as the allocator writes it. */
 const SCCS: readonly Scc[] = ['restricted-v2', 'nonroot-v2', 'anyuid'];
 const NAMESPACE_RANGE: UidRange = { first: 1000680000, size: 10000 };
-
-type Requirements = { requests?: Record<string, string>; limits?: Record<string, string> };
-const both = (cpu: string, memory: string): Requirements => ({
-  requests: { cpu, memory },
-  limits: { cpu, memory },
-});
-
-/**
- * Each fixture is also admitted with the resources of these profiles on every container and init container (the
- * profiles of test/cluster/admissibility.test.ts): the native sidecar one adds a container of its own.
- */
-const PROFILES: ReadonlyArray<[string, (spec: PodSpecLike) => void]> = [
-  ['Guaranteed 1/1Gi', (spec) => setResources(spec, both('1', '1Gi'))],
-  ['Guaranteed 200m/256Mi', (spec) => setResources(spec, both('200m', '256Mi'))],
-  ['Guaranteed 20m/32Mi', (spec) => setResources(spec, both('20m', '32Mi'))],
-  ['limits only 300m/300Mi', (spec) => setResources(spec, { limits: { cpu: '300m', memory: '300Mi' } })],
-  ['requests only 100m/128Mi', (spec) => setResources(spec, { requests: { cpu: '100m', memory: '128Mi' } })],
-  [
-    'requests 50m/64Mi, limits 500m/512Mi',
-    (spec) =>
-      setResources(spec, { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '512Mi' } }),
-  ],
-  [
-    'Guaranteed 200m/256Mi and a native sidecar 50m/64Mi',
-    (spec) => {
-      setResources(spec, both('200m', '256Mi'));
-      const sidecar = { name: 'proxy', image: 'proxy', restartPolicy: 'Always', resources: both('50m', '64Mi') };
-      spec.initContainers = [sidecar, ...(spec.initContainers ?? [])];
-    },
-  ],
-];
-
-function setResources(spec: PodSpecLike, resources: Requirements): void {
-  for (const entry of [...(spec.containers ?? []), ...(spec.initContainers ?? [])]) {
-    entry.resources = structuredClone(resources);
-  }
-}
 
 function withProfile(hook: Hook, profile: (spec: PodSpecLike) => void): Hook {
   const object = structuredClone(hook.object);
