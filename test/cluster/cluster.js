@@ -45,6 +45,9 @@ export const HOOKGUARD_NAMESPACE = 'hookguard';
 export const AUDIT_NAMESPACE_LABEL = 'hookguard.test/audit';
 const NODE_COUNT = 2;
 
+/** The Argo CD releases whose sync engine argo-sync carries (test/cluster/tools/argo-sync). */
+export const ARGO_SYNC_ENGINES = ['2.14.3', '2.14.21', '3.0.0'];
+
 /** What is built, from which module under test/cluster/tools/, with which version stamped in. */
 const TOOLS = [
   {
@@ -81,6 +84,20 @@ const TOOLS = [
     ],
   },
   {
+    name: 'argo-sync',
+    // One build per Argo CD release whose gitops-engine the seeds need (a Go module holds one version of the engine):
+    // the same main.go with that release's pins, from go.argocd-VERSION.mod (go.mod is v3.0.0's). docs/testing.md says
+    // why these and what the module proxy refused.
+    version: ARGO_SYNC_ENGINES.join('+'),
+    builds: ARGO_SYNC_ENGINES.map((argocd) => ({
+      output: `argo-sync-${argocd}`,
+      modfile: argocd === '3.0.0' ? undefined : `go.argocd-${argocd}.mod`,
+      ldflags: [`-X main.engineArgoCD=${argocd}`],
+    })),
+    packages: ['.'],
+    ldflags: [],
+  },
+  {
     name: 'helm3',
     version: 'v3.21.4',
     packages: ['helm.sh/helm/v3/cmd/helm'],
@@ -111,6 +128,7 @@ function cacheDirOf(tool) {
     if (statSync(path).isFile()) hash.update(file).update(readFileSync(path));
   }
   hash.update(JSON.stringify([tool.packages, tool.ldflags, tool.tags]));
+  if (tool.builds) hash.update(JSON.stringify(tool.builds));
   return join(cacheRoot(), `${tool.name}-${tool.version}-${hash.digest('hex').slice(0, 12)}`);
 }
 
@@ -135,17 +153,20 @@ export function build() {
     const partial = `${dir}.partial-${process.pid}`;
     rmSync(partial, { recursive: true, force: true });
     mkdirSync(partial, { recursive: true });
-    const out = tool.output && tool.packages.length === 1 ? join(partial, tool.output) : `${partial}/`;
-    const args = ['build', '-trimpath', '-ldflags', ['-s', '-w', ...tool.ldflags].join(' '), '-o', out];
-    if (tool.tags) args.push('-tags', tool.tags);
-    const result = spawnSync('go', [...args, ...tool.packages], {
-      cwd: join(toolsDir, tool.name),
-      stdio: ['ignore', 'inherit', 'inherit'],
-      // go.sum is the lock: a build never resolves anything new (-mod=readonly), and never fetches another Go.
-      env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly' },
-    });
-    if (result.status !== 0)
-      throw new Error(`cluster: go build of ${tool.name} ${tool.version} failed (exit ${result.status})`);
+    for (const { output, modfile, ldflags } of tool.builds ?? [{ output: tool.output, ldflags: [] }]) {
+      const out = output && tool.packages.length === 1 ? join(partial, output) : `${partial}/`;
+      const args = ['build', '-trimpath', '-ldflags', ['-s', '-w', ...tool.ldflags, ...ldflags].join(' '), '-o', out];
+      if (modfile) args.push(`-modfile=${modfile}`);
+      if (tool.tags) args.push('-tags', tool.tags);
+      const result = spawnSync('go', [...args, ...tool.packages], {
+        cwd: join(toolsDir, tool.name),
+        stdio: ['ignore', 'inherit', 'inherit'],
+        // go.sum is the lock: a build never resolves anything new (-mod=readonly), and never fetches another Go.
+        env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly' },
+      });
+      if (result.status !== 0)
+        throw new Error(`cluster: go build of ${tool.name} ${output ?? ''} failed (exit ${result.status})`);
+    }
     writeFileSync(
       join(partial, '.complete'),
       `${new Date().toISOString()} ${Math.round((Date.now() - started) / 1000)} s\n`,
@@ -569,6 +590,11 @@ function linkBinaries(dirs) {
     'kube-controller-manager': join(dirs.kubernetes, 'kube-controller-manager'),
     'kube-scheduler': join(dirs.kubernetes, 'kube-scheduler'),
     'kubelet-sim': join(dirs.kubernetes, 'kubelet-sim'),
+    // argo-sync runs its siblings for the other engines: they sit in the same cache folder, linked here too.
+    'argo-sync': join(dirs['argo-sync'], `argo-sync-${ARGO_SYNC_ENGINES.at(-1)}`),
+    ...Object.fromEntries(
+      ARGO_SYNC_ENGINES.map((argocd) => [`argo-sync-${argocd}`, join(dirs['argo-sync'], `argo-sync-${argocd}`)]),
+    ),
   };
   for (const [name, target] of Object.entries(links)) symlinkSync(target, join(binDir, name));
 }
