@@ -12,6 +12,7 @@ import { GUARD_CONTAINER_NAME } from '../../src/core/annotations.js';
 import { cliPath } from '../support/cli.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
+  AUDIT_NAMESPACE_LABEL,
   binDir,
   clusterDir,
   deleteNamespace,
@@ -22,7 +23,6 @@ import {
   run,
   waitUntil,
 } from './support/cluster.js';
-import { AUDIT_NAMESPACE_LABEL } from './cluster.js';
 
 const argoSync = join(binDir, 'argo-sync');
 
@@ -128,8 +128,10 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
         },
       }),
     );
-    const probePort = (JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as Json).ports
-      .hookguardProbe as number;
+    const state = JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as {
+      ports: { hookguardProbe: number };
+    };
+    const probePort = state.ports.hookguardProbe;
     await waitUntil(`hookguard's discovery to report Argo CD ${version}`, async () => {
       const ready = (await (await fetch(`http://127.0.0.1:${probePort}/readyz`)).json()) as Json;
       const instances = ((ready.discovery as Json | undefined)?.instances ?? []) as Array<Json>;

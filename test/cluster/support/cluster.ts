@@ -14,6 +14,8 @@ export const kubectlPath = join(binDir, 'kubectl');
 export const helm4Path = join(binDir, 'helm');
 export const helm3Path = join(binDir, 'helm3');
 export const hookguardLog = join(clusterDir, 'logs', 'hookguard.log');
+/** Namespaces with this label are out of the cluster hookguard's webhooks' reach (cluster.js AUDIT_NAMESPACE_LABEL). */
+export const AUDIT_NAMESPACE_LABEL = 'hookguard.test/audit';
 
 /** describe() when the cluster is up, describe.skip() (with the reason in the name) where it cannot run. */
 export function describeCluster(name: string, body: () => void): void {
