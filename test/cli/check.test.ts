@@ -296,6 +296,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'helm-hook-ttl-wait',
       'flux-helm-controller-hook-output-crash',
     ]);
 
@@ -318,6 +319,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'helm-hook-ttl-wait',
       'flux-helm-controller-hook-output-crash',
       'my-race',
     ]);
