@@ -5,7 +5,7 @@ import { readInputs } from '../offline/inputs.js';
 import { readDocuments, type InputDocument, type SourceObject } from '../offline/read.js';
 import { decisionContext } from '../config/decision-context.js';
 import type { DecisionContext } from '../core/context.js';
-import type { Operation } from '../core/types.js';
+import type { Finding, Operation } from '../core/types.js';
 import { EXIT, InputError, UsageError } from '../errors.js';
 import { renderGithub } from '../report/github.js';
 import { renderJson } from '../report/json.js';
@@ -146,6 +146,9 @@ function renderFixed(
 /**
  * When no Helm version was given, every Helm advisory may apply: what that changed, against a Helm none affects (the
  * same objects judged without them), said in a sentence; nothing when the version is known or it changed nothing.
+ * What hookguard does is the patch and what the findings say: an advisory a finding merely names (ttl-floor's
+ * helm-hook-ttl-wait, whose floor every Helm hook gets) changes neither. The sentence names the Helm advisories the
+ * differing findings name.
  */
 function helmAssumption(
   objects: readonly SourceObject[],
@@ -155,15 +158,21 @@ function helmAssumption(
 ): string[] {
   if (context.helmVersion !== undefined || context.helmAdvisories.length === 0) return [];
   const unaffected: DecisionContext = { ...context, helmAdvisories: [] };
-  const changed = objects.filter((object, index) => {
+  const said = ({ advisory: _advisory, ...finding }: Finding) => JSON.stringify(finding);
+  // The findings that differ from those for a Helm no advisory affects, per object that changed.
+  const differing = results.flatMap((result, index) => {
+    const object = objects[index]!;
     const other = checkObject(object.object, object.source, index, unaffected, { username });
-    const result = results[index]!;
-    return JSON.stringify([other.patch, other.findings]) !== JSON.stringify([result.patch, result.findings]);
-  }).length;
-  if (changed === 0) return [];
-  const ids = context.helmAdvisories.map((advisory) => advisory.id).join(', ');
+    const otherSaid = new Set(other.findings.map(said));
+    const findings = result.findings.filter((finding) => !otherSaid.has(said(finding)));
+    return findings.length > 0 || JSON.stringify(other.patch) !== JSON.stringify(result.patch) ? [findings] : [];
+  });
+  if (differing.length === 0) return [];
+  const named = new Set(differing.flat().map((finding) => finding.advisory));
+  const helmIds = context.helmAdvisories.map((advisory) => advisory.id);
+  const ids = helmIds.some((id) => named.has(id)) ? helmIds.filter((id) => named.has(id)) : helmIds;
   return [
-    `Helm version unknown: assumed a Helm that ${ids} affect(s), since any Helm may run the hooks; that changed what hookguard does to ${changed} object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them`,
+    `Helm version unknown: assumed a Helm that ${ids.join(', ')} affect(s), since any Helm may run the hooks; that changed what hookguard does to ${differing.length} object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them`,
   ];
 }
 

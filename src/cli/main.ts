@@ -1,29 +1,13 @@
 #!/usr/bin/env node
-// The process around runHookguard: its arguments, stdin, stdout, stderr and environment, and its exit status.
+// The CLI's entry. First whether this Node.js is one package.json's engines allows, with nothing loaded yet that a
+// newer one may be needed for: an older one gets one line saying so (npm only warns, EBADENGINE, at install), not a
+// stack from somewhere inside. Then the process around runHookguard (process.ts).
 import { EXIT } from '../errors.js';
-import { runHookguard } from './hookguard.js';
-import { readStream, type CommandIO } from './io.js';
+import { unsupportedNode } from './version.js';
 
-const io: CommandIO = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-  readStdin: (maxBytes) => readStream(process.stdin, maxBytes),
-  env: process.env,
-  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
-};
-
-// A reader that stops early (`hookguard rules | head`) closes the pipe: that ends the output, and is no error.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code !== 'EPIPE') throw error;
-  process.exit();
-});
-
-runHookguard(process.argv.slice(2), io).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`hookguard: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = EXIT.internal;
-  },
-);
+const refusal = unsupportedNode(process.versions.node);
+if (refusal === undefined) await import('./process.js');
+else {
+  process.stderr.write(`hookguard: ${refusal}\n`);
+  process.exitCode = EXIT.unsupportedNode;
+}

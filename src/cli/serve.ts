@@ -6,7 +6,7 @@ import { startApiDiscovery } from '../discovery/api-groups.js';
 import { startNamespaceWatch } from '../discovery/namespaces.js';
 import { startDiscovery, startFluxDiscovery } from '../discovery/start.js';
 import { buildApp, buildProbeApp } from '../http/app.js';
-import { Lifecycle, shutDown } from '../http/lifecycle.js';
+import { Lifecycle, shutDown, shutdownLine, shutdownSettings } from '../http/lifecycle.js';
 import { BoundedLogDestination, isoTimeOncePerMillisecond, stdoutStream } from '../http/log-destination.js';
 import { knownArgoCdInstances, Metrics } from '../http/metrics.js';
 import { watchCertificates, type CertificateWatch } from '../tls/reload.js';
@@ -241,13 +241,12 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
   );
   certificates.serveWith(app.server as unknown as TlsServer, metrics);
   const received = await signal;
+  const settings = shutdownSettings(received, config.server);
   logger.info(
-    { signal: received, shutdownDelayMs: config.server.shutdownDelayMs },
-    'shutting down: finishing in-flight requests',
+    { signal: received, shutdownDelayMs: settings.shutdownDelayMs, shutdownTimeoutMs: settings.shutdownTimeoutMs },
+    shutdownLine(received, settings),
   );
   const leadingStopped = stopLeading();
-  // Ctrl-C is someone at a terminal, not an endpoints controller that needs time to drop this pod.
-  const settings = received === 'SIGINT' ? { ...config.server, shutdownDelayMs: 0 } : config.server;
   const result = await shutDown(app, lifecycle, settings, logger);
   // The probes answer (readiness failing) until the webhook has drained.
   await Promise.all([leadingStopped, stopWatches(), probes.close()]);

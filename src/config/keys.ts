@@ -141,7 +141,7 @@ export const KEYS = {
   mode: oneOf(['enforce', 'audit'], {
     default: 'enforce',
     env: 'HOOKGUARD_MODE',
-    doc: '`audit` never patches or denies: the same decisions become warnings and audit log lines.',
+    doc: "`audit` never patches or denies: the same decisions become warnings and audit log lines. It also stops the hook watcher's HookFailed/HookStuck Events: the watcher follows only hooks carrying the label hookguard.io/hook, which audit mode withholds like every change (`hookguard why` explains any hook, read-only).",
   }),
   server: {
     host: text({ default: '0.0.0.0', env: 'HOOKGUARD_HOST', doc: 'Address the HTTPS server listens on.' }),
@@ -798,7 +798,7 @@ export const KEYS = {
     enabled: flag({
       default: true,
       env: 'HOOKGUARD_HOOK_WATCH_ENABLED',
-      doc: "serve's Lease holder watches the hooks it admitted (label hookguard.io/hook) and posts one Warning Event, HookFailed or HookStuck, on a hook that fails or is stuck (why.stuckAfterSeconds) and on its Argo CD Application.",
+      doc: "serve's Lease holder watches the hooks it admitted (label hookguard.io/hook) and posts one Warning Event, HookFailed or HookStuck, on a hook that fails or is stuck (why.stuckAfterSeconds) and on its Argo CD Application. In audit mode no hook gets the label, so no Event is posted.",
     }),
     // A long migration is overdue without being stuck: each look costs a list of its Pods and Events.
     recheckSeconds: integer({

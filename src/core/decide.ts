@@ -73,7 +73,7 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
       continue;
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
-    const advisory = context.advisoriesFor(rule.id)[0]?.id;
+    const advisory = outcome.advisory ?? context.advisoriesFor(rule.id)[0]?.id;
     for (const message of outcome.mutations) findings.push(ruleFinding(rule.id, 'mutate', message, advisory));
     if (outcome.warnings.length > 0) {
       // A warning rule's warnings are about the advisory it warns of; another rule's are about the object alone.

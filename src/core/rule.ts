@@ -154,6 +154,12 @@ export interface RuleReport {
   warnings: string[];
   /** Why the rule's mitigation could not be put in place (version-race turns this into a denial). */
   unmet?: string;
+  /**
+   * The advisory the changes answer, when the rule itself chose to answer one (a Helm advisory, from
+   * helmAdvisoriesFor: no gate opens on those). Otherwise the findings name the first Argo CD advisory the rule
+   * mitigates for this hook (advisoriesFor), as its gate opened on it.
+   */
+  advisory?: string;
 }
 
 /** A CREATE-time rule that edits a clone of the object in place (the mutating webhook). */
@@ -217,6 +223,7 @@ export function report(partial: Partial<RuleReport> = {}): RuleReport {
     mutations: partial.mutations ?? [],
     warnings: partial.warnings ?? [],
     ...(partial.unmet ? { unmet: partial.unmet } : {}),
+    ...(partial.advisory ? { advisory: partial.advisory } : {}),
   };
 }
 

@@ -21,6 +21,25 @@ export interface ShutdownSettings {
   shutdownTimeoutMs: number;
 }
 
+/**
+ * What a signal's shutdown waits for. SIGTERM is the kubelet's: the pod keeps serving for shutdownDelayMs while the
+ * endpoints controller drops it. SIGINT (Ctrl-C) is someone at a terminal, whom no endpoint routes to: at once.
+ */
+export function shutdownSettings(signal: string, server: ShutdownSettings): ShutdownSettings {
+  return {
+    shutdownDelayMs: signal === 'SIGINT' ? 0 : server.shutdownDelayMs,
+    shutdownTimeoutMs: server.shutdownTimeoutMs,
+  };
+}
+
+/** The log line that says what this shutdown will do, with the delay it will actually wait. */
+export function shutdownLine(signal: string, settings: ShutdownSettings): string {
+  const bound = `exit within ${settings.shutdownTimeoutMs} ms`;
+  if (settings.shutdownDelayMs === 0)
+    return `shutting down at once (${signal}): finishing in-flight requests, no new connections; ${bound}`;
+  return `shutting down (${signal}): /readyz fails, requests still served for ${settings.shutdownDelayMs} ms (server.shutdownDelayMs), then finishing in-flight requests; ${bound}`;
+}
+
 /** `drained`: every request was answered; `forced`: connections were still open at the deadline and were cut. */
 export type ShutdownResult = 'drained' | 'forced';
 

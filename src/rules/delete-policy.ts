@@ -56,9 +56,9 @@ export const deletePolicy: MutationRule = {
           : 'a TTL removes the finished hook instead';
       return report({
         mutations: [
-          `set ${key}: ${kept}, without hook-succeeded: ${helm} may wait its whole --timeout after that deletion ` +
-            `(${hanging.id}); ${instead}`,
+          `set ${key}: ${kept}, without hook-succeeded: ${helm} may wait its whole --timeout after that deletion; ${instead}`,
         ],
+        advisory: hanging.id,
       });
     }
     setAnnotation(object, key, value);

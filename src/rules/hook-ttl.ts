@@ -53,7 +53,7 @@ export const hookTtl: MutationRule = {
   stages: ['admission', 'render'],
   kinds: ['Job'],
   gate: 'always',
-  mutate(object, { stage, hook, settings, helmAdvisoriesFor }) {
+  mutate(object, { stage, hook, settings, helmVersion, helmAdvisoriesFor }) {
     const spec = jobSpecOf(object);
     if (hook.kind !== 'Job' || hook.testOnly || !spec) return report();
     if (spec.ttlSecondsAfterFinished !== undefined && spec.ttlSecondsAfterFinished !== null) return report();
@@ -62,19 +62,29 @@ export const hookTtl: MutationRule = {
     spec.ttlSecondsAfterFinished = ttl;
     const file = annotation(object, HELM_TEMPLATE_FILE);
     const where = file ? ` (${file})` : '';
-    // At render time for a Helm that may hang on hook-succeeded (delete-policy left it out), the TTL is the fix.
+    // At render time for a Helm that may hang on hook-succeeded (delete-policy left it out), the TTL is the fix. The
+    // template has no hook-succeeded (or this rule would not be here), often no policy at all: the advice is the TTL,
+    // and why a policy is no fix, never a hook-succeeded to take out.
     const [hanging] = stage === 'render' ? helmAdvisoriesFor(deletePolicy.id) : [];
     const fix = hanging
-      ? `set spec.ttlSecondsAfterFinished in the template${where}, not hook-succeeded (${hanging.id})`
+      ? `set spec.ttlSecondsAfterFinished in the template${where}; ${hookSucceededHangs(helmVersion)}`
       : adviseDeletePolicy(object, hook, where);
     return report({
       mutations: [
         `set spec.ttlSecondsAfterFinished to ${ttl}: no delete policy removes this Job once it succeeds. ` +
           `Fix in its chart: ${fix}`,
       ],
+      ...(hanging ? { advisory: hanging.id } : {}),
     });
   },
 };
+
+/** Why a hook-succeeded policy is no fix where delete-policy left it out: the Helm named hangs, an unknown one may. */
+function hookSucceededHangs(helmVersion: string | undefined): string {
+  return helmVersion === undefined
+    ? 'a hook-succeeded delete policy may leave Helm waiting its whole --timeout'
+    : `a hook-succeeded delete policy would leave Helm ${helmVersion} waiting its whole --timeout`;
+}
 
 function adviseDeletePolicy(object: KubeObject, hook: HookInfo, where: string): string {
   const advised = advisedPolicy(object, hook);

@@ -10,7 +10,7 @@ import { CHECK_OPTIONS } from '../../src/cli/check.js';
 import { escapeData, escapeProperty } from '../../src/report/github.js';
 import { runCommand } from '../support/command.js';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
-import { OPTED_OUT_JOB } from '../support/manifests-text.js';
+import { hookJobText, OPTED_OUT_JOB } from '../support/manifests-text.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-check-report-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -150,7 +150,7 @@ describe('hookguard check --mode audit', () => {
 
 describe('hookguard check --helm-version', () => {
   const UNKNOWN_HELM =
-    'set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: the Helm version is unknown and may wait its whole --timeout after that deletion (helm-hook-delete-wait); a Pod has no TTL: the finished Pod stays until before-hook-creation deletes it at the next run';
+    'set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: the Helm version is unknown and may wait its whole --timeout after that deletion; a Pod has no TTL: the finished Pod stays until before-hook-creation deletes it at the next run';
 
   it('without one, says which Helm it assumed and what that changed; a bare hook Pod is told what stays of it', async () => {
     const run = await runCommand(['check', '-'], HELM_POD);
@@ -158,7 +158,7 @@ describe('hookguard check --helm-version', () => {
       [
         'Pod demo/hookpod: allowed, 2 patch op(s)',
         '  at stdin:1 (document 1): apiVersion: v1',
-        `  mutate delete-policy: ${UNKNOWN_HELM}`,
+        `  mutate delete-policy [helm-hook-delete-wait]: ${UNKNOWN_HELM}`,
         `  warn   hook-deadline: ${DEADLINE}`,
         "  mutate hook-output-log-policy: set helm.sh/hook-output-log-policy: hook-failed: Helm prints the hook's logs if it fails",
         '1 object(s): 1 would be changed, 0 would be denied',
@@ -166,6 +166,61 @@ describe('hookguard check --helm-version', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  // The newcomer's chart (issue 42): a pre-install Job with a TTL of 5 and a post-delete Job with no delete policy.
+  // Every change says why in a clause; the Helm advisories are named as the Argo CD ones are, in [] and in JSON.
+  const NEWCOMER = [
+    hookJobText('pre', ['helm.sh/hook: pre-install'], ['ttlSecondsAfterFinished: 5', 'activeDeadlineSeconds: 600']),
+    hookJobText('cleanup', ['helm.sh/hook: post-delete'], ['activeDeadlineSeconds: 600']),
+  ].join('---\n');
+  const TTL_WAIT =
+    'raised spec.ttlSecondsAfterFinished from 5 to 60: Helm 4 waits until --timeout for a hook Job deleted before it saw the Job finish';
+  const NO_SUCCEEDED =
+    'set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: the Helm version is unknown and may wait its whole --timeout after that deletion; a TTL removes the finished hook instead';
+  const TTL_FIX =
+    'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. Fix in its chart: set spec.ttlSecondsAfterFinished in the template; a hook-succeeded delete policy may leave Helm waiting its whole --timeout';
+  const LOG_POLICY = "set helm.sh/hook-output-log-policy: hook-failed: Helm prints the hook's logs if it fails";
+
+  it('names the Helm advisories of its changes as it names the Argo CD ones, and says why each change', async () => {
+    const run = await runCommand(['check', '-'], NEWCOMER);
+    expect(run.stdout).toBe(
+      [
+        'Job pre: allowed, 3 patch op(s)',
+        '  at stdin:1 (document 1): apiVersion: batch/v1',
+        `  mutate delete-policy [helm-hook-delete-wait]: ${NO_SUCCEEDED}`,
+        `  mutate ttl-floor [helm-hook-ttl-wait]: ${TTL_WAIT}`,
+        `  mutate hook-output-log-policy: ${LOG_POLICY}`,
+        'Job cleanup: allowed, 3 patch op(s)',
+        '  at stdin:17 (document 2): apiVersion: batch/v1',
+        `  mutate delete-policy [helm-hook-delete-wait]: ${NO_SUCCEEDED}`,
+        `  mutate hook-ttl [helm-hook-delete-wait]: ${TTL_FIX}`,
+        `  mutate hook-output-log-policy: ${LOG_POLICY}`,
+        '2 object(s): 2 would be changed, 0 would be denied',
+        'Helm version unknown: assumed a Helm that helm-hook-delete-wait affect(s), since any Helm may run the hooks; that changed what hookguard does to 2 object(s). Pass --helm-version V (or HOOKGUARD_HELM_VERSION) with the Helm that will run them',
+        '',
+      ].join('\n'),
+    );
+    const json = await runCommand(['check', '-', '-o', 'json', '--helm-version', '4.2.4'], NEWCOMER);
+    expect(JSON.parse(json.stdout).results.map((result: { findings: unknown[] }) => result.findings)).toEqual([
+      [
+        {
+          rule: 'delete-policy',
+          action: 'mutate',
+          message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+        },
+        { rule: 'ttl-floor', action: 'mutate', message: TTL_WAIT, advisory: 'helm-hook-ttl-wait' },
+        { rule: 'hook-output-log-policy', action: 'mutate', message: LOG_POLICY },
+      ],
+      [
+        {
+          rule: 'delete-policy',
+          action: 'mutate',
+          message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+        },
+        { rule: 'hook-output-log-policy', action: 'mutate', message: LOG_POLICY },
+      ],
+    ]);
   });
 
   it.each([

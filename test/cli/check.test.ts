@@ -296,6 +296,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'helm-hook-ttl-wait',
       'flux-helm-controller-hook-output-crash',
     ]);
 
@@ -318,6 +319,7 @@ describe('hookguard advisories and rules', () => {
       'argocd-delete-hook-lost',
       'argocd-failed-delete-hook-loop',
       'helm-hook-delete-wait',
+      'helm-hook-ttl-wait',
       'flux-helm-controller-hook-output-crash',
       'my-race',
     ]);
@@ -448,7 +450,7 @@ describe('the built CLI in a real process', () => {
   writeFileSync(manifest, `${CONFIGMAP}---\n${OPTED_OUT_JOB}`);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  // The wiring in src/cli/main.ts: arguments, stdin, a file, stdout, stderr and the exit status.
+  // The wiring in src/cli/main.ts and process.ts: arguments, stdin, a file, stdout, stderr and the exit status.
   it.each<[string, string[], string | undefined, number]>([
     [
       'a file named on the command line, something denied',

@@ -282,7 +282,13 @@ describe.skipIf(!tools)('helm template | hookguard check (real helm)', () => {
 
       const pre = resultFor(results, rendered.preUpgradeJob.metadata.name);
       expect(pre.findings).toEqual([
-        { rule: 'ttl-floor', action: 'mutate', message: 'raised spec.ttlSecondsAfterFinished from 0 to 60' },
+        {
+          rule: 'ttl-floor',
+          action: 'mutate',
+          message:
+            'raised spec.ttlSecondsAfterFinished from 0 to 60: Helm 4 waits until --timeout for a hook Job deleted before it saw the Job finish',
+          advisory: 'helm-hook-ttl-wait',
+        },
         DEADLINE_FINDING,
         {
           rule: 'hook-output-log-policy',

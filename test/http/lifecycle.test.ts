@@ -124,7 +124,14 @@ describe('hookguard serve: SIGTERM', () => {
 
     const signalled = performance.now();
     serve.child.kill('SIGTERM');
-    await serve.waitForLog((line) => line.msg === 'shutting down: finishing in-flight requests');
+    // The line says what this signal's shutdown does, with the delay it waits.
+    const line = await serve.waitForLog((entry) => entry.signal === 'SIGTERM');
+    expect(line).toMatchObject({
+      level: 30,
+      msg: `shutting down (SIGTERM): /readyz fails, requests still served for ${DELAY_MS} ms (server.shutdownDelayMs), then finishing in-flight requests; exit within ${TIMEOUT_MS} ms`,
+      shutdownDelayMs: DELAY_MS,
+      shutdownTimeoutMs: TIMEOUT_MS,
+    });
 
     const readiness = await (await connect(serve)).request('GET', '/readyz');
     expect([readiness.status, JSON.parse(readiness.body), readiness.headers.connection]).toEqual([
@@ -207,10 +214,19 @@ describe('hookguard serve: SIGTERM', () => {
     expect(serve.lines).toContainEqual(expect.objectContaining({ msg: 'shut down', result: 'forced' }));
   });
 
-  it('skips the delay on SIGINT (a terminal, not an endpoints controller) and exits 0', async () => {
+  it('skips the delay on SIGINT (a terminal, not an endpoints controller), says so in its log, and exits 0', async () => {
     const serve = await start();
     serve.child.kill('SIGINT');
     expect(await serve.exitWithin(TIMEOUT_MS), serve.stderr).toBe(0);
+    // The configured delay is 1000 ms; the line says the 0 it waits (issue 42.11: it said the configured one).
+    expect(serve.lines.filter((line) => line.signal === 'SIGINT')).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: `shutting down at once (SIGINT): finishing in-flight requests, no new connections; exit within ${TIMEOUT_MS} ms`,
+        shutdownDelayMs: 0,
+        shutdownTimeoutMs: TIMEOUT_MS,
+      }),
+    ]);
     // Timed inside the process, so a slow machine's process start and exit do not count.
     const done = serve.lines.find((line) => line.msg === 'shut down');
     expect(done).toMatchObject({ result: 'drained' });

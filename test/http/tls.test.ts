@@ -317,7 +317,11 @@ describe('hookguard serve (the built CLI)', () => {
       // It keeps serving for server.shutdownDelayMs first (see lifecycle.test.ts).
       expect(await serve.exitWithin(DEFAULTS.server.shutdownDelayMs + 5000), serve.stderr).toBe(0);
       expect(lines).toContainEqual(
-        expect.objectContaining({ msg: 'shutting down: finishing in-flight requests', signal: 'SIGTERM' }),
+        expect.objectContaining({
+          msg: 'shutting down (SIGTERM): /readyz fails, requests still served for 5000 ms (server.shutdownDelayMs), then finishing in-flight requests; exit within 20000 ms',
+          signal: 'SIGTERM',
+          shutdownDelayMs: 5000,
+        }),
       );
     } finally {
       serve.stop();

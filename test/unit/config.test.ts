@@ -35,6 +35,7 @@ const BUILT_IN_IDS = [
   'argocd-delete-hook-lost',
   'argocd-failed-delete-hook-loop',
   'helm-hook-delete-wait',
+  'helm-hook-ttl-wait',
   'flux-helm-controller-hook-output-crash',
 ];
 

@@ -77,7 +77,8 @@ describe('delete-phase hooks under Argo CD', () => {
     expect(result.findings).toContainEqual({
       rule: 'ttl-floor',
       action: 'mutate',
-      message: 'raised spec.ttlSecondsAfterFinished from 0 to 60',
+      message:
+        'raised spec.ttlSecondsAfterFinished from 0 to 60: Argo CD runs a delete hook again when it is gone before Argo CD saw it finish',
     });
   });
 

@@ -43,7 +43,7 @@ describe('delete-policy', () => {
   // never ends that wait once the hook is gone: a hook-succeeded hook holds the release for the whole --timeout.
   const WITHOUT_HOOK_SUCCEEDED = (helm: string) =>
     `set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: ${helm} may wait its whole ` +
-    '--timeout after that deletion (helm-hook-delete-wait); a TTL removes the finished hook instead';
+    '--timeout after that deletion; a TTL removes the finished hook instead';
   it.each([
     ['Helm 4.2.1', { 'helm.version': '4.2.1' }, WITHOUT_HOOK_SUCCEEDED('Helm 4.2.1')],
     ['an unknown Helm', {}, WITHOUT_HOOK_SUCCEEDED('the Helm version is unknown and')],
@@ -55,7 +55,7 @@ describe('delete-policy', () => {
       'helm.sh/hook': 'pre-install',
       'helm.sh/hook-delete-policy': 'before-hook-creation',
     });
-    expect(report).toEqual({ mutations: [message], warnings: [] });
+    expect(report).toEqual({ mutations: [message], warnings: [], advisory: 'helm-hook-delete-wait' });
   });
 
   it('tells a hook Pod what stays of it: a Pod has no TTL', () => {
@@ -63,9 +63,26 @@ describe('delete-policy', () => {
     const report = deletePolicy.mutate(pod, contextFor(pod, { config: {} }));
     expect(report.mutations).toEqual([
       'set helm.sh/hook-delete-policy: before-hook-creation, without hook-succeeded: the Helm version is unknown and ' +
-        'may wait its whole --timeout after that deletion (helm-hook-delete-wait); a Pod has no TTL: the finished Pod ' +
+        'may wait its whole --timeout after that deletion; a Pod has no TTL: the finished Pod ' +
         'stays until before-hook-creation deletes it at the next run',
     ]);
+  });
+
+  // Under an unknown Helm, helm-hook-delete-wait may apply, but only the change it made names it.
+  it.each([
+    [
+      'a test hook (no hook-succeeded to leave out)',
+      { 'helm.sh/hook': 'test' },
+      'set helm.sh/hook-delete-policy: before-hook-creation',
+    ],
+    [
+      "a chart's policy without before-hook-creation",
+      { 'helm.sh/hook': 'pre-install', 'helm.sh/hook-delete-policy': 'hook-failed' },
+      'set helm.sh/hook-delete-policy: before-hook-creation,hook-failed: without before-hook-creation the next run fails with "already exists" while this hook is still there',
+    ],
+  ])('names no advisory for %s', (_name, annotations, message) => {
+    const job = hookJob(annotations);
+    expect(deletePolicy.mutate(job, contextFor(job, { config: {} }))).toEqual({ mutations: [message], warnings: [] });
   });
 
   it.each(['4.2.0', '4.2.2', '3.21.1', '4.1.4'])('keeps hook-succeeded under Helm %s', (version) => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decisionContext } from '../../../src/config/decision-context.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { ruleContextFor } from '../../../src/core/context.js';
+import { decide } from '../../../src/core/decide.js';
 import { readHook } from '../../../src/core/hook.js';
 import type { KubeObject } from '../../../src/core/types.js';
 import { hookTtl } from '../../../src/rules/hook-ttl.js';
@@ -133,6 +134,42 @@ describe('hook-ttl', () => {
     expect(hookTtl.mutate(job, contextFor(job)).mutations).toEqual([
       advice(HELM, 'before-hook-creation,hook-succeeded', ' (kyverno/templates/hooks/post-delete.yaml)'),
     ]);
+  });
+
+  // At render time, where the Helm may be one helm-hook-delete-wait affects, delete-policy leaves hook-succeeded out:
+  // the fix is the TTL in the template. The template has no hook-succeeded (often no policy at all): nothing to take
+  // out, only why a policy is no fix. The finding names the advisory in its field, as the Argo CD ones do.
+  it.each([
+    ['no policy, Helm unknown', {}, {}, 'a hook-succeeded delete policy may leave Helm waiting its whole --timeout'],
+    [
+      'no policy, Helm 4.2.1',
+      {},
+      { 'helm.version': '4.2.1' },
+      'a hook-succeeded delete policy would leave Helm 4.2.1 waiting its whole --timeout',
+    ],
+    [
+      'a policy without hook-succeeded, Helm unknown',
+      { [HELM]: 'hook-failed' },
+      {},
+      'a hook-succeeded delete policy may leave Helm waiting its whole --timeout',
+    ],
+  ])('at render time with %s, advises the TTL and names the advisory', (_name, policy, config, why) => {
+    const context = decisionContext(loadConfig({ overrides: config }), undefined, 'render');
+    const object = hookJob({
+      'helm.sh/hook': 'post-delete',
+      'postrenderer.helm.sh/postrender-filename': 'app/templates/cleanup.yaml',
+      ...policy,
+    });
+    const request = { uid: 'u', operation: 'CREATE', namespace: 'apps', userInfo: { username: 'kubernetes-admin' } };
+    const decision = decide({ ...request, object }, 'mutate', context);
+    expect(decision.findings.find((finding) => finding.rule === 'hook-ttl')).toEqual({
+      rule: 'hook-ttl',
+      action: 'mutate',
+      message:
+        'set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job once it succeeds. Fix in its ' +
+        `chart: set spec.ttlSecondsAfterFinished in the template (app/templates/cleanup.yaml); ${why}`,
+      advisory: 'helm-hook-delete-wait',
+    });
   });
 
   it('acts on Jobs only, at admission and at render time, for every hook', () => {
