@@ -19,8 +19,6 @@ export const EXIT = {
   stepFailed: 1,
   /** A UserError: bad arguments, config, certificate files or manifests; stderr names the problem. */
   badInput: 2,
-  /** The Node.js running hookguard is older than package.json's engines allows; stderr says which it needs. */
-  unsupportedNode: 2,
   /** Anything else: a bug in hookguard; stderr holds the stack trace. */
   internal: 3,
 } as const;

@@ -17,8 +17,8 @@ export function packageVersion(): string {
   return packageJson().version;
 }
 
-/** Why this Node.js (`process.versions.node`) cannot run hookguard, or undefined when engines allows it. */
+/** What to say of this Node.js (`process.versions.node`) when engines does not allow it, else undefined. */
 export function unsupportedNode(version: string, range = packageJson().engines.node): string | undefined {
   if (semver.satisfies(version, range)) return undefined;
-  return `this is Node.js ${version}, and hookguard needs Node.js ${range} (package.json engines): run it with a newer Node.js`;
+  return `this is Node.js ${version}, and hookguard is built and tested for Node.js ${range} (package.json engines): run it with a newer one if anything fails`;
 }

@@ -13,10 +13,10 @@ const { version, engines } = JSON.parse(readFileSync(join(repoRoot, 'package.jso
   engines: { node: string };
 };
 
-/** `node dist/cli/main.js --version` on a Node.js that says it is `node`: process.versions.node set before the entry. */
-function versionOn(node: string) {
+/** `node dist/cli/main.js ARGS` on a Node.js that says it is `node`: process.versions.node set before the entry. */
+function runOn(node: string, args: readonly string[]) {
   const preload = `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${node}"})`;
-  return spawnSync(process.execPath, ['--import', preload, cliPath, '--version'], {
+  return spawnSync(process.execPath, ['--import', preload, cliPath, ...args], {
     encoding: 'utf8',
     env: { PATH: process.env.PATH ?? '' },
   });
@@ -24,20 +24,29 @@ function versionOn(node: string) {
 
 describe('a Node.js older than engines', () => {
   it.each(['22.12.0', '20.20.2', '18.20.8'])(
-    'Node.js %s: one line saying what it needs, exit 2, nothing run',
+    'Node.js %s: serve says in one line what hookguard is built for, then goes on',
     (node) => {
-      const run = versionOn(node);
+      const run = runOn(node, ['serve', '--no-such-option']);
       expect([run.status, run.stdout, run.stderr]).toEqual([
         2,
         '',
-        `hookguard: this is Node.js ${node}, and hookguard needs Node.js ${engines.node} (package.json engines): run it with a newer Node.js\n`,
+        `hookguard: this is Node.js ${node}, and hookguard is built and tested for Node.js ${engines.node} (package.json engines): run it with a newer one if anything fails\n` +
+          'hookguard serve: unknown option --no-such-option (--help lists the options)\n',
       ]);
     },
   );
 
-  it.each(['22.13.0', '24.19.0'])('Node.js %s runs it', (node) => {
-    const run = versionOn(node);
+  it('Node.js 20.20.2: the other commands print only their own output', () => {
+    const run = runOn('20.20.2', ['--version']);
     expect([run.status, run.stdout, run.stderr]).toEqual([0, `${version}\n`, '']);
+  });
+
+  it.each(['22.13.0', '24.19.0'])('Node.js %s: serve says nothing of it', (node) => {
+    const run = runOn(node, ['serve', '--no-such-option']);
+    expect([run.status, run.stderr]).toEqual([
+      2,
+      'hookguard serve: unknown option --no-such-option (--help lists the options)\n',
+    ]);
   });
 });
 
