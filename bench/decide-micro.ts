@@ -31,7 +31,7 @@ const { DEFAULTS } = await fromDist<ConfigKeysModule>('config/keys.js');
 const { loadConfig } = await fromDist<ConfigLoadModule>('config/load.js');
 const { decisionContext } = await fromDist<DecisionContextModule>('config/decision-context.js');
 const { decide } = await fromDist<DecideModule>('core/decide.js');
-const { cloneJson, jsonEqual } = await fromDist<ObjectsModule>('core/objects.js');
+const { jsonEqual } = await fromDist<ObjectsModule>('core/objects.js');
 const context = decisionContext(loadConfig(), ARGOCD_VERSION);
 const argocdController = DEFAULTS.argocd.controllerUsernames[0] as string;
 const workload = buildWorkload(argocdController, (request) => decide(request, 'mutate', context).patch);
@@ -70,7 +70,7 @@ if (flags.calls !== undefined) {
     );
   }
   console.log('each mutation rule on the objects of the all-hooks mix it does not apply to (max, median µs):');
-  for (const line of rulesNotApplicable(allHooks, context, decide, { cloneJson, jsonEqual }, budgetMs))
+  for (const line of rulesNotApplicable(allHooks, context, decide, jsonEqual, budgetMs))
     console.log(
       `  ${line.rule.padEnd(28)} ${String(line.maxMicros).padStart(6)} ${String(line.medianMicros).padStart(6)}  (${line.objects} objects)`,
     );

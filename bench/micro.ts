@@ -130,7 +130,7 @@ export function rulesNotApplicable(
   requests: readonly BenchRequest[],
   context: DecisionContext,
   decide: Decide,
-  json: { cloneJson: <T>(value: T) => T; jsonEqual: (a: unknown, b: unknown) => boolean },
+  jsonEqual: (a: unknown, b: unknown) => boolean,
   budgetMs: number,
 ): { rule: string; objects: number; maxMicros: number; medianMicros: number }[] {
   const calls: { rule: MutationRule; object: KubeObject; context: RuleContext }[] = [];
@@ -141,7 +141,7 @@ export function rulesNotApplicable(
       mutations: context.ruleSet.mutations.map((rule) => ({
         ...rule,
         mutate(object: KubeObject, ruleContext: RuleContext) {
-          calls.push({ rule, object: json.cloneJson(object), context: ruleContext });
+          calls.push({ rule, object: structuredClone(object), context: ruleContext });
           return rule.mutate(object, ruleContext);
         },
       })),
@@ -153,13 +153,13 @@ export function rulesNotApplicable(
   }
   const byRule = new Map<string, number[]>();
   for (const call of calls) {
-    const probe = json.cloneJson(call.object);
+    const probe = structuredClone(call.object);
     const outcome = call.rule.mutate(probe, call.context);
     const applies =
       outcome.mutations.length > 0 ||
       outcome.warnings.length > 0 ||
       outcome.unmet !== undefined ||
-      !json.jsonEqual(probe, call.object);
+      !jsonEqual(probe, call.object);
     if (applies) continue;
     // The object stays as it was, so every call sees the same input.
     const micros = microsPerCall(() => call.rule.mutate(probe, call.context), budgetMs / 4);

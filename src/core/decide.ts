@@ -3,7 +3,7 @@ import { chooseArgoVersion, judgedVersions, type VersionChoice } from './argocd-
 import { ruleContextFor, type DecisionContext } from './context.js';
 import { hookNaming, readHook, type HookInfo } from './hook.js';
 import { compare } from './json-patch.js';
-import { cloneJson, finalizersOf, isRecord, metadataOf } from './objects.js';
+import { cloneForRules, finalizersOf, isRecord, metadataOf } from './objects.js';
 import { gateOpen, type RuleContext, type RuleSet, type Stage } from './rule.js';
 import type { AdmissionRequest, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { renderWarnings } from './warnings.js';
@@ -60,7 +60,7 @@ interface Mutation {
 }
 
 function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleSet): Mutation {
-  const mutated = cloneJson(object);
+  const mutated = cloneForRules(object);
   const findings: Finding[] = [];
   const rules: string[] = [];
   for (const rule of ruleSet.mutations) {

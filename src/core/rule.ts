@@ -156,7 +156,12 @@ export interface RuleReport {
   unmet?: string;
 }
 
-/** A CREATE-time rule that edits a clone of the object in place (the mutating webhook). */
+/**
+ * A CREATE-time rule that edits a copy of the object in place (the mutating webhook). The copy (cloneForRules) is
+ * its own only down to the containers: a rule may set or delete keys of the object, its metadata and the pod
+ * template's (and their annotations and labels), the Job spec, the template, the pod spec, its container lists and
+ * each container; anything deeper is shared with the request, and is replaced, never written into.
+ */
 export interface MutationRule {
   id: string;
   doc: string;
