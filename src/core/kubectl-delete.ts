@@ -90,6 +90,9 @@ export function makeKubectlDeletesIdempotent(
     if (!isKubectlImage(container.image, kubectlImages)) return undefined;
     return rewriteExecForm(['kubectl'], args, 'kubectl image args');
   }
+  // Most containers run neither kubectl nor a shell: they are passed over without building their argv.
+  const name = commandName(command[0]);
+  if (name !== 'kubectl' && name !== 'env' && !SHELLS.has(name)) return undefined;
   return rewriteExecForm(command, args, 'exec form') ?? rewriteShellForm(command, args);
 }
 
