@@ -217,12 +217,21 @@ export function ruleSet(rules: Pick<RuleSet, 'mutations' | 'updateJudges' | 'cre
   };
 }
 
-export function report(partial: Partial<RuleReport> = {}): RuleReport {
-  return {
-    mutations: partial.mutations ?? [],
-    warnings: partial.warnings ?? [],
-    ...(partial.unmet ? { unmet: partial.unmet } : {}),
-  };
+/**
+ * What a rule that changed nothing and has nothing to say reports: one frozen report for all, as most rules say
+ * nothing about most objects and their path should allocate nothing.
+ */
+const NOTHING: RuleReport = Object.freeze({
+  mutations: Object.freeze([]) as unknown as string[],
+  warnings: Object.freeze([]) as unknown as string[],
+});
+
+export function report(partial?: Partial<RuleReport>): RuleReport {
+  if (partial === undefined) return NOTHING;
+  const outcome: RuleReport = { mutations: partial.mutations ?? [], warnings: partial.warnings ?? [] };
+  // Assigned, not spread from a conditional literal: no key at all when there is nothing unmet.
+  if (partial.unmet) outcome.unmet = partial.unmet;
+  return outcome;
 }
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {
