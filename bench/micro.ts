@@ -3,7 +3,8 @@
 import { performance } from 'node:perf_hooks';
 import type { DecisionContext } from '../src/core/context.js';
 import type { Decision } from '../src/core/decide.js';
-import type { AdmissionRequest, Endpoint } from '../src/core/types.js';
+import type { MutationRule, RuleContext } from '../src/core/rule.js';
+import type { AdmissionRequest, Endpoint, KubeObject } from '../src/core/types.js';
 import type { AdmissionReviewResponse } from '../src/http/responses.js';
 import type { BenchRequest } from './workload.js';
 
@@ -118,6 +119,71 @@ export function measureAddedWork(
       2,
     ),
   };
+}
+
+/**
+ * Each mutation rule's time on the objects of `/mutate` reviews it runs on (in scope, gate open) and does not apply to:
+ * it changes nothing and reports nothing. The rules are caught at work inside decide() (the object and the context it
+ * hands them), then timed alone on those.
+ */
+export function rulesNotApplicable(
+  requests: readonly BenchRequest[],
+  context: DecisionContext,
+  decide: Decide,
+  jsonEqual: (a: unknown, b: unknown) => boolean,
+  budgetMs: number,
+): { rule: string; objects: number; maxMicros: number; medianMicros: number }[] {
+  const calls: { rule: MutationRule; object: KubeObject; context: RuleContext }[] = [];
+  const watching: DecisionContext = {
+    ...context,
+    ruleSet: {
+      ...context.ruleSet,
+      mutations: context.ruleSet.mutations.map((rule) => ({
+        ...rule,
+        mutate(object: KubeObject, ruleContext: RuleContext) {
+          calls.push({ rule, object: structuredClone(object), context: ruleContext });
+          return rule.mutate(object, ruleContext);
+        },
+      })),
+    },
+  };
+  for (const entry of requests) {
+    if (entry.endpoint !== 'mutate') continue;
+    decide((JSON.parse(entry.body) as { request: AdmissionRequest }).request, 'mutate', watching);
+  }
+  const byRule = new Map<string, number[]>();
+  for (const call of calls) {
+    const probe = structuredClone(call.object);
+    const outcome = call.rule.mutate(probe, call.context);
+    const applies =
+      outcome.mutations.length > 0 ||
+      outcome.warnings.length > 0 ||
+      outcome.unmet !== undefined ||
+      !jsonEqual(probe, call.object);
+    if (applies) continue;
+    // The object stays as it was, so every call sees the same input. The least of five short runs: a run the machine
+    // interrupted says nothing of the rule.
+    const runs = Array.from({ length: 5 }, () =>
+      microsPerCall(() => call.rule.mutate(probe, call.context), budgetMs / 10),
+    );
+    const micros = Math.min(...runs);
+    byRule.set(call.rule.id, [...(byRule.get(call.rule.id) ?? []), micros]);
+  }
+  return context.ruleSet.mutations.map((rule) => {
+    const times = byRule.get(rule.id) ?? [];
+    return {
+      rule: rule.id,
+      objects: times.length,
+      maxMicros: times.length === 0 ? 0 : round(Math.max(...times), 3),
+      medianMicros: times.length === 0 ? 0 : median(times),
+    };
+  });
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return round(sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2, 3);
 }
 
 export function round(value: number, digits: number): number {

@@ -3,7 +3,7 @@ import { chooseArgoVersion, judgedVersions, type VersionChoice } from './argocd-
 import { ruleContextFor, type DecisionContext } from './context.js';
 import { hookNaming, readHook, type HookInfo } from './hook.js';
 import { compare } from './json-patch.js';
-import { cloneJson, finalizersOf, isRecord, metadataOf } from './objects.js';
+import { cloneForRules, finalizersOf, isRecord, metadataOf } from './objects.js';
 import { gateOpen, type RuleContext, type RuleSet, type Stage } from './rule.js';
 import type { AdmissionRequest, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { renderWarnings } from './warnings.js';
@@ -53,6 +53,23 @@ function passThrough(reason: string, mode: Mode): Decision {
   return { allowed: true, mode, patch: [], withheldPatch: [], warnings: [], findings: [], reason, rules: [] };
 }
 
+/**
+ * A pass-through with a fixed reason, made once per mode and frozen with its lists: most objects the webhooks see are
+ * no hooks, and their path allocates nothing.
+ */
+function fixedPassThrough(reason: string): Readonly<Record<Mode, Decision>> {
+  const frozen = (mode: Mode): Decision => {
+    const decision = passThrough(reason, mode);
+    for (const list of [decision.patch, decision.withheldPatch, decision.warnings, decision.findings, decision.rules])
+      Object.freeze(list);
+    return Object.freeze(decision);
+  };
+  return { enforce: frozen('enforce'), audit: frozen('audit') };
+}
+
+const NOT_A_HOOK = fixedPassThrough('not a hook object');
+const NAMESPACE_EXCLUDED = fixedPassThrough('namespace excluded');
+
 interface Mutation {
   mutated: KubeObject;
   findings: Finding[];
@@ -60,7 +77,7 @@ interface Mutation {
 }
 
 function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleSet): Mutation {
-  const mutated = cloneJson(object);
+  const mutated = cloneForRules(object);
   const findings: Finding[] = [];
   const rules: string[] = [];
   for (const rule of ruleSet.mutations) {
@@ -189,15 +206,15 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
   if (request.subResource) return passThrough(`subresource ${request.subResource}`, config.mode);
   const object = request.object;
   const hook = readHook(object, request.userInfo?.username, config.hookDetection);
-  if (!hook || !isRecord(object)) return passThrough('not a hook object', config.mode);
+  if (!hook || !isRecord(object)) return NOT_A_HOOK[config.mode];
   // A hook of another kind matters only for what the tools read from the rendered manifest (its delete policy): at
   // admission, Jobs and Pods are the hooks.
-  if (hook.kind === 'Other' && context.stage !== 'render') return passThrough('not a hook object', config.mode);
+  if (hook.kind === 'Other' && context.stage !== 'render') return NOT_A_HOOK[config.mode];
   // Argo CD never applies a Helm test or rollback hook: at render time under Argo CD it is left as written.
   if (hook.argoNeverApplies && context.stage === 'render') return passThrough(ARGO_NEVER_APPLIES, config.mode);
   const namespace = request.namespace ?? metadataOf(object)?.namespace;
   if (namespace !== undefined && config.excludedNamespaces.includes(namespace)) {
-    return passThrough('namespace excluded', config.mode);
+    return NAMESPACE_EXCLUDED[config.mode];
   }
 
   const versionChoice = hook.appliedByArgo

@@ -31,9 +31,24 @@ export const DELETE_POLICY_NAMES: Readonly<Record<HookTool, readonly string[]>> 
   argocd: [...ARGOCD_POLICIES.keys()],
 };
 
-function items(value: string | undefined): string[] {
-  return value === undefined ? [] : value.split(',').map((item) => item.trim());
+/**
+ * Adds the policy each comma-separated item of `value` names (trimmed, then read by `policyOf`). A plain loop:
+ * hook-ttl asks on every hook Job, and the lists and sets built in between cost it a microsecond.
+ */
+function addPolicies(
+  policies: Set<DeletePolicy>,
+  value: string | undefined,
+  policyOf: (item: string) => DeletePolicy | undefined,
+): void {
+  if (value === undefined) return;
+  for (const item of value.split(',')) {
+    const policy = policyOf(item.trim());
+    if (policy !== undefined) policies.add(policy);
+  }
 }
+
+const helmPolicy = (item: string): DeletePolicy | undefined =>
+  HELM_POLICIES.has(item) ? (item as DeletePolicy) : undefined;
 
 /**
  * The delete policies `tool` acts on for this object.
@@ -51,20 +66,14 @@ function items(value: string | undefined): string[] {
  */
 export function deletePoliciesFor(object: KubeObject, tool: HookTool): ReadonlySet<DeletePolicy> {
   const helm = annotation(object, HELM_DELETE_POLICY);
-  if (tool === 'helm') {
-    if (helm === undefined) return new Set(['before-hook-creation']);
-    return new Set(
-      items(helm)
-        .map((item) => item.toLowerCase())
-        .filter((item): item is DeletePolicy => HELM_POLICIES.has(item)),
-    );
-  }
   const policies = new Set<DeletePolicy>();
-  for (const item of items(annotation(object, ARGOCD_DELETE_POLICY))) {
-    const policy = ARGOCD_POLICIES.get(item);
-    if (policy) policies.add(policy);
+  if (tool === 'helm') {
+    if (helm === undefined) policies.add('before-hook-creation');
+    else addPolicies(policies, helm, (item) => helmPolicy(item.toLowerCase()));
+    return policies;
   }
-  for (const item of items(helm)) if (HELM_POLICIES.has(item)) policies.add(item as DeletePolicy);
+  addPolicies(policies, annotation(object, ARGOCD_DELETE_POLICY), (item) => ARGOCD_POLICIES.get(item));
+  addPolicies(policies, helm, helmPolicy);
   if (policies.size === 0) policies.add('before-hook-creation');
   return policies;
 }

@@ -1,6 +1,7 @@
 // Makes `kubectl delete` in hook containers idempotent. A hook pod that is retried after its delete
 // already succeeded fails with NotFound, which can leave e.g. `helm uninstall` stuck forever;
 // `--ignore-not-found` turns that retry into a no-op.
+import { BoundedCache } from './bounded-cache.js';
 import { imageRepository } from './image.js';
 import { simpleCommands } from './shell-words.js';
 
@@ -16,7 +17,7 @@ export interface DeleteRewrite {
   /** new args array, only present if it changed */
   args?: string[];
   /** one short human-readable line per kubectl delete made idempotent */
-  changes: string[];
+  changes: readonly string[];
 }
 
 const IGNORE_NOT_FOUND = '--ignore-not-found';
@@ -89,6 +90,9 @@ export function makeKubectlDeletesIdempotent(
     if (!isKubectlImage(container.image, kubectlImages)) return undefined;
     return rewriteExecForm(['kubectl'], args, 'kubectl image args');
   }
+  // Most containers run neither kubectl nor a shell: they are passed over without building their argv.
+  const name = commandName(command[0]);
+  if (name !== 'kubectl' && name !== 'env' && !SHELLS.has(name)) return undefined;
   return rewriteExecForm(command, args, 'exec form') ?? rewriteShellForm(command, args);
 }
 
@@ -158,24 +162,41 @@ function shellScriptIndex(argv: readonly string[]): number | undefined {
   return hasDashC && i < argv.length ? i : undefined;
 }
 
+interface ScriptRewrite {
+  script: string;
+  changes: readonly string[];
+}
+
+/**
+ * Each script's rewrite (or null: none), by its text: a chart's hook sends the same script on every install and sync,
+ * and scanning it was the rule's main cost. Bounded (BoundedCache): a tenant may send any number of distinct scripts.
+ */
+const scriptRewrites = new BoundedCache<ScriptRewrite | null>(512, 1 << 20, (rewrite) =>
+  rewrite === null ? 0 : rewrite.script.length + rewrite.changes.reduce((sum, change) => sum + change.length, 0),
+);
+
 /** Inserts " --ignore-not-found" after every unquoted `delete` subcommand word; nothing else moves. */
-function rewriteScript(script: string): { script: string; changes: string[] } | undefined {
+function rewriteScript(script: string): ScriptRewrite | undefined {
   // Only a word written exactly `delete` is rewritten (below): a script without that text needs no scan, and most
-  // hook scripts have none (the scan is the rule's main cost on the admission path).
+  // hook scripts have none.
   if (!script.includes('delete')) return undefined;
+  return scriptRewrites.get(script, scanScript) ?? undefined;
+}
+
+function scanScript(script: string): ScriptRewrite | null {
   const insertAt: number[] = [];
   const changes: string[] = [];
   const scanned = simpleCommands(script);
   // A script nested beyond what the scanner follows, or read differently by sh and bash, is left exactly as written.
-  if (scanned === undefined) return undefined;
+  if (scanned === undefined) return null;
   // A script's own kubectl (a function or an alias) may take anything: its arguments are the author's business.
-  if (scanned.functionNames.some((name) => commandName(name) === 'kubectl')) return undefined;
+  if (scanned.functionNames.some((name) => commandName(name) === 'kubectl')) return null;
   for (const words of scanned.commands) {
     // Words we cannot evaluate ("$NS") stay as written: they are never kubectl, delete or a flag name.
     const argv = words.map((word) => word.value ?? word.raw);
     const start = commandNameIndex(argv);
     if (start === undefined) continue;
-    if (argv[start] === 'alias' && argv.slice(start + 1).some((word) => word.startsWith('kubectl='))) return undefined;
+    if (argv[start] === 'alias' && argv.slice(start + 1).some((word) => word.startsWith('kubectl='))) return null;
     if (commandName(argv[start]) !== 'kubectl') continue;
     const kubectlArgv = argv.slice(start);
     const subcommand = subcommandIndex(kubectlArgv);
@@ -190,8 +211,12 @@ function rewriteScript(script: string): { script: string; changes: string[] } | 
       ),
     );
   }
-  if (insertAt.length === 0) return undefined;
-  return { script: insertAfterEach(script, insertAt, ` ${IGNORE_NOT_FOUND}`), changes };
+  if (insertAt.length === 0) return null;
+  // Frozen: the cache hands the same rewrite to every request with this script.
+  return Object.freeze({
+    script: insertAfterEach(script, insertAt, ` ${IGNORE_NOT_FOUND}`),
+    changes: Object.freeze(changes),
+  });
 }
 
 /** One pass over the script, however many insertions: rebuilding it once per insertion grows with their square. */

@@ -86,30 +86,51 @@ export function finalizersOf(object: KubeObject): string[] {
 }
 
 /**
- * A deep copy of a JSON value (what JSON.parse or a YAML parser produces): the same result as structuredClone for
- * such values, several times faster. An own `__proto__` key is copied as a plain key, never as a prototype.
+ * The copy of a hook object the mutation rules edit: the maps and lists a rule may write into (MutationRule.mutate
+ * says which) are copied, one level each, and everything below them is shared with `object`. The diff and the
+ * comparison that follow skip a shared subtree at once (it is the same value), so cloning and comparing cost what
+ * the rules may touch rather than the size of the object (its env, volumes, probes, resources, scripts).
  */
-export function cloneJson<T>(value: T): T {
-  if (typeof value !== 'object' || value === null) return value;
-  // Plain loops: admission runs this on every hook object, and iterator helpers cost several times more here.
-  if (Array.isArray(value)) {
-    const copy: unknown[] = [];
-    for (const item of value) copy.push(cloneJson(item));
-    return copy as T;
+export function cloneForRules(object: KubeObject): KubeObject {
+  // Spreads copy an own `__proto__` key as a plain key, never as a prototype, and keep the keys' order (the diff's).
+  const copy = { ...object };
+  if (isRecord(copy.metadata)) copy.metadata = copyMetadata(copy.metadata);
+  if (!isRecord(copy.spec)) return copy;
+  // The pod spec where podSpecOf finds it: the spec of a Pod, the template's of anything else.
+  if (copy.kind === 'Pod') {
+    copy.spec = copyPodSpec(copy.spec);
+    return copy;
   }
-  const copy: Record<string, unknown> = {};
-  const source = value as Record<string, unknown>;
-  for (const key of Object.keys(source)) {
-    if (key === '__proto__')
-      Object.defineProperty(copy, key, {
-        value: cloneJson(source[key]),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    else copy[key] = cloneJson(source[key]);
-  }
-  return copy as T;
+  const spec: JobSpec = { ...copy.spec };
+  copy.spec = spec;
+  if (!isRecord(spec.template)) return copy;
+  const template: Record<string, unknown> = { ...spec.template };
+  spec.template = template;
+  if (isRecord(template.metadata)) template.metadata = copyMetadata(template.metadata);
+  if (isRecord(template.spec)) template.spec = copyPodSpec(template.spec);
+  return copy;
+}
+
+function copyMetadata(metadata: Record<string, unknown>): ObjectMeta {
+  const copy: ObjectMeta = { ...metadata };
+  if (isRecord(copy.annotations)) copy.annotations = { ...copy.annotations };
+  if (isRecord(copy.labels)) copy.labels = { ...copy.labels };
+  return copy;
+}
+
+/** A pod spec with its container lists, and each container in them, copied. */
+function copyPodSpec(podSpec: Record<string, unknown>): PodSpec {
+  const copy: PodSpec = { ...podSpec };
+  if (Array.isArray(copy.initContainers)) copy.initContainers = copyContainers(copy.initContainers);
+  if (Array.isArray(copy.containers)) copy.containers = copyContainers(copy.containers);
+  return copy;
+}
+
+function copyContainers(containers: readonly unknown[]): Container[] {
+  const copy: Container[] = [];
+  // Anything else in the list is a primitive (JSON) or a list no rule writes into.
+  for (const container of containers) copy.push(isRecord(container) ? { ...container } : (container as Container));
+  return copy;
 }
 
 /** Deep equality of two JSON values: same keys (order aside), same items in the same order, same primitives. */

@@ -162,7 +162,12 @@ export interface RuleReport {
   advisory?: string;
 }
 
-/** A CREATE-time rule that edits a clone of the object in place (the mutating webhook). */
+/**
+ * A CREATE-time rule that edits a copy of the object in place (the mutating webhook). The copy (cloneForRules) is
+ * its own only down to the containers: a rule may set or delete keys of the object, its metadata and the pod
+ * template's (and their annotations and labels), the Job spec, the template, the pod spec, its container lists and
+ * each container; anything deeper is shared with the request, and is replaced, never written into.
+ */
 export interface MutationRule {
   id: string;
   doc: string;
@@ -218,13 +223,22 @@ export function ruleSet(rules: Pick<RuleSet, 'mutations' | 'updateJudges' | 'cre
   };
 }
 
-export function report(partial: Partial<RuleReport> = {}): RuleReport {
-  return {
-    mutations: partial.mutations ?? [],
-    warnings: partial.warnings ?? [],
-    ...(partial.unmet ? { unmet: partial.unmet } : {}),
-    ...(partial.advisory ? { advisory: partial.advisory } : {}),
-  };
+/**
+ * What a rule that changed nothing and has nothing to say reports: one frozen report for all, as most rules say
+ * nothing about most objects and their path should allocate nothing.
+ */
+const NOTHING: RuleReport = Object.freeze({
+  mutations: Object.freeze([]) as unknown as string[],
+  warnings: Object.freeze([]) as unknown as string[],
+});
+
+export function report(partial?: Partial<RuleReport>): RuleReport {
+  if (partial === undefined) return NOTHING;
+  const outcome: RuleReport = { mutations: partial.mutations ?? [], warnings: partial.warnings ?? [] };
+  // Assigned, not spread from a conditional literal: no key at all when there is nothing unmet.
+  if (partial.unmet) outcome.unmet = partial.unmet;
+  if (partial.advisory) outcome.advisory = partial.advisory;
+  return outcome;
 }
 
 export function gateOpen(rule: Pick<MutationRule, 'id' | 'gate'>, context: RuleContext): boolean {

@@ -1,5 +1,5 @@
 import { HOOKGUARD_SKIP } from '../core/annotations.js';
-import { cloneJson, objectLabel, jsonEqual } from '../core/objects.js';
+import { cloneForRules, objectLabel, jsonEqual } from '../core/objects.js';
 import type { CreateValidator, MutationRule, RuleContext } from '../core/rule.js';
 import type { Advisory, Finding, KubeObject } from '../core/types.js';
 
@@ -15,7 +15,7 @@ type Shortfall = { kind: 'unmet'; reason: string } | { kind: 'optedOut' } | { ki
 
 /** Judged on a copy of its own; undefined when the object already carries the mitigation. */
 function shortfallOf(rule: MutationRule, object: KubeObject, context: RuleContext): Shortfall | undefined {
-  const probe = cloneJson(object);
+  const probe = cloneForRules(object);
   const outcome = rule.mutate(probe, context);
   if (outcome.unmet) return { kind: 'unmet', reason: outcome.unmet };
   if (jsonEqual(probe, object)) return undefined;
@@ -32,7 +32,7 @@ function shortfalls(
   object: KubeObject,
   context: RuleContext,
 ): (Shortfall | undefined)[] {
-  const probe = cloneJson(object);
+  const probe = cloneForRules(object);
   const unmet = rules.map((rule) => rule.mutate(probe, context).unmet);
   if (jsonEqual(probe, object)) return unmet.map((reason) => (reason ? { kind: 'unmet', reason } : undefined));
   return rules.map((rule) => shortfallOf(rule, object, context));

@@ -5,7 +5,6 @@ import fc from 'fast-check';
 import jsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { applyPatch, compare } from '../../src/core/json-patch.js';
-import { cloneJson } from '../../src/core/objects.js';
 
 // Keys that need escaping in a JSON pointer, array-index lookalikes and __proto__ among ordinary ones.
 const key = fc.constantFrom('a', 'b', 'spec', 'x/y', 'm~n', '~1', '0', '1', '__proto__', 'metadata', '');
@@ -35,7 +34,7 @@ const edit: fc.Arbitrary<Edit[]> = fc.array(
 );
 
 function edited(base: Record<string, unknown>, edits: Edit[]): Record<string, unknown> {
-  const copy = cloneJson(base);
+  const copy = structuredClone(base);
   for (const { path, how, key: name, value } of edits) {
     let target: unknown = copy;
     for (const step of path) {
@@ -65,7 +64,7 @@ describe('compare', () => {
         expect(patch).toEqual(jsonPatch.compare(before, after));
         // fast-json-patch refuses to apply a patch that writes __proto__ (the diff itself handles it, as above).
         if (!patch.some((operation) => operation.path.includes('__proto__')))
-          expect(applyPatch(cloneJson(before), patch, false, false).newDocument).toEqual(after);
+          expect(applyPatch(structuredClone(before), patch, false, false).newDocument).toEqual(after);
       }),
       { numRuns: 2000 },
     );
@@ -83,7 +82,7 @@ describe('compare', () => {
   it('is empty for equal documents, and for the same one', () => {
     fc.assert(
       fc.property(document, (value) => {
-        expect(compare(value, cloneJson(value))).toEqual([]);
+        expect(compare(value, structuredClone(value))).toEqual([]);
         expect(compare(value, value)).toEqual([]);
       }),
     );

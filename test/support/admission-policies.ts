@@ -21,7 +21,7 @@ import {
   type Expr,
 } from '@bufbuild/cel-spec/cel/expr/syntax_pb.js';
 import { applyPatch, type Operation } from '../../src/core/json-patch.js';
-import { cloneJson, isRecord } from '../../src/core/objects.js';
+import { isRecord } from '../../src/core/objects.js';
 import type { KubeObject } from '../../src/core/types.js';
 
 const TYPE = '@type';
@@ -125,7 +125,7 @@ export function evaluatePolicyCel(expression: string, variables: Record<string, 
 function mergeApplied(live: unknown, applied: unknown, path: string): unknown {
   if (Array.isArray(applied)) {
     if (!/(^|\/)(containers|initContainers)$/.test(path)) throw new Error(`no merge for the list at ${path}`);
-    const items = Array.isArray(live) ? live.map((item) => cloneJson(item) as Record<string, unknown>) : [];
+    const items = Array.isArray(live) ? live.map((item) => structuredClone(item) as Record<string, unknown>) : [];
     for (const item of applied as Record<string, unknown>[]) {
       const index = items.findIndex((existing) => existing.name === item.name);
       if (index >= 0) items[index] = mergeApplied(items[index], item, `${path}/${String(item.name)}`) as never;
@@ -134,7 +134,7 @@ function mergeApplied(live: unknown, applied: unknown, path: string): unknown {
     return items;
   }
   if (isRecord(applied)) {
-    const merged: Record<string, unknown> = isRecord(live) ? cloneJson(live) : {};
+    const merged: Record<string, unknown> = isRecord(live) ? structuredClone(live) : {};
     for (const [key, value] of Object.entries(applied))
       merged[key] = mergeApplied(merged[key], value, `${path}/${key}`);
     return merged;
@@ -213,7 +213,7 @@ function conditionsHold(policy: Policy, variables: Record<string, unknown>): boo
 
 /** The object as the mutating policies among `objects` leave it, each in the order given. */
 export function mutatedByPolicies(objects: readonly KubeObject[], request: PolicyRequest): KubeObject {
-  let object = cloneJson(request.object);
+  let object = structuredClone(request.object);
   for (const policy of objects.filter((candidate) => candidate.kind === 'MutatingAdmissionPolicy') as Policy[]) {
     const namespace = namespaceOf(object);
     if (!matches(policy, String(object.kind), namespace)) continue;
@@ -225,7 +225,7 @@ export function mutatedByPolicies(objects: readonly KubeObject[], request: Polic
       if (mutation.patchType === 'JSONPatch') {
         const operations = evaluatePolicyCel(mutation.jsonPatch.expression, current) as Array<Record<string, unknown>>;
         const patch = operations.map(({ [TYPE]: _type, ...operation }) => operation) as unknown as Operation[];
-        object = applyPatch(cloneJson(object), patch, true, false).newDocument;
+        object = applyPatch(structuredClone(object), patch, true, false).newDocument;
       } else {
         const applied = evaluatePolicyCel(mutation.applyConfiguration.expression, current);
         object = mergeApplied(object, applied, '') as KubeObject;

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { DecisionContext } from '../../src/core/context.js';
 import { decide } from '../../src/core/decide.js';
 import { applyPatch } from '../../src/core/json-patch.js';
-import { cloneJson, podSpecOf } from '../../src/core/objects.js';
+import { podSpecOf } from '../../src/core/objects.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { ruleCoverage } from '../../src/policies/coverage.js';
 import { withoutRules } from '../../src/rules/index.js';
@@ -16,7 +16,7 @@ import { withoutRules } from '../../src/rules/index.js';
  * terminationMessagePolicy File; pkg/apis/batch/v1/defaults.go SetDefaults_Job backoffLimit 6).
  */
 export function defaulted(manifest: KubeObject): KubeObject {
-  const object = cloneJson(manifest);
+  const object = structuredClone(manifest);
   const metadata = (object.metadata ??= {}) as Record<string, unknown>;
   metadata.namespace ??= 'apps';
   if (object.kind === 'Job') (object.spec as Record<string, unknown>).backoffLimit ??= 6;
@@ -57,7 +57,7 @@ export function byWebhook(context: DecisionContext, object: KubeObject, username
     object,
   };
   const decision = decide(request, 'mutate', context);
-  const stored = applyPatch(cloneJson(object), decision.patch, true, false).newDocument;
+  const stored = applyPatch(structuredClone(object), decision.patch, true, false).newDocument;
   const sent = podSpecOf(object);
   const after = podSpecOf(stored);
   if (sent && after)
