@@ -10,7 +10,7 @@ const CASE_NAMES: Record<Case, string> = {
 
 const mark = (met: boolean) => (met ? 'met' : 'MISSED');
 /** A ratio whose denominator was not above zero says nothing: the echo added nothing measurable. */
-const ratioText = (value: number) => (Number.isFinite(value) && value >= 0 ? String(value) : 'n/a');
+const ratioText = (value: number) => (Number.isFinite(value) && value >= 0 ? `${value}x` : 'n/a');
 
 export function renderApiserverMarkdown(results: ApiserverResults): string {
   const { machine, settings } = results;
@@ -38,11 +38,12 @@ export function renderApiserverMarkdown(results: ApiserverResults): string {
   lines.push(
     '',
     `Target: hookguard adds at most ${ratio.max}x what the echo adds to a hook Job's create: ` +
-      `p50 ${ratioText(ratio.p50)}x (${mark(ratio.metP50)}), p99 ${ratioText(ratio.p99)}x (${mark(ratio.metP99)}).`,
+      `p50 ${ratioText(ratio.p50)} (${mark(ratio.metP50)}), p99 ${ratioText(ratio.p99)} (${mark(ratio.metP99)}).`,
     '',
     `Straight to the webhook port over TLS, open loop at a fixed rate (the hook requests of the bench's mix, to ` +
-      `/mutate and /validate), ${settings.rateRounds} rounds of ${settings.rateSeconds} s per server and rate, ` +
-      `alternating, latency from each request's scheduled time; medians of rounds:`,
+      `/mutate and /validate) over at most 64 kept-alive connections, ${settings.rateRounds} rounds of ` +
+      `${settings.rateSeconds} s per server and rate after a lead-in of ${settings.rateLeadSeconds} s that is not ` +
+      `counted, alternating, latency from each request's scheduled time; medians of rounds:`,
     '',
     '| rate /s | hookguard p50 ms | hookguard p99 ms | echo p50 ms | echo p99 ms | p99 difference ms (target) | errors | CPU µs/req hookguard, echo |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -55,6 +55,8 @@ const NAME_PREFIX = 'bench-apiserver';
 const ADDED_RATIO_MAX = 1.2;
 /** At a fixed rate, hookguard's p99 at most this many ms above the echo's (issue 40). */
 const RATE_P99_MARGIN_MS = 1;
+/** The uncounted start of each fixed-rate run: its connections' handshakes, and the server warming to the rate. */
+const RATE_LEAD_SECONDS = 2;
 
 export interface CaseRound {
   round: number;
@@ -107,6 +109,7 @@ export interface ApiserverResults {
     argocdVersion: string;
     rates: number[];
     rateSeconds: number;
+    rateLeadSeconds: number;
     rateRounds: number;
   };
   fixtures: string[];
@@ -360,13 +363,18 @@ async function measureRates(): Promise<RateRun[]> {
   const requests = webhookRequests();
   const runs: RateRun[] = [];
   for (const rate of rates) {
-    for (const server of SERVERS)
-      await openLoop(servers[server].port, certificate.cert, requests, rate, Math.min(2, rateSeconds));
     for (let roundNumber = 1; roundNumber <= rateRounds; roundNumber++) {
       const order = roundNumber % 2 === 1 ? SERVERS : [...SERVERS].reverse();
       for (const server of order) {
         const cpuBefore = servers[server].cpuMs();
-        const result = await openLoop(servers[server].port, certificate.cert, requests, rate, rateSeconds);
+        const result = await openLoop(
+          servers[server].port,
+          certificate.cert,
+          requests,
+          rate,
+          RATE_LEAD_SECONDS,
+          rateSeconds,
+        );
         const cpuMs = servers[server].cpuMs() - cpuBefore;
         const run: RateRun = {
           rate,
@@ -489,10 +497,16 @@ try {
   const cases = summariseCases(roundResults);
   const added = (server: Server) =>
     cases.find((entry) => entry.kind === HOOK_JOB && entry.case === server) as CaseSummary;
+  const hookguardAdded = added('hookguard');
+  const echoAdded = added('echo');
+  // Compared as products, not as the ratio: where the echo added nothing measurable (zero or less, in noise), a
+  // ratio's sign would say "met" for any hookguard figure.
   const ratio = {
-    p50: round(added('hookguard').addedP50 / added('echo').addedP50, 2),
-    p99: round(added('hookguard').addedP99 / added('echo').addedP99, 2),
+    p50: round(hookguardAdded.addedP50 / echoAdded.addedP50, 2),
+    p99: round(hookguardAdded.addedP99 / echoAdded.addedP99, 2),
     max: ADDED_RATIO_MAX,
+    metP50: hookguardAdded.addedP50 <= ADDED_RATIO_MAX * echoAdded.addedP50,
+    metP99: hookguardAdded.addedP99 <= ADDED_RATIO_MAX * echoAdded.addedP99,
   };
 
   console.log('bench:apiserver: open loop, straight to the webhook ports');
@@ -510,12 +524,13 @@ try {
       argocdVersion: ARGOCD_VERSION,
       rates,
       rateSeconds,
+      rateLeadSeconds: RATE_LEAD_SECONDS,
       rateRounds,
     },
     fixtures: admitted.map((fixture) => fixture.file),
     leftOut,
     cases,
-    ratio: { ...ratio, metP50: ratio.p50 <= ADDED_RATIO_MAX, metP99: ratio.p99 <= ADDED_RATIO_MAX },
+    ratio,
     rates: summariseRates(rateRuns),
     rateMarginMs: RATE_P99_MARGIN_MS,
     rounds: roundResults,
