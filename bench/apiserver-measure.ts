@@ -122,6 +122,8 @@ export interface OpenLoopResult {
   /** Latency of each counted request answered 200, in ms, from when the schedule said to send it. */
   latencies: number[];
   errors: number;
+  /** Every request sent, the lead-in's too. */
+  sent: number;
   /** From the first counted request's scheduled time to the last answer. */
   seconds: number;
 }
@@ -191,5 +193,5 @@ export async function openLoop(
   const countedFrom = started + (lead * 1000) / rate;
   await Promise.all(answered);
   agent.destroy();
-  return { latencies, errors, seconds: (performance.now() - countedFrom) / 1000 };
+  return { latencies, errors, sent: total, seconds: (performance.now() - countedFrom) / 1000 };
 }

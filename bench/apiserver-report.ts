@@ -45,7 +45,7 @@ export function renderApiserverMarkdown(results: ApiserverResults): string {
       `${settings.rateSeconds} s per server and rate after a lead-in of ${settings.rateLeadSeconds} s that is not ` +
       `counted, alternating, latency from each request's scheduled time; medians of rounds:`,
     '',
-    '| rate /s | hookguard p50 ms | hookguard p99 ms | echo p50 ms | echo p99 ms | p99 difference ms (target) | errors | CPU µs/req hookguard, echo |',
+    '| rate /s | hookguard p50 ms | hookguard p99 ms | echo p50 ms | echo p99 ms | p99 difference ms (target) | errors | CPU µs/req (lead-in included) hookguard, echo |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const entry of results.rates) {
