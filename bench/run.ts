@@ -5,9 +5,8 @@
 // alternation, so a change's cost is measured against the code before it in one run.
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, release, tmpdir, totalmem } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 import { repoRoot } from '../test/support/k8s-tools.js';
@@ -15,22 +14,18 @@ import { requestOnce, type Reply } from '../test/support/request-once.js';
 import {
   freePort,
   hookguardArgs,
-  startHookguard,
   startServerProcess,
   tlsEnv,
   writeCertificate,
   type ServerProcess,
 } from '../test/support/server-process.js';
-import { fromDist } from './built.js';
+import { builtCertificateGenerator, builtDecision, fromDist } from './built.js';
+import { describeMachine, type Machine } from './machine.js';
 import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
 import { renderMarkdown } from './report.js';
+import { ARGOCD_VERSION, startBenchHookguard, startEcho } from './servers.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
 
-type ConfigKeysModule = typeof import('../src/config/keys.js');
-type ConfigLoadModule = typeof import('../src/config/load.js');
-type DecisionContextModule = typeof import('../src/config/decision-context.js');
-type DecideModule = typeof import('../src/core/decide.js');
-type TlsModule = typeof import('../src/tls/certificates.js');
 type AuditModule = typeof import('../src/http/audit.js');
 type ResponsesModule = typeof import('../src/http/responses.js');
 type MetricsModule = typeof import('../src/http/metrics.js');
@@ -90,7 +85,7 @@ export interface LevelSummary {
 
 export interface BenchResults {
   date: string;
-  machine: { nproc: number; cpu: string; node: string; os: string; memoryGiB: number };
+  machine: Machine;
   settings: {
     durationSeconds: number;
     warmupSeconds: number;
@@ -135,9 +130,6 @@ const TARGETS: Targets = {
   cpuVsBeforeMax: 1.1,
   byScenario: { 'argocd-hooks': { throughputRatioMin: 0.55, p99RatioMax: 2 } },
 };
-// Every rule in play: 2.14.3 has the hook finalizer, so every advisory with an admission rule but the TTL race affects
-// it (whose ttl-floor the fast-hook race runs too), and Argo CD hooks get the full set of mutations.
-const ARGOCD_VERSION = '2.14.3';
 const MiB = 1024 * 1024;
 
 const { values: flags } = parseArgs({
@@ -171,19 +163,14 @@ const connectionLevels = flags.connections.split(',').filter(Boolean).map(Number
 const argocdHookLevels = flags['argocd-hook-connections'].split(',').filter(Boolean).map(Number);
 const nonHookLevels = flags['non-hook-connections'].split(',').filter(Boolean).map(Number);
 
-const { DEFAULTS } = await fromDist<ConfigKeysModule>('config/keys.js');
-const { loadConfig } = await fromDist<ConfigLoadModule>('config/load.js');
-const { decisionContext } = await fromDist<DecisionContextModule>('config/decision-context.js');
-const { decide } = await fromDist<DecideModule>('core/decide.js');
-const { generateDevCertificate } = await fromDist<TlsModule>('tls/certificates.js');
 const { auditRecord } = await fromDist<AuditModule>('http/audit.js');
 const { fromDecision } = await fromDist<ResponsesModule>('http/responses.js');
 const { Metrics } = await fromDist<MetricsModule>('http/metrics.js');
 const { outcomeOf } = await fromDist<AppModule>('http/app.js');
-const argocdController = DEFAULTS.argocd.controllerUsernames[0] as string;
 
-const context = decisionContext(loadConfig(), ARGOCD_VERSION);
-const workload = buildWorkload(argocdController, (request) => decide(request, 'mutate', context).patch);
+const { DEFAULTS, decide, context, argocdController, mutatePatch } = await builtDecision(ARGOCD_VERSION);
+const generateDevCertificate = await builtCertificateGenerator();
+const workload = buildWorkload(argocdController, mutatePatch);
 const hookRequests = workload.requests.filter((entry) => entry.hook).length;
 console.log(
   `bench: ${workload.requests.length} distinct AdmissionReviews (${workload.fixtures} fixtures and 2 non-hook objects, ` +
@@ -200,28 +187,8 @@ const logFiles: Record<ServerName, string> = {
 const servers = {} as Record<ServerName, ServerProcess>;
 
 try {
-  const baselinePort = await freePort();
-  // Each server's log goes to a file of its own: a real sink with the cost of a real write per line.
-  const hookguardLog = openSync(logFiles.hookguard, 'w');
-  const baselineLog = openSync(logFiles.baseline, 'w');
-  servers.hookguard = await startHookguard(certificate, {
-    extraArgs: ['--argocd-version', ARGOCD_VERSION],
-    stdout: hookguardLog,
-  });
-  servers.baseline = await startServerProcess({
-    args: [
-      fileURLToPath(new URL('./baseline-server.js', import.meta.url)),
-      String(baselinePort),
-      certificate.certFile,
-      certificate.keyFile,
-      ...(flags['batched-baseline'] ? ['--batched'] : []),
-    ],
-    port: baselinePort,
-    ca: certificate.cert,
-    stdout: baselineLog,
-  });
-  closeSync(hookguardLog);
-  closeSync(baselineLog);
+  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard);
+  servers.baseline = await startEcho(certificate, logFiles.baseline, flags['batched-baseline']);
   if (beforeCli !== undefined) {
     const beforePort = await freePort();
     const beforeLog = openSync(logFiles.before, 'w');
@@ -292,13 +259,7 @@ try {
 
   const results: BenchResults = {
     date: new Date().toISOString(),
-    machine: {
-      nproc: availableParallelism(),
-      cpu: cpus()[0]?.model ?? 'unknown',
-      node: process.version,
-      os: `${process.platform} ${release()}`,
-      memoryGiB: round(totalmem() / 1024 ** 3, 1),
-    },
+    machine: describeMachine(),
     settings: {
       durationSeconds,
       warmupSeconds,

@@ -19,7 +19,7 @@ export interface BenchRequest {
   body: string;
 }
 
-const NON_HOOKS: readonly { source: string; object: KubeObject }[] = [
+export const NON_HOOKS: readonly { source: string; object: KubeObject }[] = [
   {
     source: 'non-hook Job',
     object: {

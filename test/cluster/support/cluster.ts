@@ -6,6 +6,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, inject } from 'vitest';
 import { repoRoot } from '../../support/k8s-tools.js';
+import { waitUntil } from '../../support/wait-until.js';
+
+export { waitUntil };
 
 export const clusterDir = join(repoRoot, '.cluster');
 export const kubeconfig = join(clusterDir, 'kubeconfig');
@@ -96,26 +99,6 @@ export async function newNamespace(prefix: string, labels: Record<string, string
 
 export async function deleteNamespace(name: string): Promise<void> {
   await run(kubectlPath, ['delete', 'namespace', name, '--wait=false', '--ignore-not-found']);
-}
-
-/** Polls check() until it returns a value other than undefined/false; fails naming what it waited for and last saw. */
-export async function waitUntil<T>(
-  what: string,
-  check: () => Promise<T | undefined | false>,
-  seconds = 60,
-): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  let last = '';
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-    }
-    if (Date.now() > deadline) throw new Error(`waited ${seconds} s for ${what}${last ? `; last: ${last}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
 }
 
 /** hookguard's log lines (JSON) written so far by the server the cluster runs. */

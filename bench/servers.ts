@@ -1,0 +1,52 @@
+// The two servers the benches load, each a child process over real TLS with the same certificate and a log file of
+// its own (a real sink, with the cost of a real write per line): hookguard as `npm start` runs it, Argo CD pinned at a
+// version that puts every rule in play, and the auditing echo of bench/baseline-server.ts.
+import { closeSync, openSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  freePort,
+  startHookguard,
+  startServerProcess,
+  type CertificateFiles,
+  type ServerProcess,
+} from '../test/support/server-process.js';
+
+// 2.14.3 has the hook finalizer, so every advisory with an admission rule but the TTL race affects it (whose ttl-floor
+// the fast-hook race runs too), and Argo CD hooks get the full set of mutations.
+export const ARGOCD_VERSION = '2.14.3';
+
+/** hookguard serving `certificate`, Argo CD pinned at ARGOCD_VERSION, its stdout (the audit lines) to `logFile`. */
+export async function startBenchHookguard(certificate: CertificateFiles, logFile: string): Promise<ServerProcess> {
+  const log = openSync(logFile, 'w');
+  try {
+    return await startHookguard(certificate, { extraArgs: ['--argocd-version', ARGOCD_VERSION], stdout: log });
+  } finally {
+    closeSync(log);
+  }
+}
+
+/** The auditing echo serving `certificate`, its one line per request to `logFile`; `batched`: its --batched mode. */
+export async function startEcho(
+  certificate: CertificateFiles,
+  logFile: string,
+  batched: boolean,
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const log = openSync(logFile, 'w');
+  try {
+    return await startServerProcess({
+      args: [
+        fileURLToPath(new URL('./baseline-server.js', import.meta.url)),
+        String(port),
+        certificate.certFile,
+        certificate.keyFile,
+        ...(batched ? ['--batched'] : []),
+      ],
+      port,
+      ca: certificate.cert,
+      stdout: log,
+    });
+  } finally {
+    closeSync(log);
+  }
+}
