@@ -19,6 +19,7 @@ import {
   describeCluster,
   kubectl,
   kubectlJson,
+  kubectlPath,
   newNamespace,
   run,
   waitUntil,
@@ -88,9 +89,9 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
   });
 
   afterAll(async () => {
-    await run(join(binDir, 'kubectl'), ['delete', 'clusterrolebinding', 'argo-sync-controller', '--ignore-not-found']);
+    await run(kubectlPath, ['delete', 'clusterrolebinding', 'argo-sync-controller', '--ignore-not-found']);
     // The namespace stays (a next run would find it terminating); without the controller, hookguard knows no Argo CD.
-    await run(join(binDir, 'kubectl'), [
+    await run(kubectlPath, [
       'delete',
       'statefulset',
       'argocd-application-controller',

@@ -13,6 +13,7 @@ import { fixtureFiles, fixturePath, fixtureText } from '../support/fixtures.js';
 import { cliPath } from '../support/cli.js';
 import { freePort } from '../support/serve-process.js';
 import {
+  AUDIT_NAMESPACE_LABEL,
   clusterDir,
   deleteNamespace,
   describeCluster,
@@ -27,7 +28,6 @@ type Json = Record<string, unknown>;
 
 const config = join(clusterDir, 'hookguard', 'config.yaml');
 /** Namespaces with this label are left to the audit-mode hookguard below (test/cluster/cluster.js renders the chart so). */
-const AUDIT_LABEL = 'hookguard.test/audit';
 
 /** The annotations only the tools read from a rendered manifest: check --fix writes them, admission never does. */
 const RENDER_ONLY_ANNOTATIONS = [
@@ -199,7 +199,7 @@ describeCluster('every hook fixture through a hookguard in audit mode', () => {
           url: `https://127.0.0.1:${port}${path}`,
           caBundle: Buffer.from(pems.cert).toString('base64'),
         };
-        webhook.namespaceSelector = { matchLabels: { [AUDIT_LABEL]: 'true' } };
+        webhook.namespaceSelector = { matchLabels: { [AUDIT_NAMESPACE_LABEL]: 'true' } };
       }
       await kubectl(['apply', '-f', '-'], JSON.stringify(copy));
     }
@@ -217,7 +217,7 @@ describeCluster('every hook fixture through a hookguard in audit mode', () => {
   });
 
   it.each(fixtureFiles())('%s: stored as written, with the warnings', async (file) => {
-    const ns = await newNamespace('audit', { [AUDIT_LABEL]: 'true' });
+    const ns = await newNamespace('audit', { [AUDIT_NAMESPACE_LABEL]: 'true' });
     namespaces.push(ns);
     const checked = await check(file);
     const { object, serviceAccount } = await objectIn(fixtureText(file));

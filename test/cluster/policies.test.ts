@@ -15,12 +15,19 @@ import type { KubeObject } from '../../src/core/types.js';
 import { runCli } from '../support/cli.js';
 import { fixtureText, loadFixtures } from '../support/fixtures.js';
 import { byWebhook, contextOf } from '../support/policy-reference.js';
-import { deleteNamespace, describeCluster, kubeconfig, kubectlPath, newNamespace } from './support/cluster.js';
+import {
+  AUDIT_NAMESPACE_LABEL,
+  deleteNamespace,
+  describeCluster,
+  kubeconfig,
+  kubectlPath,
+  newNamespace,
+} from './support/cluster.js';
 
 const execFileAsync = promisify(execFile);
 // Out of the cluster's hookguard webhook (test/cluster/cluster.js installs it for namespaces without this label):
 // here the policies alone admit, or the test would compare the webhook with the webhook.
-const WEBHOOK_OUT_OF_REACH = { 'hookguard.test/audit': 'policies' };
+const WEBHOOK_OUT_OF_REACH = { [AUDIT_NAMESPACE_LABEL]: 'policies' };
 let namespace = '';
 
 /** kubectl with its stderr too: the API server's warnings are part of what is checked. */
