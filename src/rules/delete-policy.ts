@@ -62,9 +62,20 @@ export const deletePolicy: MutationRule = {
       });
     }
     setAnnotation(object, key, value);
-    return report({ mutations: [`set ${key}: ${value}`] });
+    return report({ mutations: [`set ${key}: ${value}: ${whyPolicy(value, hook)}`] });
   },
 };
+
+/**
+ * Why the policy written helps, in one clause. Without a policy both tools delete a hook only before its next run
+ * (before-hook-creation), so a finished hook stays in the cluster until then; a test hook's default keeps its Pod
+ * for `helm test --logs` (Helm 3 deletes a hook-succeeded test Pod before reading its logs).
+ */
+function whyPolicy(value: string, hook: HookInfo): string {
+  if (hasHookSucceeded(value)) return 'a succeeded hook is deleted at once instead of staying until its next run';
+  if (hook.testOnly) return 'no hook-succeeded, so helm test --logs can still read the Pod';
+  return "the tool's default written out: a finished hook stays until its next run";
+}
 
 /**
  * A chart's policy without before-hook-creation leaves the hook in place after a run that did not delete it (a
@@ -99,8 +110,9 @@ function policyItems(value: string): string[] {
     .filter((item) => item !== '');
 }
 
+/** Whether a policy holds hook-succeeded, in Helm's spelling or Argo CD's (HookSucceeded). */
 function hasHookSucceeded(value: string): boolean {
-  return policyItems(value).some((item) => item.toLowerCase() === 'hook-succeeded');
+  return policyItems(value).some((item) => item.toLowerCase().replace('-', '') === 'hooksucceeded');
 }
 
 /** The policy without hook-succeeded; Helm's own default, before-hook-creation, when nothing else is left. */

@@ -3,6 +3,8 @@ import { report, type MutationRule } from '../core/rule.js';
 import type { JobSpec, KubeObject, PodSpec } from '../core/types.js';
 import { guardWaitSeconds } from './min-runtime.js';
 
+const DEADLINE_REASON = 'a hook whose Pod never starts fails then instead of waiting forever';
+
 export const MISSING_DEADLINE_WARNING =
   'no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever';
 
@@ -51,12 +53,9 @@ export const hookDeadline: MutationRule = {
     }
     const guard = guardWaitSeconds(podSpecOf(object));
     spec.activeDeadlineSeconds = seconds + guard;
+    const value = guard > 0 ? `${seconds + guard} (${seconds} after the ${guard}s min-runtime guard)` : `${seconds}`;
     return report({
-      mutations: [
-        guard > 0
-          ? `set spec.activeDeadlineSeconds: ${seconds + guard} (${seconds} after the ${guard}s min-runtime guard)`
-          : `set spec.activeDeadlineSeconds: ${seconds}`,
-      ],
+      mutations: [`set spec.activeDeadlineSeconds: ${value}: ${DEADLINE_REASON}`],
     });
   },
 };

@@ -21,6 +21,10 @@ export const hookFinalizer: MutationRule = {
     const kept = finalizers.filter((finalizer) => finalizer !== ARGOCD_HOOK_FINALIZER);
     if (kept.length > 0) metadata.finalizers = kept;
     else delete metadata.finalizers;
-    return report({ mutations: [`removed finalizer ${ARGOCD_HOOK_FINALIZER}`] });
+    return report({
+      mutations: [
+        `removed finalizer ${ARGOCD_HOOK_FINALIZER}: this Argo CD adds it by mistake, and a hook Job it keeps turns the next sync into "field is immutable"`,
+      ],
+    });
   },
 };

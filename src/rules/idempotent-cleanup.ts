@@ -33,7 +33,10 @@ export const idempotentCleanup: MutationRule = {
       if (rewrite.command) container.command = rewrite.command;
       if (rewrite.args) container.args = rewrite.args;
       mutations.push(
-        ...rewrite.changes.map((change) => `container ${container.name ?? '?'}: --ignore-not-found for ${change}`),
+        ...rewrite.changes.map(
+          (change) =>
+            `container ${container.name ?? '?'}: --ignore-not-found for ${change}: a retry after a partial run does not fail on what it already deleted`,
+        ),
       );
     }
 
@@ -44,7 +47,10 @@ export const idempotentCleanup: MutationRule = {
       const effective = typeof current === 'number' ? current : DEFAULT_BACKOFF_LIMIT;
       if (effective < minimum) {
         spec.backoffLimit = minimum;
-        mutations.push(`raised spec.backoffLimit from ${current ?? `default ${DEFAULT_BACKOFF_LIMIT}`} to ${minimum}`);
+        mutations.push(
+          `raised spec.backoffLimit from ${current ?? `default ${DEFAULT_BACKOFF_LIMIT}`} to ${minimum}: ` +
+            `a cleanup that fails once is retried before ${hook.appliedByArgo ? "the Application's deletion" : 'helm uninstall'} fails on it`,
+        );
       }
     }
     const loops = context.warningAdvisoriesFor(IDEMPOTENT_CLEANUP_ID).length > 0;

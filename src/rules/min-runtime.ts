@@ -293,7 +293,7 @@ function extendDeadlines(object: KubeObject, podSpec: PodSpec, seconds: number):
     if (spec === undefined || typeof deadline !== 'number' || !Number.isSafeInteger(deadline) || deadline <= 0) return;
     spec.activeDeadlineSeconds = deadline + seconds;
     raised.push(
-      `raised ${path}.activeDeadlineSeconds from ${deadline} to ${deadline + seconds} (the guard's ${seconds}s wait added)`,
+      `raised ${path}.activeDeadlineSeconds from ${deadline} to ${deadline + seconds}: the guard's ${seconds}s wait counts against it, and the hook keeps all its own time`,
     );
   };
   const jobSpec = object.kind === 'Job' ? jobSpecOf(object) : undefined;
@@ -339,7 +339,7 @@ export const minRuntime: MutationRule = {
     return report({
       warnings,
       mutations: [
-        `added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s`,
+        `added init container ${GUARD_CONTAINER_NAME} waiting ${requested.seconds}s: a hook that ends before Argo CD sees it run keeps Argo CD's hook finalizer, and the sync waits on it`,
         ...extendDeadlines(object, podSpec, requested.seconds),
       ],
     });

@@ -75,7 +75,7 @@ describe('hookguard check --argocd-version, per Argo CD version', () => {
     const run = runCli(['check', '-', '--argocd-version', '3.3.6'], FAST_HOOK_JOB);
     expect(run.status).toBe(0);
     expect(run.stdout).toContain(
-      '  mutate min-runtime [argocd-fast-hook-finalizer-race]: added init container hookguard-min-runtime waiting 10s\n' +
+      "  mutate min-runtime [argocd-fast-hook-finalizer-race]: added init container hookguard-min-runtime waiting 10s: a hook that ends before Argo CD sees it run keeps Argo CD's hook finalizer, and the sync waits on it\n" +
         '         note: gitops-engine#770 is in this Argo CD: a finalizer this hook keeps is removed at the next sync, so a stuck sync ends there\n',
     );
     expect(runCli(['check', '-', '--argocd-version', '3.1.3'], FAST_HOOK_JOB).stdout).not.toContain('note:');

@@ -50,7 +50,7 @@ describe('hookguard check -o github', () => {
     const at = 'file=charts/app/templates/job.yaml,line=1';
     expect(run.stdout).toBe(
       [
-        `::notice ${at},title=hookguard delete-policy::Job apps/fast: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded%0Arendered at stdin:2`,
+        `::notice ${at},title=hookguard delete-policy::Job apps/fast: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: a succeeded hook is deleted at once instead of staying until its next run%0Arendered at stdin:2`,
         `::warning ${at},title=hookguard hook-deadline::Job apps/fast: ${DEADLINE}%0Arendered at stdin:2`,
         `::error ${at},title=hookguard version-race (argocd-fast-hook-finalizer-race)::Job apps/fast ${RACE}%0Arendered at stdin:2`,
         'hookguard check: 1 object(s): 1 would be changed, 1 would be denied',
@@ -108,7 +108,7 @@ metadata:
     const run = await runCommand(['check', file, '--argocd-version', '3.1.0', '-o', 'github']);
     const property = `${dir.replaceAll(':', '%3A').replaceAll(',', '%2C')}/a%2Cb%3Ac%25\\n\\u001b[31m.yaml`;
     expect(run.stdout.split('\n')[0]).toBe(
-      `::notice file=${property},line=1,title=hookguard delete-policy::Job apps/fast: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded`,
+      `::notice file=${property},line=1,title=hookguard delete-policy::Job apps/fast: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: a succeeded hook is deleted at once instead of staying until its next run`,
     );
     const forged = await runCommand(['check', '-', '-o', 'github'], FORGED);
     expect(forged.stdout).toBe('hookguard check: 1 object(s): 0 would be changed, 0 would be denied\n');
@@ -123,7 +123,7 @@ describe('hookguard check --mode audit', () => {
       [
         'Job apps/fast: allowed in audit mode, DENIED in enforce mode, 1 patch op(s) withheld',
         '  at stdin:2 (document 1): # Source: app/templates/job.yaml',
-        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: a succeeded hook is deleted at once instead of staying until its next run',
         `  warn   hook-deadline: ${DEADLINE}`,
         `  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast ${RACE}`,
         '1 object(s): 0 would be changed, 0 would be denied; audit mode withheld 1 change(s) and 1 denial(s) enforce mode would make',
@@ -140,7 +140,7 @@ describe('hookguard check --mode audit', () => {
       stderr: [
         'hookguard check: Job apps/fast: audit mode, printed as written; what enforce mode would do:',
         '  at stdin:2 (document 1): # Source: app/templates/job.yaml',
-        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: a succeeded hook is deleted at once instead of staying until its next run',
         `  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast ${RACE}`,
         '',
       ].join('\n'),
@@ -207,7 +207,8 @@ describe('hookguard check --helm-version', () => {
         {
           rule: 'delete-policy',
           action: 'mutate',
-          message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+          message:
+            'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded: a succeeded hook is deleted at once instead of staying until its next run',
         },
         { rule: 'ttl-floor', action: 'mutate', message: TTL_WAIT, advisory: 'helm-hook-ttl-wait' },
         { rule: 'hook-output-log-policy', action: 'mutate', message: LOG_POLICY },
@@ -216,7 +217,8 @@ describe('hookguard check --helm-version', () => {
         {
           rule: 'delete-policy',
           action: 'mutate',
-          message: 'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded',
+          message:
+            'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded: a succeeded hook is deleted at once instead of staying until its next run',
         },
         { rule: 'hook-output-log-policy', action: 'mutate', message: LOG_POLICY },
       ],
@@ -230,7 +232,9 @@ describe('hookguard check --helm-version', () => {
     const run = await runCommand(['check', '-', ...flags, '-o', 'json'], HELM_POD, env);
     const { results, notes } = JSON.parse(run.stdout);
     expect(notes).toEqual([]);
-    expect(results[0].findings[0].message).toBe('set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded');
+    expect(results[0].findings[0].message).toBe(
+      'set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded: a succeeded hook is deleted at once instead of staying until its next run',
+    );
   });
 
   it('refuses a version that is none, naming the flag', async () => {

@@ -199,7 +199,7 @@ describe('hookguard check exit status', () => {
       [
         'Job apps/fast: DENIED, 1 patch op(s)',
         '  at stdin:2 (document 1): # Source: x/job.yaml',
-        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded',
+        '  mutate delete-policy: set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: a succeeded hook is deleted at once instead of staying until its next run',
         '  warn   hook-deadline: no spec.activeDeadlineSeconds: if its Pod never starts, this hook waits forever',
         '  deny   version-race [argocd-fast-hook-finalizer-race]: Job apps/fast races with Argo CD 3.1.0 (argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer and the sync never ends): min-runtime opted out with hookguard.io/skip. Fix: remove min-runtime from hookguard.io/skip, or upgrade to Argo CD 3.4.0, which fixed the race.',
         '1 object(s): 1 would be changed, 1 would be denied',

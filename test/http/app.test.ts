@@ -118,9 +118,15 @@ const CLEANUP_FINDINGS = [
   {
     rule: 'idempotent-cleanup',
     action: 'mutate',
-    message: 'container main: --ignore-not-found for kubectl delete configmap x (exec form)',
+    message:
+      'container main: --ignore-not-found for kubectl delete configmap x (exec form): a retry after a partial run does not fail on what it already deleted',
   },
-  { rule: 'idempotent-cleanup', action: 'mutate', message: 'raised spec.backoffLimit from 1 to 3' },
+  {
+    rule: 'idempotent-cleanup',
+    action: 'mutate',
+    message:
+      'raised spec.backoffLimit from 1 to 3: a cleanup that fails once is retried before helm uninstall fails on it',
+  },
   { rule: 'hook-deadline', action: 'warn', message: DEADLINE_MESSAGE },
   { rule: 'hook-label', action: 'mutate', message: HOOK_LABEL_MESSAGE },
   { rule: 'termination-message-policy', action: 'mutate', message: MESSAGE_POLICY_MESSAGE },
@@ -131,7 +137,7 @@ const CLEANUP_AUDIT_WARNINGS = [
   'hookguard audit would change [hook-ttl]: set spec.ttlSecondsAfterFinished to 86400: no delete policy removes this Job o…',
   // 127 characters before truncation: cut to 119 and an ellipsis.
   'hookguard audit would change [idempotent-cleanup]: container main: --ignore-not-found for kubectl delete configmap x (e…',
-  'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3',
+  'hookguard audit would change [idempotent-cleanup]: raised spec.backoffLimit from 1 to 3: a cleanup that fails once is r…',
   `hookguard audit note [hook-deadline]: ${DEADLINE_MESSAGE}`,
   `hookguard audit would change [hook-label]: ${HOOK_LABEL_MESSAGE}`,
   'hookguard audit would change [termination-message-policy]: set terminationMessagePolicy FallbackToLogsOnError on main: …',

@@ -90,9 +90,15 @@ describe('hookguard check: hook types as each tool reads them', () => {
       {
         rule: 'idempotent-cleanup',
         action: 'mutate',
-        message: 'container main: --ignore-not-found for kubectl delete configmap x (exec form)',
+        message:
+          'container main: --ignore-not-found for kubectl delete configmap x (exec form): a retry after a partial run does not fail on what it already deleted',
       },
-      { rule: 'idempotent-cleanup', action: 'mutate', message: 'raised spec.backoffLimit from 1 to 3' },
+      {
+        rule: 'idempotent-cleanup',
+        action: 'mutate',
+        message:
+          'raised spec.backoffLimit from 1 to 3: a cleanup that fails once is retried before helm uninstall fails on it',
+      },
     ]);
   });
 

@@ -68,7 +68,8 @@ describe('delete-phase hooks under Argo CD', () => {
       rule: 'min-runtime',
       action: 'mutate',
       advisory: 'argocd-fast-hook-finalizer-race',
-      message: "raised spec.activeDeadlineSeconds from 5 to 35 (the guard's 30s wait added)",
+      message:
+        "raised spec.activeDeadlineSeconds from 5 to 35: the guard's 30s wait counts against it, and the hook keeps all its own time",
     });
   });
 

@@ -5,38 +5,54 @@ import { decide } from '../../../src/core/decide.js';
 import { deletePolicy } from '../../../src/rules/delete-policy.js';
 import { hookJob, hookPod, contextFor, ARGOCD_CONTROLLER } from '../../support/objects.js';
 
+// Each change says why in one clause (issue 42 item 9).
+const DELETED_AT_ONCE = 'a succeeded hook is deleted at once instead of staying until its next run';
+
 describe('delete-policy', () => {
   it.each([
     [
       'Helm hook without a policy',
       { 'helm.sh/hook': 'pre-install' },
       { 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' },
+      `set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded: ${DELETED_AT_ONCE}`,
     ],
     [
       'Helm cleanup hook',
       { 'helm.sh/hook': 'post-delete' },
       { 'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded' },
+      `set helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded: ${DELETED_AT_ONCE}`,
     ],
     [
       'Helm test hook keeps its Pod for --logs',
       { 'helm.sh/hook': 'test' },
       { 'helm.sh/hook-delete-policy': 'before-hook-creation' },
+      'set helm.sh/hook-delete-policy: before-hook-creation: no hook-succeeded, so helm test --logs can still read the Pod',
     ],
     [
       'Argo CD hook',
       { 'argocd.argoproj.io/hook': 'PreSync' },
       { 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation,HookSucceeded' },
+      `set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: ${DELETED_AT_ONCE}`,
     ],
     [
       'both: Argo CD ignores the Helm annotations, so its own policy is added',
       { 'argocd.argoproj.io/hook': 'Sync', 'helm.sh/hook': 'pre-install' },
       { 'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation,HookSucceeded' },
+      `set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded: ${DELETED_AT_ONCE}`,
     ],
-  ])('%s (Helm 4.2.4)', (_name, annotations, added) => {
+  ])('%s (Helm 4.2.4)', (_name, annotations, added, message) => {
     const job = hookJob(annotations);
     const report = deletePolicy.mutate(job, contextFor(job, { config: { 'helm.version': '4.2.4' } }));
     expect(job.metadata?.annotations).toEqual({ ...annotations, ...added });
-    expect(report.mutations).toHaveLength(1);
+    expect(report.mutations).toEqual([message]);
+  });
+
+  it('says a configured policy without hook-succeeded is the tool default written out', () => {
+    const job = hookJob({ 'argocd.argoproj.io/hook': 'PreSync' });
+    const config = { 'rules.deletePolicy.argocd': 'BeforeHookCreation' };
+    expect(deletePolicy.mutate(job, contextFor(job, { config })).mutations).toEqual([
+      "set argocd.argoproj.io/hook-delete-policy: BeforeHookCreation: the tool's default written out: a finished hook stays until its next run",
+    ]);
   });
 
   // helm v4.2.1 pkg/action/hooks.go deleteHookByPolicy waits for every deletion by policy, and pkg/kube/statuswait.go
@@ -73,7 +89,7 @@ describe('delete-policy', () => {
     [
       'a test hook (no hook-succeeded to leave out)',
       { 'helm.sh/hook': 'test' },
-      'set helm.sh/hook-delete-policy: before-hook-creation',
+      'set helm.sh/hook-delete-policy: before-hook-creation: no hook-succeeded, so helm test --logs can still read the Pod',
     ],
     [
       "a chart's policy without before-hook-creation",

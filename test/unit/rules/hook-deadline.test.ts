@@ -59,7 +59,9 @@ describe('hook-deadline', () => {
   ])('opted in with rules.hookDeadline.activeDeadlineSeconds, sets it on %s', (_name, object, expected) => {
     const context = contextFor(object, { config: { 'rules.hookDeadline.activeDeadlineSeconds': '600' } });
     expect(hookDeadline.mutate(object, context)).toEqual({
-      mutations: [`set spec.activeDeadlineSeconds: ${expected}`],
+      mutations: [
+        `set spec.activeDeadlineSeconds: ${expected}: a hook whose Pod never starts fails then instead of waiting forever`,
+      ],
       warnings: [],
     });
     expect(deadlineOf(object)).toBe(expected);
@@ -76,7 +78,9 @@ describe('hook-deadline', () => {
     });
     expect(deadlineOf(job)).toBeUndefined();
     const asked = contextFor(job, { config: { ...ENFORCE, 'rules.hookDeadline.parallelJobs': 'true' } });
-    expect(hookDeadline.mutate(job, asked).mutations).toEqual(['set spec.activeDeadlineSeconds: 3600']);
+    expect(hookDeadline.mutate(job, asked).mutations).toEqual([
+      'set spec.activeDeadlineSeconds: 3600: a hook whose Pod never starts fails then instead of waiting forever',
+    ]);
     expect(deadlineOf(job)).toBe(3600);
   });
 

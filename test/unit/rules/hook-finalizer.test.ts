@@ -13,7 +13,13 @@ describe('hook-finalizer', () => {
     job.metadata!.finalizers = [...before];
     const report = hookFinalizer.mutate(job, contextFor(job, { argocdVersion: '2.14.3' }));
     expect(job.metadata?.finalizers).toEqual(after);
-    expect(report.mutations).toEqual(before.includes(HOOK_FINALIZER) ? [`removed finalizer ${HOOK_FINALIZER}`] : []);
+    expect(report.mutations).toEqual(
+      before.includes(HOOK_FINALIZER)
+        ? [
+            `removed finalizer ${HOOK_FINALIZER}: this Argo CD adds it by mistake, and a hook Job it keeps turns the next sync into "field is immutable"`,
+          ]
+        : [],
+    );
   });
 
   it('runs only when a known Argo CD version is affected', () => {

@@ -73,7 +73,9 @@ describe('idempotent-cleanup', () => {
 
   it('treats Argo CD PreDelete and PostDelete as cleanup', () => {
     const job = hookJob({ 'argocd.argoproj.io/hook': 'PostDelete' }, { backoffLimit: 0 });
-    expect(idempotentCleanup.mutate(job, contextFor(job)).mutations).toEqual(['raised spec.backoffLimit from 0 to 3']);
+    expect(idempotentCleanup.mutate(job, contextFor(job)).mutations).toEqual([
+      "raised spec.backoffLimit from 0 to 3: a cleanup that fails once is retried before the Application's deletion fails on it",
+    ]);
   });
 
   it('rewrites init containers and bare Pods', () => {

@@ -47,7 +47,12 @@ describe('min-runtime', () => {
     const job = hookJob(argo);
     const report = minRuntime.mutate(job, contextFor(job));
     expect(initContainersOf(job.spec)).toEqual([DEFAULT_GUARD_CONTAINER]);
-    expect(report).toEqual({ mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting 10s`], warnings: [] });
+    expect(report).toEqual({
+      mutations: [
+        `added init container ${GUARD_CONTAINER_NAME} waiting 10s: a hook that ends before Argo CD sees it run keeps Argo CD's hook finalizer, and the sync waits on it`,
+      ],
+      warnings: [],
+    });
   });
 
   it('appends after the chart’s own init containers', () => {
@@ -85,28 +90,36 @@ describe('min-runtime', () => {
     [
       'a Job deadline of 60',
       hookJob(argo, { activeDeadlineSeconds: 60 }),
-      ["raised spec.activeDeadlineSeconds from 60 to 70 (the guard's 10s wait added)"],
+      [
+        "raised spec.activeDeadlineSeconds from 60 to 70: the guard's 10s wait counts against it, and the hook keeps all its own time",
+      ],
       70,
       undefined,
     ],
     [
       'a Job deadline shorter than the wait',
       hookJob(argo, { activeDeadlineSeconds: 5 }),
-      ["raised spec.activeDeadlineSeconds from 5 to 15 (the guard's 10s wait added)"],
+      [
+        "raised spec.activeDeadlineSeconds from 5 to 15: the guard's 10s wait counts against it, and the hook keeps all its own time",
+      ],
       15,
       undefined,
     ],
     [
       'a pod template deadline beside the Job one',
       jobWith({ activeDeadlineSeconds: 30 }),
-      ["raised spec.template.spec.activeDeadlineSeconds from 30 to 40 (the guard's 10s wait added)"],
+      [
+        "raised spec.template.spec.activeDeadlineSeconds from 30 to 40: the guard's 10s wait counts against it, and the hook keeps all its own time",
+      ],
       undefined,
       40,
     ],
     [
       'a 30 s guard (annotation) on a deadline of 600',
       hookJob({ ...argo, 'hookguard.io/min-runtime-seconds': '30' }, { activeDeadlineSeconds: 600 }),
-      ["raised spec.activeDeadlineSeconds from 600 to 630 (the guard's 30s wait added)"],
+      [
+        "raised spec.activeDeadlineSeconds from 600 to 630: the guard's 30s wait counts against it, and the hook keeps all its own time",
+      ],
       630,
       undefined,
     ],
@@ -114,7 +127,10 @@ describe('min-runtime', () => {
     const seconds = Number(job.metadata?.annotations?.['hookguard.io/min-runtime-seconds'] ?? 10);
     const report = minRuntime.mutate(job, contextFor(job));
     expect(report).toEqual({
-      mutations: [`added init container ${GUARD_CONTAINER_NAME} waiting ${seconds}s`, ...raised],
+      mutations: [
+        `added init container ${GUARD_CONTAINER_NAME} waiting ${seconds}s: a hook that ends before Argo CD sees it run keeps Argo CD's hook finalizer, and the sync waits on it`,
+        ...raised,
+      ],
       warnings: [],
     });
     expect((job.spec as JobSpec).activeDeadlineSeconds).toBe(jobDeadline);
@@ -129,8 +145,8 @@ describe('min-runtime', () => {
     const pod = hookPod({ 'argocd.argoproj.io/hook': 'Sync' });
     pod.spec!.activeDeadlineSeconds = 20;
     expect(minRuntime.mutate(pod, contextFor(pod)).mutations).toEqual([
-      `added init container ${GUARD_CONTAINER_NAME} waiting 10s`,
-      "raised spec.activeDeadlineSeconds from 20 to 30 (the guard's 10s wait added)",
+      `added init container ${GUARD_CONTAINER_NAME} waiting 10s: a hook that ends before Argo CD sees it run keeps Argo CD's hook finalizer, and the sync waits on it`,
+      "raised spec.activeDeadlineSeconds from 20 to 30: the guard's 10s wait counts against it, and the hook keeps all its own time",
     ]);
     expect(pod.spec!.activeDeadlineSeconds).toBe(30);
   });
