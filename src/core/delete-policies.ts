@@ -32,26 +32,35 @@ export const DELETE_POLICY_NAMES: Readonly<Record<HookTool, readonly string[]>> 
 };
 
 /**
- * Adds the policy each comma-separated item of `value` names (trimmed, then read by `policyOf`). A plain loop:
- * hook-ttl asks on every hook Job, and the lists and sets built in between cost it a microsecond.
+ * Whether an item of the comma-separated `value`, trimmed and read by `policyOf`, is `wanted` ('wanted'), else
+ * whether any item named a policy at all ('other' or 'none'). An index loop with no lists or sets: hook-ttl asks on every hook Job, and the
+ * lists and sets a split builds cost it a microsecond (issue 40).
  */
-function addPolicies(
-  policies: Set<DeletePolicy>,
-  value: string | undefined,
+function scanPolicies(
+  value: string,
   policyOf: (item: string) => DeletePolicy | undefined,
-): void {
-  if (value === undefined) return;
-  for (const item of value.split(',')) {
-    const policy = policyOf(item.trim());
-    if (policy !== undefined) policies.add(policy);
+  wanted: DeletePolicy,
+): 'wanted' | 'other' | 'none' {
+  let found: 'other' | 'none' = 'none';
+  let start = 0;
+  while (start <= value.length) {
+    const comma = value.indexOf(',', start);
+    const end = comma === -1 ? value.length : comma;
+    const policy = policyOf(value.slice(start, end).trim());
+    if (policy === wanted) return 'wanted';
+    if (policy !== undefined) found = 'other';
+    start = end + 1;
   }
+  return found;
 }
 
 const helmPolicy = (item: string): DeletePolicy | undefined =>
   HELM_POLICIES.has(item) ? (item as DeletePolicy) : undefined;
+const helmPolicyAnyCase = (item: string): DeletePolicy | undefined => helmPolicy(item.toLowerCase());
+const argocdPolicy = (item: string): DeletePolicy | undefined => ARGOCD_POLICIES.get(item);
 
 /**
- * The delete policies `tool` acts on for this object.
+ * Whether `tool` acts on `policy` for this object.
  *
  * Helm reads only `helm.sh/hook-delete-policy`: each comma-separated item trimmed and lower-cased, and
  * before-hook-creation only when the annotation is absent. An annotation that is present, even empty or with unknown
@@ -64,16 +73,16 @@ const helmPolicy = (item: string): DeletePolicy | undefined =>
  * `pkg/sync/hook/delete_policy.go` DeletePolicies and `pkg/sync/hook/helm/delete_policy.go` at 093aef0dad58, the
  * commit argo-cd v3.1.0 pins; unchanged in argo-cd v3.4.0 `gitops-engine/pkg/sync/hook/delete_policy.go`).
  */
-export function deletePoliciesFor(object: KubeObject, tool: HookTool): ReadonlySet<DeletePolicy> {
+export function hasDeletePolicy(object: KubeObject, tool: HookTool, policy: DeletePolicy): boolean {
   const helm = annotation(object, HELM_DELETE_POLICY);
-  const policies = new Set<DeletePolicy>();
   if (tool === 'helm') {
-    if (helm === undefined) policies.add('before-hook-creation');
-    else addPolicies(policies, helm, (item) => helmPolicy(item.toLowerCase()));
-    return policies;
+    if (helm === undefined) return policy === 'before-hook-creation';
+    return scanPolicies(helm, helmPolicyAnyCase, policy) === 'wanted';
   }
-  addPolicies(policies, annotation(object, ARGOCD_DELETE_POLICY), (item) => ARGOCD_POLICIES.get(item));
-  addPolicies(policies, helm, helmPolicy);
-  if (policies.size === 0) policies.add('before-hook-creation');
-  return policies;
+  const argocd = annotation(object, ARGOCD_DELETE_POLICY);
+  const own = argocd === undefined ? 'none' : scanPolicies(argocd, argocdPolicy, policy);
+  if (own === 'wanted') return true;
+  const helms = helm === undefined ? 'none' : scanPolicies(helm, helmPolicy, policy);
+  if (helms === 'wanted') return true;
+  return own === 'none' && helms === 'none' && policy === 'before-hook-creation';
 }

@@ -1,4 +1,4 @@
-// What hookguard's core reads of a hook (src/core/hook.ts readHook, src/core/delete-policies.ts deletePoliciesFor),
+// What hookguard's core reads of a hook (src/core/hook.ts readHook, src/core/delete-policies.ts hasDeletePolicy),
 // written as CEL over the admission request, for the admission policies of `hookguard policies`. Each function
 // returns the text of one CEL expression; the differential test (test/unit/policies/differential.test.ts) evaluates
 // them against the same objects as decide() and holds the two equal.
@@ -92,7 +92,7 @@ export function argoSyncPhase(detection: HookDetection): string {
 }
 
 /**
- * Whether the tool that runs the hook deletes it once it succeeds (deletePoliciesFor(...).has('hook-succeeded')):
+ * Whether the tool that runs the hook deletes it once it succeeds (hasDeletePolicy(..., 'hook-succeeded')):
  * Helm reads its own annotation, items trimmed and lowercased; Argo CD its own and Helm's, trimmed and exact.
  */
 export function deletesOnSuccess(detection: HookDetection): string {

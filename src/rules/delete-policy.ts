@@ -1,5 +1,5 @@
 import { ARGOCD_DELETE_POLICY, HELM_DELETE_POLICY } from '../core/annotations.js';
-import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
+import { hasDeletePolicy, toolOf } from '../core/delete-policies.js';
 import type { HookInfo } from '../core/hook.js';
 import { annotation, setAnnotation } from '../core/objects.js';
 import { report, type MutationRule, type RuleReport } from '../core/rule.js';
@@ -81,13 +81,13 @@ function whyPolicy(value: string, hook: HookInfo): string {
  * A chart's policy without before-hook-creation leaves the hook in place after a run that did not delete it (a
  * failure under hook-succeeded, or any run under hook-failed alone), and the next run's create fails with "already
  * exists" (lightdash/helm-charts#141, openebs#4085, argo-cd#21637). So before-hook-creation joins the policy the tool
- * reads (`deletePoliciesFor`), in the annotation the chart wrote: Argo CD's own when it is there, else Helm's (which
+ * reads (`hasDeletePolicy`), in the annotation the chart wrote: Argo CD's own when it is there, else Helm's (which
  * Argo CD reads too). It costs what the tools' default costs: Helm and Argo CD use before-hook-creation when a hook
  * sets no policy.
  */
 function keepBeforeHookCreation(object: KubeObject, hook: HookInfo): RuleReport {
   const tool = toolOf(hook);
-  if (deletePoliciesFor(object, tool).has('before-hook-creation')) return report();
+  if (hasDeletePolicy(object, tool, 'before-hook-creation')) return report();
   const argocd = annotation(object, ARGOCD_DELETE_POLICY);
   const [key, item] =
     tool === 'argocd' && argocd !== undefined

@@ -1,5 +1,5 @@
 import { ARGOCD_DELETE_POLICY, HELM_DELETE_POLICY } from '../core/annotations.js';
-import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
+import { hasDeletePolicy, toolOf } from '../core/delete-policies.js';
 import type { HookInfo } from '../core/hook.js';
 import { annotation, jobSpecOf } from '../core/objects.js';
 import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
@@ -32,7 +32,7 @@ function ttlOf(settings: RuleSettings): number {
  * linger (a `post-delete` Job stays after `helm uninstall` forever: nothing runs that hook again to delete it). The
  * delete policy itself only takes effect in the rendered manifest (see `delete-policy`); on the stored object only
  * the Job's own `ttlSecondsAfterFinished` does (Kubernetes' TTL-after-finished controller). So a hook Job that
- * neither has one nor a policy its tool reads as delete-on-success (`deletePoliciesFor`) gets the configured TTL,
+ * neither has one nor a policy its tool reads as delete-on-success (`hasDeletePolicy`) gets the configured TTL,
  * never below the TTL floor; a chart's TTL, whatever its value, is left to `ttl-floor`. A hook Job the TTL removed
  * is no trouble to either tool later: Helm's deletion by policy ignores NotFound (helm v4.1.4 `pkg/kube/client.go`
  * Delete), and Argo CD deletes a hook only while its live object exists (gitops-engine `pkg/sync/sync_task.go`
@@ -57,7 +57,7 @@ export const hookTtl: MutationRule = {
     const spec = jobSpecOf(object);
     if (hook.kind !== 'Job' || hook.testOnly || !spec) return report();
     if (spec.ttlSecondsAfterFinished !== undefined && spec.ttlSecondsAfterFinished !== null) return report();
-    if (deletePoliciesFor(object, toolOf(hook)).has('hook-succeeded')) return report();
+    if (hasDeletePolicy(object, toolOf(hook), 'hook-succeeded')) return report();
     const ttl = ttlOf(settings);
     spec.ttlSecondsAfterFinished = ttl;
     const file = annotation(object, HELM_TEMPLATE_FILE);

@@ -1,5 +1,5 @@
 import { ARGOCD_HOOK_FINALIZER } from '../core/annotations.js';
-import { deletePoliciesFor, toolOf } from '../core/delete-policies.js';
+import { hasDeletePolicy, toolOf } from '../core/delete-policies.js';
 import { objectLabel, jobSpecOf, jsonEqual, metadataOf } from '../core/objects.js';
 import type { RuleContext, UpdateJudge } from '../core/rule.js';
 import type { KubeObject } from '../core/types.js';
@@ -26,7 +26,7 @@ function explainCause(oldObject: KubeObject, newObject: KubeObject, where: strin
   if (metadata?.deletionTimestamp) {
     return `The old Job is being deleted and waits on finalizers [${finalizers.join(', ')}]; wait for them or ask their owners, then sync again.`;
   }
-  if (!deletePoliciesFor(newObject, toolOf(context.hook)).has('before-hook-creation')) {
+  if (!hasDeletePolicy(newObject, toolOf(context.hook), 'before-hook-creation')) {
     return (
       `Its delete policy lacks before-hook-creation, so the old Job is not deleted before the new one is applied${argocd}. ` +
       `Fix: add before-hook-creation (Helm) or BeforeHookCreation (Argo CD) to the delete policy, and now: kubectl delete job ${where}.`
@@ -40,7 +40,7 @@ function explainCause(oldObject: KubeObject, newObject: KubeObject, where: strin
  * says why and how to fix it. Updates of metadata, finalizers or status are always allowed (argo-cd#24187).
  *
  * The delete policy in the explanation is read from the new object's annotations as the hook's tool reads them
- * (`deletePoliciesFor`): since admission writes no delete policy, they are the chart's. A Job created by an earlier
+ * (`hasDeletePolicy`): since admission writes no delete policy, they are the chart's. A Job created by an earlier
  * hookguard may still carry the policy it injected; by default each held before-hook-creation, which is also the
  * tools' default when the chart sets none, so the explanation stays the same for it.
  */

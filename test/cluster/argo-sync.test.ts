@@ -182,13 +182,13 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
   const job = (ns: string, name: string) => kubectlJson<LiveJob>(['get', 'job', name, '-n', ns]);
 
   it('lists the engines it carries', () => {
-    expect(engines).toEqual(['2.14.21', '2.14.3', '3.0.0']);
+    expect(engines).toEqual(['2.14.21', '2.14.3', '3.0.0', '3.1.16', '3.2.12']);
   });
 
   // The race of kyverno#13149 and argo-cd#23226 (a hook done before Argo CD looks keeps the finalizer) did not show
   // here: the engine removed the finalizer and the sync completed, with a round on every change and with one every 5 s
   // (docs/testing.md). The test holds what the engines did, and that hookguard's guard changes none of it.
-  it.for(['3.0.0', '2.14.3'])(
+  it.for(['3.0.0', '3.1.16', '3.2.12', '2.14.3'])(
     'Argo CD %s: a PreSync hook Job done in one second completes, and leaves no finalizer',
     { timeout: 240_000 },
     async (engine) => {
@@ -223,7 +223,7 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
   }, 300_000);
 
   // With the finalizer, the same Job waits for the engine: deleted by its TTL, it stays until the engine has its result.
-  it.for(['3.0.0', '2.14.3'])(
+  it.for(['3.0.0', '3.1.16', '3.2.12', '2.14.3'])(
     'Argo CD %s: the hook finalizer keeps a ttlSecondsAfterFinished 0 Job until the engine has read it',
     { timeout: 240_000 },
     async (engine) => {

@@ -46,7 +46,7 @@ export const AUDIT_NAMESPACE_LABEL = 'hookguard.test/audit';
 const NODE_COUNT = 2;
 
 /** The Argo CD releases whose sync engine argo-sync carries (test/cluster/tools/argo-sync). */
-const ARGO_SYNC_ENGINES = ['2.14.3', '2.14.21', '3.0.0'];
+const ARGO_SYNC_ENGINES = ['2.14.3', '2.14.21', '3.0.0', '3.1.16', '3.2.12'];
 
 /** What is built, from which module under test/cluster/tools/, with which version stamped in. */
 const TOOLS = [

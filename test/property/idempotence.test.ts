@@ -7,7 +7,7 @@ import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { withNamespaces } from '../../src/core/context.js';
 import { computedPatch, decide } from '../../src/core/decide.js';
-import { deletePoliciesFor, toolOf } from '../../src/core/delete-policies.js';
+import { hasDeletePolicy, toolOf } from '../../src/core/delete-policies.js';
 import { readHook } from '../../src/core/hook.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, KubeObject } from '../../src/core/types.js';
@@ -261,7 +261,7 @@ describe('delete policies and TTLs over generated hook objects', () => {
           const ops = rendered.patch.filter((op) => op.path.includes('hook-delete-policy'));
           expect(ops.every((op) => op.op === 'replace')).toBe(true);
           const hook = readHook(stored, username, context.config.hookDetection)!;
-          expect(deletePoliciesFor(stored, toolOf(hook)).has('before-hook-creation')).toBe(true);
+          expect(hasDeletePolicy(stored, toolOf(hook), 'before-hook-creation')).toBe(true);
           return;
         }
         const key =
@@ -288,7 +288,7 @@ describe('delete policies and TTLs over generated hook objects', () => {
             expect(ttl).toBeUndefined();
           return;
         }
-        expect(typeof ttl === 'number' || deletePoliciesFor(stored, toolOf(hook)).has('hook-succeeded')).toBe(true);
+        expect(typeof ttl === 'number' || hasDeletePolicy(stored, toolOf(hook), 'hook-succeeded')).toBe(true);
       }),
       { numRuns: 300, seed: 20261124 },
     );
