@@ -52,6 +52,8 @@ const GLOBAL_FLAGS_WITH_VALUE = new Set([
 ]);
 
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash', 'zsh']);
+// A shell's options that take the next word as their value (`-o pipefail`).
+const SHELL_OPTIONS_WITH_VALUE = new Set(['-o', '+o', '-O', '+O']);
 
 /** Words that may come before the command name of a simple command. */
 const RESERVED_WORDS = new Set(['if', 'then', 'else', 'elif', 'do', 'while', 'until', '!', '{']);
@@ -90,10 +92,12 @@ export function makeKubectlDeletesIdempotent(
     if (!isKubectlImage(container.image, kubectlImages)) return undefined;
     return rewriteExecForm(['kubectl'], args, 'kubectl image args');
   }
-  // Most containers run neither kubectl nor a shell: they are passed over without building their argv.
+  // Most containers run neither kubectl nor a shell: they are passed over without building their argv. Only a
+  // command that is kubectl itself has an exec form to rewrite; `env` and the shells may run a script.
   const name = commandName(command[0]);
-  if (name !== 'kubectl' && name !== 'env' && !SHELLS.has(name)) return undefined;
-  return rewriteExecForm(command, args, 'exec form') ?? rewriteShellForm(command, args);
+  if (name === 'kubectl') return rewriteExecForm(command, args, 'exec form');
+  if (name !== 'env' && !SHELLS.has(name)) return undefined;
+  return rewriteShellForm(command, args);
 }
 
 /** Compares repositories, ignoring tag, digest and Docker Hub's implicit "docker.io/library/". */
@@ -153,7 +157,7 @@ function shellScriptIndex(argv: readonly string[]): number | undefined {
   let hasDashC = false;
   for (i++; i < argv.length; i++) {
     const option = argv[i]!;
-    if (['-o', '+o', '-O', '+O'].includes(option))
+    if (SHELL_OPTIONS_WITH_VALUE.has(option))
       i++; // these take a value: -o pipefail
     else if (/^[-+][A-Za-z]+$/.test(option)) hasDashC ||= option.startsWith('-') && option.includes('c');
     else if (option === '--' || !option.startsWith('--')) break; // "--" or the first operand
