@@ -64,7 +64,8 @@ export function explainJob(base: Base, job: Json, podValues: readonly unknown[])
   if (failed) return { ...head, ...jobFailure(base, job, failed, pods, lastFailed) };
 
   // Suspended (spec.suspend, set by Kueue and its like): the controller runs no Pod. Argo CD v3.3 to v3.5 (the same
-  // code at each; the engines of 2.14.3, 2.14.21 and 3.0.0 say the same of real Jobs in test/cluster/argo-sync.test.ts):
+  // code at each; the engines of 2.14.3, 2.14.21, 3.0.0, 3.1.16 and 3.2.12 say the same of real Jobs in
+  // test/cluster/argo-sync.test.ts):
   // gitops-engine pkg/health/health_job.go getBatchv1JobHealth calls a Job with a Suspended=True
   // condition Suspended, and one with spec.suspend but no condition yet Progressing; getOperationPhase
   // (pkg/sync/sync_context.go) makes both a Running hook, so the sync waits. A hook that has not run for
