@@ -21,6 +21,23 @@ export const PARAMS_NAME = 'hookguard-policy-params';
 /** Every object `hookguard policies` prints carries it: `kubectl delete … -l hookguard.io/policies` removes them all. */
 export const POLICIES_LABEL = 'hookguard.io/policies';
 
+/**
+ * The config settings the policies below are written from, beside `mode`, `excludedNamespaces`, the rule switches
+ * and the Argo CD version: the chart renders the policies for their defaults only (./chart.ts), since changing one
+ * means generating again. `advisories` changes what the parameters say of a version.
+ */
+export const POLICY_SETTINGS = [
+  'rules.hookTtl.ttlSecondsAfterFinished',
+  'rules.ttlFloor.minTtlSecondsAfterFinished',
+  'rules.idempotentCleanup.minBackoffLimit',
+  'rules.hookDeadline.activeDeadlineSeconds',
+  'rules.hookDeadline.parallelJobs',
+  'rules.hookDeadline.warn',
+  'argocd.controllerUsernames',
+  'argocd.trackingLabel',
+  'advisories',
+] as const;
+
 export interface PolicyOptions {
   /** Where the parameters ConfigMap lives (the namespace hookguard is installed in). */
   namespace: string;
