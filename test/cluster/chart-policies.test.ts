@@ -1,0 +1,130 @@
+// The chart's admission.mode policies on the real control plane (kube-apiserver 1.37.2, `npm run cluster:up`): what
+// `helm template` renders for the API server's own version (its admission policies, bindings and parameters, and no
+// webhook configuration), applied with kubectl, changes hook Jobs created in a namespace no webhook configuration
+// reaches. test/manifests/chart-policies.test.ts holds the rendered objects equal to `hookguard policies`; this holds
+// that the API server accepts them and applies them: parameters in the release namespace read through the
+// binding's paramRef, the chart's labels, the excluded namespaces.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { renderChart, type Manifest } from '../support/manifests.js';
+import {
+  AUDIT_NAMESPACE_LABEL,
+  deleteNamespace,
+  describeCluster,
+  kubectl,
+  kubectlJson,
+  kubectlPath,
+  newNamespace,
+  run,
+} from './support/cluster.js';
+
+// Out of the cluster's own hookguard webhooks (test/cluster/cluster.js installs them for namespaces without it): both
+// namespaces, so that only the policies act, the release namespace's exclusion included.
+const WEBHOOK_OUT_OF_REACH = { [AUDIT_NAMESPACE_LABEL]: 'chart-policies' };
+
+/** A Helm hook Job: no TTL, no delete policy, retries and termination message policy as written. */
+function hookJob(name: string, hook: string, spec: Record<string, unknown> = {}): Manifest {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, annotations: { 'helm.sh/hook': hook } },
+    spec: {
+      ...spec,
+      template: { spec: { restartPolicy: 'Never', containers: [{ name: 'migrate', image: 'busybox' }] } },
+    },
+  };
+}
+
+describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", () => {
+  let release = '';
+  let hooks = '';
+  let applied: Manifest[] = [];
+  let rendered: Manifest[] = [];
+
+  /** kubectl create (or a server dry run) in the hooks' namespace: the stored object and the warnings. */
+  async function create(object: Manifest, dryRun = false): Promise<{ stored: Manifest; warnings: string[] }> {
+    const result = await run(
+      kubectlPath,
+      ['create', '-n', hooks, '-o', 'json', ...(dryRun ? ['--dry-run=server'] : []), '-f', '-'],
+      { input: JSON.stringify(object) },
+    );
+    expect([result.status, result.stderr.replace(/^Warning: .*\n/gm, '')]).toEqual([0, '']);
+    const warnings = [...result.stderr.matchAll(/^Warning: (.*)$/gm)].map((match) => match[1]!);
+    return { stored: JSON.parse(result.stdout) as Manifest, warnings };
+  }
+
+  beforeAll(async () => {
+    const server = JSON.parse(await kubectl(['version', '-o', 'json'])) as { serverVersion: { gitVersion: string } };
+    release = await newNamespace('chart-policies', WEBHOOK_OUT_OF_REACH);
+    hooks = await newNamespace('chart-policies-hooks', WEBHOOK_OUT_OF_REACH);
+    rendered = await renderChart({
+      namespace: release,
+      values: { admission: { mode: 'policies' } },
+      kubeVersion: server.serverVersion.gitVersion,
+    });
+    applied = rendered.filter((object) => object.metadata.labels?.['hookguard.io/policies'] === 'generated');
+    await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: applied }));
+    // The API server's policy informers take a moment: wait until a dry-run hook gets the label.
+    for (let attempt = 0; ; attempt++) {
+      const { stored } = await create(hookJob('probe', 'pre-install'), true);
+      if (stored.metadata.labels?.['hookguard.io/hook'] === 'admitted') break;
+      if (attempt > 60) throw new Error("the chart's policies never took effect");
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    if (applied.length > 0)
+      await run(kubectlPath, ['delete', '--ignore-not-found', '-f', '-'], {
+        input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: applied }),
+      });
+    await deleteNamespace(hooks);
+    await deleteNamespace(release);
+  });
+
+  it('renders no webhook configuration, and no webhook configuration of the cluster reaches the hooks namespace', async () => {
+    expect(rendered.filter((object) => /WebhookConfiguration$/.test(object.kind))).toEqual([]);
+    for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations']) {
+      const { items } = await kubectlJson<{ items: Manifest[] }>(['get', kind]);
+      for (const configuration of items)
+        for (const webhook of configuration.webhooks as Manifest[])
+          expect(webhook.namespaceSelector?.matchExpressions, webhook.name).toContainEqual({
+            key: AUDIT_NAMESPACE_LABEL,
+            operator: 'DoesNotExist',
+          });
+    }
+  });
+
+  it("gives a hook Job the policies' changes: the label, a TTL, FallbackToLogsOnError, and the deadline warning", async () => {
+    const { stored, warnings } = await create(hookJob('migrate', 'pre-install,pre-upgrade'));
+    expect(stored.metadata.labels?.['hookguard.io/hook']).toBe('admitted');
+    expect(stored.spec.ttlSecondsAfterFinished).toBe(86400);
+    expect(stored.spec.template.spec.containers[0].terminationMessagePolicy).toBe('FallbackToLogsOnError');
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^Validation failed for ValidatingAdmissionPolicy 'hookguard-hook-deadline' with binding 'hookguard-hook-deadline': hookguard \[hook-deadline\]: /,
+      ),
+    ]);
+  });
+
+  it("raises a TTL below the floor (the binding reads the parameters in the release namespace) and a cleanup hook's retries", async () => {
+    const floored = await create(hookJob('short-ttl', 'post-install', { ttlSecondsAfterFinished: 5 }));
+    expect(floored.stored.spec.ttlSecondsAfterFinished).toBe(60);
+    const cleanup = await create(hookJob('cleanup', 'pre-delete', { backoffLimit: 0 }));
+    expect(cleanup.stored.spec.backoffLimit).toBe(3);
+  });
+
+  it('leaves a Job that is no hook, and a hook in the release namespace (excluded), as they were', async () => {
+    const plain = hookJob('plain', 'pre-install');
+    delete plain.metadata.annotations;
+    const { stored } = await create(plain);
+    expect([stored.metadata.labels?.['hookguard.io/hook'], stored.spec.ttlSecondsAfterFinished]).toEqual([
+      undefined,
+      undefined,
+    ]);
+    const inRelease = await run(kubectlPath, ['create', '-n', release, '--dry-run=server', '-o', 'json', '-f', '-'], {
+      input: JSON.stringify(hookJob('excluded', 'pre-install')),
+    });
+    expect(inRelease.status).toBe(0);
+    expect((JSON.parse(inRelease.stdout) as Manifest).spec.ttlSecondsAfterFinished).toBeUndefined();
+  });
+});
