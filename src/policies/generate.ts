@@ -24,7 +24,7 @@ export const POLICIES_LABEL = 'hookguard.io/policies';
 /**
  * The config settings the policies below are written from, beside `mode`, `excludedNamespaces`, the rule switches
  * and the Argo CD version: the chart renders the policies for their defaults only (./chart.ts), since changing one
- * means generating again. `advisories` changes what the parameters say of a version.
+ * means generating again. The parameters ConfigMap is not among them: serve writes it (config policyParams).
  */
 export const POLICY_SETTINGS = [
   'rules.hookTtl.ttlSecondsAfterFinished',
@@ -35,7 +35,6 @@ export const POLICY_SETTINGS = [
   'rules.hookDeadline.warn',
   'argocd.controllerUsernames',
   'argocd.trackingLabel',
-  'advisories',
 ] as const;
 
 export interface PolicyOptions {
@@ -300,20 +299,30 @@ const ARGOCD_SYNC_HOOK: HookInfo = {
 };
 
 /**
- * The parameters ConfigMap: what the version-dependent policies read, judged from the context's pinned Argo CD
- * version (or an unknown one) by the core's own gate. An Argo CD upgrade changes this object only.
+ * The parameters ConfigMap: what the version-dependent policies read, judged by the core's own gate for each Argo CD
+ * version that may apply hooks here (by default the context's pinned one, or an unknown one). Of several, the
+ * floor applies to sync hooks when any of them needs it: a policy cannot tell which Argo CD applied a hook. An Argo
+ * CD upgrade changes this object only.
  */
-export function policyParams(context: DecisionContext, options: PolicyOptions): KubeObject {
-  const version = normalizeArgoVersion(context.pinnedArgocdVersion);
-  const ruleContext = ruleContextFor(ARGOCD_SYNC_HOOK, context, version, undefined);
+export function policyParams(
+  context: DecisionContext,
+  options: PolicyOptions,
+  versions: ReadonlyArray<string | undefined> = [normalizeArgoVersion(context.pinnedArgocdVersion)],
+): KubeObject {
   const floor = context.ruleSet.mutations.find((rule) => rule.id === 'ttl-floor');
+  const judged = versions.length > 0 ? versions : [undefined];
+  const floorOnSyncHooks = judged.some(
+    (version) => floor !== undefined && gateOpen(floor, ruleContextFor(ARGOCD_SYNC_HOOK, context, version, undefined)),
+  );
+  const known = [...new Set(judged.map((version) => version ?? 'unknown'))].sort();
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: PARAMS_NAME, namespace: options.namespace, labels: labels() },
     data: {
-      argocdVersion: version ?? '',
-      [TTL_FLOOR_ON_SYNC_HOOKS]: String(floor !== undefined && gateOpen(floor, ruleContext)),
+      // Only read by people: which versions the parameters were judged for ('' when no version was known at all).
+      argocdVersion: known.join(',') === 'unknown' ? '' : known.join(','),
+      [TTL_FLOOR_ON_SYNC_HOOKS]: String(floorOnSyncHooks),
     },
   };
 }

@@ -4,12 +4,18 @@
 // reaches. test/manifests/chart-policies.test.ts holds the rendered objects equal to `hookguard policies`; this holds
 // that the API server accepts them and applies them: parameters in the release namespace read through the
 // binding's paramRef, the chart's labels, the excluded namespaces.
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { renderChart, type Manifest } from '../support/manifests.js';
+import { loadConfig } from '../../src/config/load.js';
+import { kubePolicyParamsClient, policyParamsTask } from '../../src/controllers/policy-params.js';
+import { discoveryOff } from '../../src/discovery/discovery.js';
+import { find, renderChart, type Manifest } from '../support/manifests.js';
 import {
   AUDIT_NAMESPACE_LABEL,
   deleteNamespace,
   describeCluster,
+  kubeconfig,
   kubectl,
   kubectlJson,
   kubectlPath,
@@ -61,8 +67,29 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
       values: { admission: { mode: 'policies' } },
       kubeVersion: server.serverVersion.gitVersion,
     });
-    applied = rendered.filter((object) => object.metadata.labels?.['hookguard.io/policies'] === 'generated');
+    applied = rendered.filter(
+      (object) =>
+        object.metadata.labels?.['hookguard.io/policies'] === 'generated' ||
+        object.metadata.name === 'hookguard-policy-params',
+    );
     await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: applied }));
+    // What the chart's server does on its Lease holder (config policyParams, which the chart turns on): one write of
+    // the parameters into the release namespace, here with discovery off (argocd.version null: unknown).
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(kubeconfig);
+    const written = new AbortController();
+    const task = policyParamsTask(
+      loadConfig({ overrides: { 'policyParams.enabled': true, 'policyParams.namespace': release } }),
+      {
+        apply: async (configMap) => {
+          await kubePolicyParamsClient(kubeConfig).apply(configMap);
+          written.abort();
+        },
+      },
+      () => discoveryOff('not in this test'),
+      pino({ level: 'silent' }),
+    );
+    await task.run(written.signal);
     // The API server's policy informers take a moment: wait until a dry-run hook gets the label.
     for (let attempt = 0; ; attempt++) {
       const { stored } = await create(hookJob('probe', 'pre-install'), true);
@@ -92,6 +119,39 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
             operator: 'DoesNotExist',
           });
     }
+  });
+
+  it("lets the chart's server write the parameters (server-side apply, field manager hookguard), by that name only", async () => {
+    const params = await kubectlJson<Manifest>([
+      'get',
+      'configmap',
+      'hookguard-policy-params',
+      '-n',
+      release,
+      '--show-managed-fields',
+    ]);
+    expect(params.data).toEqual({ argocdVersion: '', ttlFloorOnArgoSyncHooks: 'true' });
+    expect(params.metadata.managedFields.map((field: Manifest) => [field.manager, field.operation])).toEqual([
+      ['hookguard', 'Apply'],
+    ]);
+    expect(find(rendered, 'RoleBinding', 'hookguard-policy-params').subjects[0].name).toBe('hookguard');
+    const can = async (verb: string, name: string) =>
+      (
+        await run(kubectlPath, [
+          'auth',
+          'can-i',
+          verb,
+          `configmaps/${name}`,
+          '-n',
+          release,
+          `--as=system:serviceaccount:${release}:hookguard`,
+        ])
+      ).stdout.trim();
+    expect([await can('patch', 'hookguard-policy-params'), await can('create', 'hookguard-policy-params')]).toEqual([
+      'yes',
+      'yes',
+    ]);
+    expect([await can('patch', 'hookguard-config'), await can('get', 'hookguard-policy-params')]).toEqual(['no', 'no']);
   });
 
   it("gives a hook Job the policies' changes: the label, a TTL, FallbackToLogsOnError, and the deadline warning", async () => {

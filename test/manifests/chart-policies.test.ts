@@ -6,7 +6,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { chartPolicies } from '../../src/policies/chart.js';
@@ -22,15 +21,25 @@ const KUBE = '1.37.2';
 
 const key = (object: Manifest) => `${object.kind}/${object.metadata.name}`;
 
-/** What the chart rendered of hookguard policies: the policies, bindings and the parameters ConfigMap. */
+/** What the chart rendered of hookguard policies: the policies and their bindings. */
 const policyObjects = (objects: readonly Manifest[]) =>
   objects.filter((object) => object.metadata.labels?.[POLICIES_LABEL] !== undefined);
 
-/** `hookguard policies` run on the config file the chart rendered for the server, in the release namespace. */
-function generatedFrom(objects: readonly Manifest[], namespace: string, name: string): Manifest[] {
+/** The server's config file as the chart rendered it, loaded by hookguard. */
+function serverConfig(objects: readonly Manifest[], name: string) {
   const file = join(dir, `${name}.yaml`);
   writeFileSync(file, find(objects, 'ConfigMap', 'hookguard-config').data['config.yaml']);
-  return admissionPolicies(decisionContext(loadConfig({ file })), { namespace });
+  return loadConfig({ file });
+}
+
+/**
+ * `hookguard policies` run on the config file the chart rendered for the server, in the release namespace, but the
+ * parameters ConfigMap: the server writes that one (config policyParams).
+ */
+function generatedFrom(objects: readonly Manifest[], namespace: string, name: string): Manifest[] {
+  return admissionPolicies(decisionContext(serverConfig(objects, name)), { namespace }).filter(
+    (object) => object.kind !== 'ConfigMap',
+  );
 }
 
 describe('charts/hookguard/files/admission-policies.json', () => {
@@ -39,7 +48,7 @@ describe('charts/hookguard/files/admission-policies.json', () => {
     expect(committed).toEqual(JSON.parse(JSON.stringify(chartPolicies())));
   });
 
-  it.each(POLICY_SETTINGS.filter((path) => path !== 'advisories'))(
+  it.each(POLICY_SETTINGS)(
     'lists %s, which changes the generated policies (so the chart refuses a value other than its default)',
     (path) => {
       const changed: Record<string, unknown> = {
@@ -105,7 +114,7 @@ describe.each([
           'app.kubernetes.io/part-of': 'hookguard',
           'app.kubernetes.io/instance': 'hookguard',
         });
-        if (object.kind === 'ValidatingAdmissionPolicy' || object.kind === 'ConfigMap')
+        if (object.kind === 'ValidatingAdmissionPolicy')
           expect(() => assertValidKubeObject(chart), key(object)).not.toThrow();
       }
     },
@@ -118,8 +127,24 @@ describe.each([
     expect(objects.some((object) => object.kind === 'Pod' && object.metadata.name === 'hookguard-test')).toBe(
       mode === 'both',
     );
-    const config = parse(find(objects, 'ConfigMap', 'hookguard-config').data['config.yaml']);
+    const config = serverConfig(objects, `${name}-serve`);
     expect(config.selfTest.enabled).toBe(mode === 'both');
+    // The server keeps the parameters the bindings read, in the release namespace, with a Role for that one name.
+    expect(config.policyParams).toMatchObject({ enabled: true, namespace });
+    expect(
+      objects.some((object) => object.kind === 'ConfigMap' && object.metadata.name === 'hookguard-policy-params'),
+    ).toBe(false);
+    expect(find(objects, 'Role', 'hookguard-policy-params').rules).toEqual([
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['hookguard-policy-params'],
+        verbs: ['patch', 'create'],
+      },
+    ]);
+    expect(find(objects, 'RoleBinding', 'hookguard-policy-params').subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'hookguard', namespace },
+    ]);
     expect(find(objects, 'Deployment', 'hookguard').spec.replicas).toBe(2);
     expect(find(objects, 'CronJob', 'hookguard-sweep')).toBeDefined();
   });
@@ -139,6 +164,8 @@ describe('admission.mode webhook (the default)', () => {
   it('renders no admission policy of hookguard policies, and both webhook configurations', async () => {
     const objects = await renderChart({ kubeVersion: KUBE });
     expect(policyObjects(objects).map(key)).toEqual([]);
+    expect(objects.filter((object) => object.metadata.name === 'hookguard-policy-params').map(key)).toEqual([]);
+    expect(serverConfig(objects, 'webhook').policyParams.enabled).toBe(false);
     expect(objects.filter((object) => WEBHOOK_KINDS.includes(object.kind)).map(key)).toEqual([
       'MutatingWebhookConfiguration/hookguard',
       'ValidatingWebhookConfiguration/hookguard',
@@ -181,16 +208,16 @@ describe('what admission.mode policies and both refuse', () => {
       { argocd: { remote: { 'system:serviceaccount:kube-system:argocd-manager': null } } },
       'argocd.remote adds Argo CD identities to the policies',
     ],
-    ['a pinned Argo CD version', { argocd: { version: '3.1.4' } }, 'argocd.version 3.1.4 is pinned'],
   ])('refuses %s, saying to generate them with hookguard policies instead', async (_name, values, message) => {
     const result = await helmTemplate({ values: { ...values, admission: { mode: 'policies' } }, kubeVersion: KUBE });
     expect([result.status, result.stderr]).toEqual([1, expect.stringContaining(message)]);
     expect(result.stderr).toContain('hookguard policies');
   });
 
-  it('renders a rule setting written at its default, and a switch of a rule the policies carry', async () => {
+  it('renders a rule setting written at its default, a switch of a rule the policies carry, a pinned Argo CD', async () => {
     const values = {
       admission: { mode: 'policies' },
+      argocd: { version: '3.1.4' },
       config: {
         rules: { hookTtl: { ttlSecondsAfterFinished: 86400, enabled: false }, minRuntime: { enabled: false } },
       },

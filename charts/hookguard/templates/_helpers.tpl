@@ -113,6 +113,7 @@ those keys in `config`, so nothing is silently overridden).
   "selfTest" (dict "enabled" (include "hookguard.selfTest" . | eq "true") "namespace" .Values.selfTest.namespace)
   "sweep" (dict "profiles" .Values.sweep.profiles)
   "hookWatch" (dict "enabled" .Values.hookWatch.enabled "eventLogs" .Values.hookWatch.eventLogs)
+  "policyParams" (dict "enabled" (ne .Values.admission.mode "webhook") "namespace" .Release.Namespace)
 -}}
 {{- mergeOverwrite $config $owned | toYaml -}}
 {{- end }}
