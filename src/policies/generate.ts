@@ -246,7 +246,8 @@ function hookPodRestartPolicy(): MutatingRule {
 }
 
 /**
- * hook-deadline's warning (src/rules/hook-deadline.ts): a ValidatingAdmissionPolicy bound with [Warn] whose
+ * hook-deadline's warning (src/rules/hook-deadline.ts): a ValidatingAdmissionPolicy bound with [Warn] ([Audit, Warn]
+ * in audit mode) whose
  * validation fails where the webhook names the missing deadline. Undefined where the rule never warns.
  */
 function hookDeadlineWarning(context: DecisionContext): KubeObject[] {
@@ -279,7 +280,10 @@ function hookDeadlineWarning(context: DecisionContext): KubeObject[] {
       apiVersion: ADMISSION_API,
       kind: 'ValidatingAdmissionPolicyBinding',
       metadata: { name, labels: labels() },
-      spec: { policyName: name, validationActions: ['Warn'] },
+      // Audit mode writes every decision down (the webhook's audit log line): here the API server's audit log gets the
+      // failure as the annotation validation.policy.admission.k8s.io/validation_failure (kubernetes/apiserver
+      // v0.37.2 pkg/admission/plugin/policy/validating/dispatcher.go). Never Deny: the webhook only warns.
+      spec: { policyName: name, validationActions: context.config.mode === 'audit' ? ['Audit', 'Warn'] : ['Warn'] },
     },
   ];
 }

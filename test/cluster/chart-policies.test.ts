@@ -45,6 +45,8 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
   let hooks = '';
   let applied: Manifest[] = [];
   let rendered: Manifest[] = [];
+  /** The API server's own version, which helm renders for. */
+  let KUBE_VERSION = '';
 
   /** kubectl create (or a server dry run) in the hooks' namespace: the stored object and the warnings. */
   async function create(object: Manifest, dryRun = false): Promise<{ stored: Manifest; warnings: string[] }> {
@@ -60,12 +62,13 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
 
   beforeAll(async () => {
     const server = JSON.parse(await kubectl(['version', '-o', 'json'])) as { serverVersion: { gitVersion: string } };
+    KUBE_VERSION = server.serverVersion.gitVersion;
     release = await newNamespace('chart-policies', WEBHOOK_OUT_OF_REACH);
     hooks = await newNamespace('chart-policies-hooks', WEBHOOK_OUT_OF_REACH);
     rendered = await renderChart({
       namespace: release,
       values: { admission: { mode: 'policies' } },
-      kubeVersion: server.serverVersion.gitVersion,
+      kubeVersion: KUBE_VERSION,
     });
     applied = rendered.filter(
       (object) =>
@@ -171,6 +174,22 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
     expect(floored.stored.spec.ttlSecondsAfterFinished).toBe(60);
     const cleanup = await create(hookJob('cleanup', 'pre-delete', { backoffLimit: 0 }));
     expect(cleanup.stored.spec.backoffLimit).toBe(3);
+  });
+
+  it('accepts the audit-mode binding of the deadline warning, [Audit, Warn] (issue 38.3)', async () => {
+    const audit = await renderChart({
+      namespace: release,
+      values: { admission: { mode: 'policies' }, mode: 'audit' },
+      kubeVersion: KUBE_VERSION,
+    });
+    const binding = find(audit, 'ValidatingAdmissionPolicyBinding', 'hookguard-hook-deadline');
+    // Under another name: the enforce-mode binding of that name is applied already.
+    const renamed = { ...binding, metadata: { ...binding.metadata, name: 'hookguard-hook-deadline-audit' } };
+    const created = await run(kubectlPath, ['create', '--dry-run=server', '-o', 'json', '-f', '-'], {
+      input: JSON.stringify(renamed),
+    });
+    expect([created.status, created.stderr]).toEqual([0, '']);
+    expect((JSON.parse(created.stdout) as Manifest).spec.validationActions).toEqual(['Audit', 'Warn']);
   });
 
   it('leaves a Job that is no hook, and a hook in the release namespace (excluded), as they were', async () => {
