@@ -4,6 +4,8 @@
 // reaches. test/manifests/chart-policies.test.ts holds the rendered objects equal to `hookguard policies`; this holds
 // that the API server accepts them and applies them: parameters in the release namespace read through the
 // binding's paramRef, the chart's labels, the excluded namespaces.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -13,6 +15,7 @@ import { discoveryOff } from '../../src/discovery/discovery.js';
 import { find, renderChart, type Manifest } from '../support/manifests.js';
 import {
   AUDIT_NAMESPACE_LABEL,
+  clusterDir,
   deleteNamespace,
   describeCluster,
   kubeconfig,
@@ -21,6 +24,7 @@ import {
   kubectlPath,
   newNamespace,
   run,
+  waitUntil,
 } from './support/cluster.js';
 
 // Out of the cluster's own hookguard webhooks (test/cluster/cluster.js installs them for namespaces without it): both
@@ -190,6 +194,57 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
     });
     expect([created.status, created.stderr]).toEqual([0, '']);
     expect((JSON.parse(created.stdout) as Manifest).spec.validationActions).toEqual(['Audit', 'Warn']);
+  });
+
+  it("with the webhook too (admission.mode both): the policies change the hook first, so the webhook's rule has nothing left to do", async () => {
+    // The API server runs MutatingAdmissionPolicy before MutatingAdmissionWebhook (kubernetes v1.37.2
+    // pkg/kubeapiserver/options/plugins.go, AllOrderedPlugins). The cluster's own hookguard webhook reaches this
+    // namespace; its count of hook-pod-restart-policy's changes (Pods only, which the self-test's probe Job never
+    // touches) says whether the webhook made the change.
+    const reached = await newNamespace('chart-policies-both');
+    try {
+      const state = JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as {
+        ports: { hookguardProbe: number };
+      };
+      const changes = async () => {
+        const text = await (await fetch(`http://127.0.0.1:${state.ports.hookguardProbe}/metrics`)).text();
+        const line = /^hookguard_rule_actions_total\{rule="hook-pod-restart-policy",action="mutate"\} (\d+)$/m.exec(
+          text,
+        );
+        return Number(line?.[1] ?? 0);
+      };
+      const pod = (name: string) => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, annotations: { 'helm.sh/hook': 'test' } },
+        spec: { restartPolicy: 'Always', containers: [{ name: 'test', image: 'busybox' }] },
+      });
+      const createIn = async (namespace: string, object: Manifest) => {
+        const result = await run(kubectlPath, ['create', '-n', namespace, '-o', 'json', '-f', '-'], {
+          input: JSON.stringify(object),
+        });
+        expect(result.status, result.stderr).toBe(0);
+        return JSON.parse(result.stdout) as Manifest;
+      };
+      // The check can fail: with the policy's binding gone, the webhook makes the change and counts it.
+      await kubectl(['delete', 'mutatingadmissionpolicybinding', 'hookguard-hook-pod-restart-policy']);
+      await waitUntil('the webhook alone to change a hook Pod', async () => {
+        const before = await changes();
+        const stored = await createIn(reached, pod(`webhook-${before}-${Date.now()}`));
+        return stored.spec.restartPolicy === 'Never' && (await changes()) === before + 1;
+      });
+      await kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify(find(applied, 'MutatingAdmissionPolicyBinding', 'hookguard-hook-pod-restart-policy')),
+      );
+      await waitUntil('the policy to change a hook Pod before the webhook', async () => {
+        const before = await changes();
+        const stored = await createIn(reached, pod(`both-${before}-${Date.now()}`));
+        return stored.spec.restartPolicy === 'Never' && (await changes()) === before;
+      });
+    } finally {
+      await deleteNamespace(reached);
+    }
   });
 
   it('leaves a Job that is no hook, and a hook in the release namespace (excluded), as they were', async () => {
