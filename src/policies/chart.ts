@@ -15,7 +15,7 @@ import { ruleConfigKey } from '../rules/index.js';
 import { admissionPolicies, POLICY_SETTINGS } from './generate.js';
 
 /** The release namespace's stand-in: the template writes the real one wherever this appears. */
-export const CHART_NAMESPACE = 'RELEASE-NAMESPACE';
+const CHART_NAMESPACE = 'RELEASE-NAMESPACE';
 
 /** One rule's policies and bindings, on while `config.rules.<configKey>.enabled` is not false. */
 export interface ChartPolicyUnit {
