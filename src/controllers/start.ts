@@ -64,6 +64,8 @@ export function startControllers(
   if (!connection) {
     const hookWatch = { enabled: false as const, reason: hookWatchOff ?? NO_CLUSTER };
     logger.info({ reason: hookWatch.reason }, 'hook watcher off');
+    if (config.policyParams.enabled)
+      logger.warn({ reason: NO_CLUSTER }, 'policy parameters off: nothing writes hookguard-policy-params');
     return {
       selfTest: selfTestDisabled(selfTestReason ?? NO_CLUSTER, logger),
       hookWatch,
