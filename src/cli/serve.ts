@@ -186,6 +186,7 @@ export async function runServe(argv: readonly string[], io: CommandIO): Promise<
       observe: (outcome, atMs) => metrics.selfTest(outcome, atMs),
     },
     hooks: { failure: (reason) => metrics.hookFailure(reason), failing: (count) => metrics.failing(count) },
+    argocd: () => discovery.source,
   });
   const discovery = startDiscovery(config, io.env, logger);
   const fluxDiscovery = startFluxDiscovery(config, io.env, logger);

@@ -21,6 +21,8 @@ export const CHART_OWNED: Readonly<Record<string, string>> = {
   'selfTest.enabled': 'selfTest.enabled',
   'selfTest.namespace': 'selfTest.namespace',
   'sweep.profiles': 'sweep.profiles',
+  'policyParams.enabled': 'admission.mode',
+  'policyParams.namespace': 'the release namespace',
 };
 
 /** A property that only takes a message as its value: Helm's error then names what to write instead. */

@@ -834,6 +834,26 @@ export const KEYS = {
       doc: 'Calls the hook watcher may make at once after a quiet spell, above hookWatch.callsPerSecond (the token bucket holds this many).',
     }),
   },
+  // Off by default: only `hookguard policies` (or the chart's admission.mode policies or both) binds anything to it.
+  policyParams: {
+    enabled: flag({
+      default: false,
+      env: 'HOOKGUARD_POLICY_PARAMS_ENABLED',
+      doc: "serve's Lease holder keeps the ConfigMap hookguard-policy-params, which the admission policies of `hookguard policies` read (docs/policies.md), current from what Argo CD discovery finds (or argocd.version, argocd.remote). Off: a person writes it (`hookguard policies --argocd-version V | kubectl apply -f -`).",
+    }),
+    namespace: text({
+      default: 'hookguard',
+      format: NOT_EMPTY,
+      doc: "The ConfigMap's namespace: the one the policies' bindings name (`hookguard policies --namespace`).",
+    }),
+    // Discovery's snapshot is read in memory, so a look costs nothing; the ConfigMap is written only when it changes.
+    recheckSeconds: integer({
+      default: 10,
+      min: 1,
+      max: 3600,
+      doc: 'How often the Lease holder compares the parameters with what discovery knows (an Argo CD upgrade reaches the policies within this).',
+    }),
+  },
   why: {
     // A Pod pulling a large image, a quota another Job frees in a minute, a node autoscaler adding capacity: each
     // looks stuck for a while and is not. Five minutes is what issue 26 allows at most, and Helm's own --timeout

@@ -12,10 +12,14 @@ import { HookWatcher, type HookWatchObserver, type HookWatchSettings } from './h
 import { hostname } from 'node:os';
 import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { reflectorSettingsOf } from '../kube/reflector.js';
+import type { ArgoVersionSource } from '../discovery/discovery.js';
+import { kubePolicyParamsClient, policyParamsTask } from './policy-params.js';
 
 export interface ControllerInputs {
   selfTest: { sources: SelfTestSources; observe: OutcomeObserver };
   hooks: HookWatchObserver;
+  /** Argo CD discovery, read when the policy parameters are looked at (it starts after the controllers). */
+  argocd: () => ArgoVersionSource;
 }
 
 export interface RunningControllers {
@@ -60,6 +64,8 @@ export function startControllers(
   if (!connection) {
     const hookWatch = { enabled: false as const, reason: hookWatchOff ?? NO_CLUSTER };
     logger.info({ reason: hookWatch.reason }, 'hook watcher off');
+    if (config.policyParams.enabled)
+      logger.warn({ reason: NO_CLUSTER }, 'policy parameters off: nothing writes hookguard-policy-params');
     return {
       selfTest: selfTestDisabled(selfTestReason ?? NO_CLUSTER, logger),
       hookWatch,
@@ -103,6 +109,20 @@ export function startControllers(
   } else {
     hookWatch = { enabled: false, reason: hookWatchOff };
     logger.info({ reason: hookWatchOff }, 'hook watcher off');
+  }
+  if (config.policyParams.enabled) {
+    tasks.push(
+      policyParamsTask(
+        config,
+        kubePolicyParamsClient(connection.kubeConfig),
+        inputs.argocd,
+        logger.child({ component: 'policy-params' }),
+      ),
+    );
+    logger.info(
+      { namespace: config.policyParams.namespace },
+      'policy parameters on: the replica holding the Lease keeps the ConfigMap hookguard-policy-params current from discovery',
+    );
   }
   if (tasks.length === 0) return { selfTest, hookWatch, stop: async () => undefined };
   const { leaderElection } = config;

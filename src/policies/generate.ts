@@ -21,6 +21,22 @@ export const PARAMS_NAME = 'hookguard-policy-params';
 /** Every object `hookguard policies` prints carries it: `kubectl delete … -l hookguard.io/policies` removes them all. */
 export const POLICIES_LABEL = 'hookguard.io/policies';
 
+/**
+ * The config settings the policies below are written from, beside `mode`, `excludedNamespaces`, the rule switches
+ * and the Argo CD version: the chart renders the policies for their defaults only (./chart.ts), since changing one
+ * means generating again. The parameters ConfigMap is not among them: serve writes it (config policyParams).
+ */
+export const POLICY_SETTINGS = [
+  'rules.hookTtl.ttlSecondsAfterFinished',
+  'rules.ttlFloor.minTtlSecondsAfterFinished',
+  'rules.idempotentCleanup.minBackoffLimit',
+  'rules.hookDeadline.activeDeadlineSeconds',
+  'rules.hookDeadline.parallelJobs',
+  'rules.hookDeadline.warn',
+  'argocd.controllerUsernames',
+  'argocd.trackingLabel',
+] as const;
+
 export interface PolicyOptions {
   /** Where the parameters ConfigMap lives (the namespace hookguard is installed in). */
   namespace: string;
@@ -230,7 +246,8 @@ function hookPodRestartPolicy(): MutatingRule {
 }
 
 /**
- * hook-deadline's warning (src/rules/hook-deadline.ts): a ValidatingAdmissionPolicy bound with [Warn] whose
+ * hook-deadline's warning (src/rules/hook-deadline.ts): a ValidatingAdmissionPolicy bound with [Warn] ([Audit, Warn]
+ * in audit mode) whose
  * validation fails where the webhook names the missing deadline. Undefined where the rule never warns.
  */
 function hookDeadlineWarning(context: DecisionContext): KubeObject[] {
@@ -263,7 +280,10 @@ function hookDeadlineWarning(context: DecisionContext): KubeObject[] {
       apiVersion: ADMISSION_API,
       kind: 'ValidatingAdmissionPolicyBinding',
       metadata: { name, labels: labels() },
-      spec: { policyName: name, validationActions: ['Warn'] },
+      // Audit mode writes every decision down (the webhook's audit log line): here the API server's audit log gets the
+      // failure as the annotation validation.policy.admission.k8s.io/validation_failure (kubernetes/apiserver
+      // v0.37.2 pkg/admission/plugin/policy/validating/dispatcher.go). Never Deny: the webhook only warns.
+      spec: { policyName: name, validationActions: context.config.mode === 'audit' ? ['Audit', 'Warn'] : ['Warn'] },
     },
   ];
 }
@@ -283,20 +303,30 @@ const ARGOCD_SYNC_HOOK: HookInfo = {
 };
 
 /**
- * The parameters ConfigMap: what the version-dependent policies read, judged from the context's pinned Argo CD
- * version (or an unknown one) by the core's own gate. An Argo CD upgrade changes this object only.
+ * The parameters ConfigMap: what the version-dependent policies read, judged by the core's own gate for each Argo CD
+ * version that may apply hooks here (by default the context's pinned one, or an unknown one). Of several, the
+ * floor applies to sync hooks when any of them needs it: a policy cannot tell which Argo CD applied a hook. An Argo
+ * CD upgrade changes this object only.
  */
-export function policyParams(context: DecisionContext, options: PolicyOptions): KubeObject {
-  const version = normalizeArgoVersion(context.pinnedArgocdVersion);
-  const ruleContext = ruleContextFor(ARGOCD_SYNC_HOOK, context, version, undefined);
+export function policyParams(
+  context: DecisionContext,
+  options: PolicyOptions,
+  versions: ReadonlyArray<string | undefined> = [normalizeArgoVersion(context.pinnedArgocdVersion)],
+): KubeObject {
   const floor = context.ruleSet.mutations.find((rule) => rule.id === 'ttl-floor');
+  const judged = versions.length > 0 ? versions : [undefined];
+  const floorOnSyncHooks = judged.some(
+    (version) => floor !== undefined && gateOpen(floor, ruleContextFor(ARGOCD_SYNC_HOOK, context, version, undefined)),
+  );
+  const known = [...new Set(judged.map((version) => version ?? 'unknown'))].sort();
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: PARAMS_NAME, namespace: options.namespace, labels: labels() },
     data: {
-      argocdVersion: version ?? '',
-      [TTL_FLOOR_ON_SYNC_HOOKS]: String(floor !== undefined && gateOpen(floor, ruleContext)),
+      // Only read by people: which versions the parameters were judged for ('' when no version was known at all).
+      argocdVersion: known.join(',') === 'unknown' ? '' : known.join(','),
+      [TTL_FLOOR_ON_SYNC_HOOKS]: String(floorOnSyncHooks),
     },
   };
 }

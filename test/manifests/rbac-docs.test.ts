@@ -127,6 +127,7 @@ const KIND_GROUPS: Record<string, string> = {
   Job: 'batch',
   Pod: '',
   Secret: '',
+  ConfigMap: '',
   Namespace: '',
   Event: 'events.k8s.io',
   Lease: 'coordination.k8s.io',
@@ -140,6 +141,9 @@ const KIND_GROUPS: Record<string, string> = {
 const GRANTED_BY_VALUE: Record<string, string> = {
   'get /pods/log': 'hookWatch.eventLogs',
   'get /namespaces': 'hookWatch.eventLogs',
+  // The policies' parameters (src/controllers/policy-params.ts), granted by name in the release namespace.
+  'patch /configmaps': 'admission.mode policies or both',
+  'create /configmaps (by apply)': 'admission.mode policies or both',
 };
 type Resources = Array<[group: string, resource: string]>;
 /**

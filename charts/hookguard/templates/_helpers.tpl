@@ -110,9 +110,10 @@ those keys in `config`, so nothing is silently overridden).
   "argocd" $argocd
   "excludedNamespaces" (include "hookguard.excludedNamespaces" . | fromJsonArray)
   "leaderElection" (dict "leaseNamespace" .Release.Namespace "leaseName" (include "hookguard.leaseName" .))
-  "selfTest" (dict "enabled" .Values.selfTest.enabled "namespace" .Values.selfTest.namespace)
+  "selfTest" (dict "enabled" (include "hookguard.selfTest" . | eq "true") "namespace" .Values.selfTest.namespace)
   "sweep" (dict "profiles" .Values.sweep.profiles)
   "hookWatch" (dict "enabled" .Values.hookWatch.enabled "eventLogs" .Values.hookWatch.eventLogs)
+  "policyParams" (dict "enabled" (ne .Values.admission.mode "webhook") "namespace" .Release.Namespace)
 -}}
 {{- mergeOverwrite $config $owned | toYaml -}}
 {{- end }}
@@ -120,4 +121,14 @@ those keys in `config`, so nothing is silently overridden).
 {{/* Both webhooks' names, as the API server's admission metrics label them (name), for a PromQL regex. */}}
 {{- define "hookguard.webhookNames" -}}
 mutate\\.hookguard\\.io|validate\\.hookguard\\.io
+{{- end }}
+
+{{/* Whether the webhook configurations are installed (admission.mode webhook or both). */}}
+{{- define "hookguard.webhooks" -}}
+{{- if ne .Values.admission.mode "policies" }}true{{ end -}}
+{{- end }}
+
+{{/* The self-test runs where it has webhooks to check: with admission.mode policies there are none to call. */}}
+{{- define "hookguard.selfTest" -}}
+{{- if and .Values.selfTest.enabled (include "hookguard.webhooks" .) }}true{{ end -}}
 {{- end }}

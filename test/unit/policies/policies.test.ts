@@ -123,11 +123,16 @@ describe('hookguard policies', () => {
     expect(await params([])).toEqual({ argocdVersion: '', ttlFloorOnArgoSyncHooks: 'true' });
   });
 
-  it('in audit mode generates no mutating policy, and the deadline warning stays', async () => {
-    expect(names(await policies(['--mode', 'audit']))).toEqual([
+  it('in audit mode generates no mutating policy, and the deadline warning stays, written to the audit log too', async () => {
+    const audit = await policies(['--mode', 'audit']);
+    expect(names(audit)).toEqual([
       'ValidatingAdmissionPolicy/hookguard-hook-deadline',
       'ValidatingAdmissionPolicyBinding/hookguard-hook-deadline',
     ]);
+    const actions = (objects: Manifest[]) =>
+      objects.find((object) => object.kind === 'ValidatingAdmissionPolicyBinding')?.spec.validationActions;
+    expect(actions(audit)).toEqual(['Audit', 'Warn']);
+    expect(actions(await policies([]))).toEqual(['Warn']);
   });
 
   it('leaves out the rules switched off, by --disable as by the config', async () => {
