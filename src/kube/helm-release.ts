@@ -3,9 +3,18 @@
 // or of the JSON itself for records older than compression (no gzip magic 1f 8b 08). A Secret's data is base64 once
 // more on the wire (Kubernetes' []byte), a ConfigMap's is not. Hostile input: the inflated size is capped.
 import { gunzipSync } from 'node:zlib';
-import { readHelmRelease, type HelmRelease } from '../core/release.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  chooseRevision,
+  readHelmRelease,
+  releaseObjectName,
+  releaseSelector,
+  type HelmRelease,
+} from '../core/release.js';
 import { isRecord } from '../core/objects.js';
 import { InputError } from '../errors.js';
+import { apiFailure } from './api-failure.js';
+import { getBody } from './api-request.js';
 
 /** The most a release record may inflate to: a chart, its values and its manifests, well above any real one. */
 export const MAX_RELEASE_BYTES = 64 * 1024 * 1024;
@@ -56,4 +65,69 @@ export function releaseFromStorage(object: unknown, limit = MAX_RELEASE_BYTES): 
   const release = readHelmRelease(decodeReleaseData(stored, `${what} data.release`, limit));
   if (release === undefined) throw new InputError(`${what} data.release holds no release (no name or info)`);
   return release;
+}
+
+/** What `hookguard why --release` reads: one revision of a release and where it was stored. */
+export interface StoredRelease {
+  release: HelmRelease;
+  /** `Secret shop/sh.helm.release.v1.web.v3`. */
+  storedIn: string;
+}
+
+const STORAGE_KINDS = [
+  { kind: 'Secret', plural: 'secrets' },
+  { kind: 'ConfigMap', plural: 'configmaps' },
+] as const;
+const TIMEOUT_MS = 30_000;
+/** Labels only: each revision's object holds the whole chart, and only the newest (or the one asked for) is read. */
+const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
+async function getJson(kubeConfig: KubeConfig, path: string, accept = 'application/json'): Promise<unknown> {
+  try {
+    const body = await getBody(kubeConfig, { path, accept, timeoutMs: TIMEOUT_MS });
+    return JSON.parse(body.toString('utf8')) as unknown;
+  } catch (error) {
+    if (apiFailure(error).status === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The revisions of release NAME stored in NAMESPACE: Helm's default driver (Secrets) first, then ConfigMaps
+ * (HELM_DRIVER=configmap), each listed by Helm's labels (metadata only), the newest revision or `revision` read whole.
+ * Undefined when neither holds the release, or not that revision.
+ */
+export async function readStoredRelease(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  revision: number | undefined,
+): Promise<StoredRelease | undefined> {
+  for (const { kind, plural } of STORAGE_KINDS) {
+    const base = `/api/v1/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+    const list = await getJson(
+      kubeConfig,
+      `${base}?${new URLSearchParams({ labelSelector: releaseSelector(name) }).toString()}`,
+      METADATA_LIST_ACCEPT,
+    );
+    const revisions = (isRecord(list) && Array.isArray(list.items) ? list.items : [])
+      .map((item) =>
+        isRecord(item) && isRecord(item.metadata) && isRecord(item.metadata.labels)
+          ? item.metadata.labels.version
+          : undefined,
+      )
+      .filter((version): version is string => typeof version === 'string' && /^[1-9][0-9]{0,8}$/.test(version))
+      .map(Number)
+      .sort((a, b) => a - b);
+    if (revisions.length === 0) continue;
+    const chosen = chooseRevision(revisions, revision);
+    if (chosen === undefined) return undefined;
+    const objectName = releaseObjectName(name, chosen);
+    const object = await getJson(kubeConfig, `${base}/${encodeURIComponent(objectName)}`);
+    if (object === undefined) return undefined;
+    // A list item carries no kind: the decoder tells a Secret's doubled base64 by it.
+    const release = releaseFromStorage(isRecord(object) ? { ...object, kind } : object);
+    return { release, storedIn: `${kind} ${namespace}/${objectName}` };
+  }
+  return undefined;
 }
