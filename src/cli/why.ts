@@ -246,7 +246,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
     );
   const { release } = stored;
   const evidence: ReleaseHookEvidence[] = [];
-  const explained: HookExplanation[] = [];
+  let examined = 0;
   let overCap = 0;
   for (const hook of release.hooks) {
     const namespace = hook.namespace ?? release.namespace;
@@ -254,7 +254,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
       evidence.push({ hook, namespace, live: undefined });
       continue;
     }
-    if (explained.length >= context.maxHooks) {
+    if (examined >= context.maxHooks) {
       overCap += 1;
       evidence.push({ hook, namespace, live: undefined });
       continue;
@@ -265,7 +265,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
       continue;
     }
     const live = explainHook(await context.reader.evidence(object), context.options);
-    explained.push(live);
+    examined += 1;
     const created = metadataOf(object)?.creationTimestamp;
     evidence.push({ hook, namespace, live, ...(typeof created === 'string' ? { created } : {}) });
   }
@@ -278,11 +278,13 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
     },
     context.options,
   );
+  // Shown below the release: the objects of the hooks this revision ran; another run's are only named in its list.
+  const shown = explanation.hooks.flatMap((hook) => (hook.live ? [hook.live] : []));
   return {
     scope: `${ref.helmRelease ? `HelmRelease ${ref.helmRelease.namespace}/${ref.helmRelease.name}, ` : ''}Release ${release.namespace}/${release.name}`,
     release: explanation,
-    hooks: explained,
-    examined: explained.length,
+    hooks: shown,
+    examined,
     notShown: 0,
     overCap,
   };

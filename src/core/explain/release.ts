@@ -1,15 +1,15 @@
 // Why a Helm release is failed or hangs, from its record (src/core/release.ts reads it) and the hook objects that
 // still exist. Pure: `hookguard why --release` and `--helmrelease` hand it what they read and render the answer.
 //
-// What Helm records, and when (helm v4.3.2 and v3.21.4, the same in both):
-// - pkg/action/install.go and upgrade.go store the new revision as pending-install / pending-upgrade, with
-//   info.last_deployed set to the start, BEFORE any hook runs; the revision is written again only when the operation
-//   ends (deployed, or failed by failRelease with "<event> hooks failed: …" as info.description).
-// - pkg/action/hooks.go execHookWithDelayedShutdown sets each hook's last_run (phase Running, then Succeeded or
-//   Failed) in memory as it goes, so a revision still pending-* shows no phase for the hook Helm is waiting on: only
-//   the live object says how it is doing. A hook without a delete policy gets before-hook-creation
-//   (hookSetDeletePolicy); hook-succeeded / hook-failed delete it right after it ends (deleteHookByPolicy).
-// - pkg/action/action.go errPending: any other install, upgrade or rollback of a pending-* release is refused with
+// What Helm records, and when (helm v4.3.2 and v3.21.4 alike, pkg/action/):
+// - install.go and upgrade.go store the new revision as pending-install / pending-upgrade, info.last_deployed set to
+//   the start, before any hook runs; failRelease writes it failed with "<event> hooks failed: …" as info.description.
+// - hooks.go execHook (execHookWithDelayedShutdown in v4) runs an event's hooks by weight, then name (hookByWeight),
+//   and writes the record (recordRelease) as each one starts: its last_run phase Running, the earlier ones' final
+//   phases. A hook without a delete policy gets before-hook-creation (hookSetDeletePolicy). hook-succeeded deletes
+//   only once every hook of the event succeeded, or, when one fails, the ones before it; hook-failed deletes the one
+//   that failed.
+// - action.go errPending: any other install, upgrade or rollback of a pending-* release is refused with
 //   "another operation (install/upgrade/rollback) is in progress", so a release whose Helm is gone stays stuck.
 import type { HelmRelease, ReleaseHook } from '../release.js';
 import { oneLine, timed } from './readers.js';
@@ -67,7 +67,7 @@ export interface ReleaseHookExplanation {
   lastRunCompletedAt?: string;
   /** What hookguard makes of the record and the object together, in one line. */
   summary: string;
-  /** The object's own explanation, when it exists (explainHook()). */
+  /** The object's own explanation (explainHook()), when it exists and this revision ran the hook. */
   live?: HookExplanation;
 }
 
@@ -91,48 +91,36 @@ export interface ReleaseExplanation {
   helmRelease?: FluxReleaseOwner;
 }
 
-/** Whether a live object was made for this revision's operation, not left by an earlier one (before-hook-creation). */
-function madeByThisRevision(evidence: ReleaseHookEvidence, release: HelmRelease): boolean {
-  if (evidence.created === undefined || release.lastDeployed === undefined) return true;
-  const created = Date.parse(evidence.created);
-  const started = Date.parse(release.lastDeployed);
-  // creationTimestamp has whole seconds, last_deployed nanoseconds: a second's grace.
-  return Number.isNaN(created) || Number.isNaN(started) || created >= started - 1000;
+/** Whether the hook is one of the events the pending operation runs. */
+function ofPendingOperation(hook: ReleaseHook, release: HelmRelease): boolean {
+  return (EVENTS_OF_PENDING[release.status] ?? []).some((event) => hook.events.includes(event));
 }
 
 /** One declared hook: the record's phase read with the object's existence (one judgement per pair). */
 export function summarizeReleaseHook(evidence: ReleaseHookEvidence, release: HelmRelease): string {
   const { hook, live } = evidence;
-  const policies = hook.deletePolicies;
   const phase = hook.lastRunPhase;
   const kind = hook.kind;
-  if (!EXPLAINED_KINDS.has(kind) || live === undefined)
-    return phase === '' ? `not run in revision ${release.version}` : `Helm recorded it as ${phase}`;
-  if (live !== null) {
-    const earlier = madeByThisRevision(evidence, release)
-      ? ''
-      : ` (left from an earlier run, created ${evidence.created})`;
-    if (phase === '')
-      return PENDING.has(release.status) &&
-        (EVENTS_OF_PENDING[release.status] ?? []).some((e) => hook.events.includes(e))
-        ? `not recorded yet (Helm writes a hook's phase when the ${release.status.replace(/^pending-/, '')} ends); its ${kind} is ${live.state}${earlier}`
-        : `not run in revision ${release.version}; its ${kind} is ${live.state}${earlier}`;
-    return `Helm recorded it as ${phase}; its ${kind} is ${live.state}${earlier}`;
-  }
+  // Helm writes a hook's phase as it starts it (recordRelease): none means it has not started it in this revision.
+  const notRun = ofPendingOperation(hook, release) ? 'not started' : `not run in revision ${release.version}`;
+  if (!EXPLAINED_KINDS.has(kind) || live === undefined) return phase === '' ? notRun : `Helm recorded it as ${phase}`;
+  if (live !== null)
+    // Helm writes a hook's phase before it creates the object: an object of a hook this revision never started is
+    // another run's (an earlier revision's, kept by before-hook-creation, or a later one's), and judges nothing here.
+    return phase === ''
+      ? `${notRun}; a ${kind} of this name exists from another run${evidence.created !== undefined ? ` (created ${evidence.created})` : ''}: ${live.state}`
+      : `Helm recorded it as ${phase}; its ${kind} is ${live.state}`;
   // The object is gone.
+  if (phase === '') return ofPendingOperation(hook, release) ? `${notRun}: no ${kind} exists` : notRun;
   if (phase === 'Succeeded')
-    return policies.includes('hook-succeeded')
+    return hook.deletePolicies.includes('hook-succeeded')
       ? `Succeeded, then deleted by its delete policy hook-succeeded, as Helm does`
       : `Succeeded; its ${kind} is gone since (deleted by hand, a TTL, or the next run's before-hook-creation)`;
   if (phase === 'Failed')
-    return policies.includes('hook-failed')
+    return hook.deletePolicies.includes('hook-failed')
       ? `Failed, then deleted by its delete policy hook-failed: its Pods and Events went with it`
       : `Failed; its ${kind} is gone since (deleted by hand or a TTL)`;
-  if (phase === 'Running' || phase === 'Unknown')
-    return `Helm recorded it as ${phase}, and its ${kind} is gone: the Helm that ran it ended before it did`;
-  return PENDING.has(release.status) && (EVENTS_OF_PENDING[release.status] ?? []).some((e) => hook.events.includes(e))
-    ? `not started: no ${kind} exists`
-    : `not run in revision ${release.version}`;
+  return `Helm recorded it as ${phase}, and its ${kind} is gone: deleted before Helm saw it end`;
 }
 
 function quoted(description: string | undefined): string {
@@ -179,7 +167,7 @@ export function explainRelease(evidence: ReleaseEvidence, options: ExplainOption
       ...(item.hook.lastRunStartedAt !== undefined ? { lastRunStartedAt: item.hook.lastRunStartedAt } : {}),
       ...(item.hook.lastRunCompletedAt !== undefined ? { lastRunCompletedAt: item.hook.lastRunCompletedAt } : {}),
       summary: summarizeReleaseHook(item, release),
-      ...(item.live ? { live: item.live } : {}),
+      ...(item.live && item.hook.lastRunPhase !== '' ? { live: item.live } : {}),
     }));
   const timing = timed(options, release.lastDeployed);
   const head = {
@@ -194,13 +182,13 @@ export function explainRelease(evidence: ReleaseEvidence, options: ExplainOption
     hooks,
     ...(evidence.helmRelease ? { helmRelease: evidence.helmRelease } : {}),
   };
-  // Once the operation ended, the hooks it ran are those with a recorded phase (a later `helm test` records its own);
-  // an object of a hook not run in this revision is an earlier run's and judges nothing.
+  // The hooks this revision ran are those with a recorded phase (a later `helm test` records its own); only they
+  // carry their object's explanation.
   const failingHook = hooks.find(
     (hook) =>
       hook.lastRunPhase === 'Failed' ||
       hook.lastRunPhase === 'Unknown' ||
-      (hook.lastRunPhase !== '' && hook.live !== undefined && FAILING_STATES.has(hook.live.state)),
+      (hook.live !== undefined && FAILING_STATES.has(hook.live.state)),
   );
   if (release.status === 'failed') {
     return {

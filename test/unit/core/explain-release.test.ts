@@ -87,7 +87,7 @@ describe('summarizeReleaseHook: the record read with the object', () => {
     [
       'recorded Running, object gone',
       evidence(hook('web-migrate', { lastRunPhase: 'Running' }), null),
-      'Helm recorded it as Running, and its Job is gone: the Helm that ran it ended before it did',
+      'Helm recorded it as Running, and its Job is gone: deleted before Helm saw it end',
     ],
     [
       'failed and kept',
@@ -97,7 +97,7 @@ describe('summarizeReleaseHook: the record read with the object', () => {
     [
       'not run in this revision, an earlier run left',
       evidence(hook('web-setup', { events: ['pre-install'] }), live('web-setup', 'Succeeded'), '2026-11-27T09:00:01Z'),
-      'not run in revision 3; its Job is Succeeded (left from an earlier run, created 2026-11-27T09:00:01Z)',
+      'not run in revision 3; a Job of this name exists from another run (created 2026-11-27T09:00:01Z): Succeeded',
     ],
     ['not run, no object', evidence(hook('web-delete', { events: ['pre-delete'] }), null), 'not run in revision 3'],
     [
@@ -109,12 +109,21 @@ describe('summarizeReleaseHook: the record read with the object', () => {
     expect(summarizeReleaseHook(item, rel)).toBe(expected);
   });
 
-  it('a hook of the pending operation: not recorded yet, or not started', () => {
+  it('a hook of the pending operation: Helm records Running as it starts one; not started yet', () => {
     const pending = release({ status: 'pending-upgrade' });
-    expect(summarizeReleaseHook(evidence(hook('web-migrate'), live('web-migrate', 'Running')), pending)).toBe(
-      "not recorded yet (Helm writes a hook's phase when the upgrade ends); its Job is Running",
-    );
+    expect(
+      summarizeReleaseHook(
+        evidence(hook('web-migrate', { lastRunPhase: 'Running' }), live('web-migrate', 'Stuck')),
+        pending,
+      ),
+    ).toBe('Helm recorded it as Running; its Job is Stuck');
     expect(summarizeReleaseHook(evidence(hook('web-migrate'), null), pending)).toBe('not started: no Job exists');
+    expect(
+      summarizeReleaseHook(
+        evidence(hook('web-migrate'), live('web-migrate', 'Failed'), '2026-11-27T09:00:00Z'),
+        pending,
+      ),
+    ).toBe('not started; a Job of this name exists from another run (created 2026-11-27T09:00:00Z): Failed');
   });
 });
 
@@ -173,7 +182,7 @@ describe('explainRelease: the release as a whole', () => {
         storedIn: 'Secret shop/sh.helm.release.v1.web.v3',
         hooks: [
           evidence(
-            hook('web-migrate'),
+            hook('web-migrate', { lastRunPhase: 'Running' }),
             live('web-migrate', 'Stuck', { nextStep: 'Check that image registry.example/web:1 exists.' }),
           ),
         ],
@@ -192,7 +201,7 @@ describe('explainRelease: the release as a whole', () => {
       {
         release: release({ status: 'pending-upgrade' }),
         storedIn: 'Secret shop/sh.helm.release.v1.web.v3',
-        hooks: [evidence(hook('web-migrate'), live('web-migrate', 'Running'))],
+        hooks: [evidence(hook('web-migrate', { lastRunPhase: 'Running' }), live('web-migrate', 'Running'))],
       },
       options,
     );
@@ -207,7 +216,7 @@ describe('explainRelease: the release as a whole', () => {
         storedIn: 'Secret shop/sh.helm.release.v1.web.v1',
         hooks: [
           evidence(
-            hook('web-setup', { events: ['pre-install'] }),
+            hook('web-setup', { events: ['pre-install'], lastRunPhase: 'Running' }),
             live('web-setup', 'Succeeded'),
             '2026-11-27T10:48:01Z',
           ),
