@@ -246,7 +246,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
     );
   const { release } = stored;
   const evidence: ReleaseHookEvidence[] = [];
-  let examined = 0;
+  let read = 0;
   let overCap = 0;
   for (const hook of release.hooks) {
     const namespace = hook.namespace ?? release.namespace;
@@ -254,7 +254,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
       evidence.push({ hook, namespace, live: undefined });
       continue;
     }
-    if (examined >= context.maxHooks) {
+    if (read >= context.maxHooks) {
       overCap += 1;
       evidence.push({ hook, namespace, live: undefined });
       continue;
@@ -265,7 +265,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
       continue;
     }
     const live = explainHook(await context.reader.evidence(object), context.options);
-    examined += 1;
+    read += 1;
     const created = metadataOf(object)?.creationTimestamp;
     evidence.push({ hook, namespace, live, ...(typeof created === 'string' ? { created } : {}) });
   }
@@ -284,7 +284,8 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
     scope: `${ref.helmRelease ? `HelmRelease ${ref.helmRelease.namespace}/${ref.helmRelease.name}, ` : ''}Release ${release.namespace}/${release.name}`,
     release: explanation,
     hooks: shown,
-    examined,
+    // Another run's objects were read only to name their state in the release's list.
+    examined: shown.length,
     notShown: 0,
     overCap,
   };
