@@ -1,5 +1,5 @@
 // Pure: what a Helm release record says, read defensively from its decoded JSON. The record is Helm's
-// `release.Release` (helm v3.21.4 and v4.2.4 pkg/release/v1/release.go, info.go, hook.go): the same JSON field names
+// `release.Release` (helm v3.21.4 and v4.3.2 pkg/release/v1/release.go, info.go, hook.go): the same JSON field names
 // in Helm 3 and 4.
 import { isRecord } from './objects.js';
 
@@ -88,7 +88,7 @@ export function readHelmRelease(json: unknown): HelmRelease | undefined {
 }
 
 /**
- * The storage object of each revision: `sh.helm.release.v1.NAME.vN` (helm v4.2.4 pkg/storage/storage.go makeKey,
+ * The storage object of each revision: `sh.helm.release.v1.NAME.vN` (helm v4.3.2 pkg/storage/storage.go makeKey,
  * HelmStorageType), a Secret of type `helm.sh/release.v1` by default, a ConfigMap under HELM_DRIVER=configmap, both
  * labelled `owner=helm`, `name=NAME`, `version=N`, `status=…` (pkg/storage/driver/secrets.go, cfgmaps.go newSecretsObject).
  */

@@ -1,4 +1,4 @@
-// Decoding a Helm release record from its storage object, exactly as Helm does (helm v3.21.4 and v4.2.4
+// Decoding a Helm release record from its storage object, exactly as Helm does (helm v3.21.4 and v4.3.2
 // pkg/storage/driver/util.go decodeRelease): `data.release` is base64 (StdEncoding) of gzip of the release's JSON,
 // or of the JSON itself for records older than compression (no gzip magic 1f 8b 08). A Secret's data is base64 once
 // more on the wire (Kubernetes' []byte), a ConfigMap's is not. Hostile input: the inflated size is capped.
