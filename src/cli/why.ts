@@ -7,14 +7,16 @@ import {
   type ExplainOptions,
   type FluxReleaseOwner,
   type HookExplanation,
+  type ReleaseExplanation,
   type ReleaseHookEvidence,
 } from '../core/explain/index.js';
-import { helmReleaseTarget } from '../core/flux.js';
+import { helmReleaseTarget, notReadyForAHook } from '../core/flux.js';
+import { releasesToExplain } from '../core/release.js';
 import { readHook } from '../core/hook.js';
 import { conditionTrue, isRecord, metadataOf } from '../core/objects.js';
 import { ApiCallError, apiFailureText, EXIT, isBug, UsageError, UserError } from '../errors.js';
 import { apiFailure } from '../kube/api-failure.js';
-import { readStoredRelease } from '../kube/helm-release.js';
+import { listHelmReleases, listStoredRevisions, readStoredRelease } from '../kube/helm-release.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
 import { kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
@@ -113,6 +115,70 @@ async function whyOne(context: Context, target: Target, namespace: string): Prom
     notShown: 0,
     overCap: 0,
   };
+}
+
+/**
+ * `-A`'s releases: each Helm release whose newest revision failed or is pending (Secrets' labels, cluster-wide), and
+ * each Flux HelmRelease not Ready because of a hook, explained as --release; shown when not fine, or owned by such a
+ * HelmRelease. One that may not be listed (403) is left out and said on stderr: -A still explains the hooks.
+ */
+async function failingReleases(
+  context: Context,
+  kubeConfig: KubeConfig,
+  io: CommandIO,
+): Promise<{ releases: ReleaseExplanation[]; overCap: number }> {
+  const refs = new Map<string, ReleaseRef>();
+  const refused = (error: unknown, what: string): void => {
+    const failure = apiFailure(error);
+    if (failure.status !== 403) throw error;
+    io.stderr(`hookguard why: ${what} not looked at: ${apiFailureText(failure)}\n`);
+  };
+  try {
+    for (const revision of releasesToExplain(await listStoredRevisions(kubeConfig)))
+      refs.set(`${revision.namespace}/${revision.name}`, {
+        storageNamespace: revision.namespace,
+        name: revision.name,
+        revision: revision.version,
+      });
+  } catch (error) {
+    refused(error, 'Helm releases (list secrets in all namespaces)');
+  }
+  try {
+    for (const object of await listHelmReleases(kubeConfig)) {
+      const target = helmReleaseTarget(object);
+      const metadata = metadataOf(object) ?? {};
+      if (target === undefined || !notReadyForAHook(target)) continue;
+      const key = `${target.storageNamespace}/${target.releaseName}`;
+      refs.set(key, {
+        storageNamespace: target.storageNamespace,
+        name: target.releaseName,
+        revision: refs.get(key)?.revision,
+        helmRelease: {
+          namespace: String(metadata.namespace),
+          name: String(metadata.name),
+          conditions: target.conditions,
+        },
+      });
+    }
+  } catch (error) {
+    refused(error, 'Flux HelmReleases (list helmreleases.helm.toolkit.fluxcd.io)');
+  }
+  const looked = [...refs.values()].slice(0, context.maxHooks);
+  const releases: ReleaseExplanation[] = [];
+  for (const ref of looked) {
+    let report: WhyReport;
+    try {
+      report = await whyRelease(context, kubeConfig, ref);
+    } catch (error) {
+      // Gone between the list and the read (uninstalled, rolled back past its history).
+      if (error instanceof UsageError) continue;
+      throw error;
+    }
+    for (const release of report.releases ?? [])
+      if (release.helmRelease !== undefined || (release.state !== 'Succeeded' && release.state !== 'Running'))
+        releases.push(release);
+  }
+  return { releases, overCap: refs.size - looked.length };
 }
 
 async function whyAll(context: Context): Promise<WhyReport> {
@@ -282,7 +348,7 @@ async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: Release
   const shown = explanation.hooks.flatMap((hook) => (hook.live ? [hook.live] : []));
   return {
     scope: `${ref.helmRelease ? `HelmRelease ${ref.helmRelease.namespace}/${ref.helmRelease.name}, ` : ''}Release ${release.namespace}/${release.name}`,
-    release: explanation,
+    releases: [explanation],
     hooks: shown,
     // Another run's objects were read only to name their state in the release's list.
     examined: shown.length,
@@ -379,7 +445,11 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
         revision,
       });
     else if (helmRelease !== undefined) report = await whyHelmRelease(context, connection.kubeConfig, helmRelease);
-    else report = await whyAll(context);
+    else {
+      const hooks = await whyAll(context);
+      const { releases, overCap } = await failingReleases(context, connection.kubeConfig, io);
+      report = { ...hooks, ...(releases.length > 0 ? { releases } : {}), overCap: hooks.overCap + overCap };
+    }
   } catch (error) {
     // A record that is no release (InputError) is bad input, as a hook that does not exist.
     if (error instanceof UserError || isBug(error)) throw error;
@@ -390,6 +460,6 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
   io.stdout(output === 'json' ? renderWhyJson(report) : renderWhyText(report));
   const failing =
     report.hooks.some((hook) => FAILING_STATES.has(hook.state)) ||
-    (report.release !== undefined && FAILING_STATES.has(report.release.state));
+    (report.releases ?? []).some((release) => FAILING_STATES.has(release.state));
   return failing ? EXIT.hookFailing : EXIT.ok;
 }

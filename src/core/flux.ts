@@ -102,3 +102,13 @@ export function helmReleaseTarget(object: unknown): HelmReleaseTarget | undefine
     conditions,
   };
 }
+
+/**
+ * Whether a HelmRelease is not Ready because of a Helm hook: its Ready condition False, and it or Released quoting
+ * Helm's hook error ("pre-upgrade hooks failed: …", pkg/action/hooks.go; "… hook … failed").
+ */
+export function notReadyForAHook(target: HelmReleaseTarget): boolean {
+  const ready = target.conditions.find((condition) => condition.type === 'Ready');
+  if (ready?.status !== 'False') return false;
+  return target.conditions.some((condition) => /\bhooks?\b/i.test(condition.message ?? ''));
+}

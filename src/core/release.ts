@@ -106,3 +106,30 @@ export function chooseRevision(versions: readonly number[], asked: number | unde
   if (asked !== undefined) return versions.includes(asked) ? asked : undefined;
   return versions.length === 0 ? undefined : Math.max(...versions);
 }
+
+/** One revision's storage object as its labels say (owner=helm, name, version, status), without its record. */
+export interface StoredRevision {
+  namespace: string;
+  name: string;
+  version: number;
+  status: string;
+}
+
+/** The statuses `why -A` looks into: an operation that failed or has not ended. */
+const LOOKED_INTO = new Set(['failed', 'pending-install', 'pending-upgrade', 'pending-rollback', 'uninstalling']);
+
+/**
+ * The releases `why -A` explains: each release's newest revision (a failed upgrade rolled back or upgraded since is
+ * history), when that revision failed or is still pending, in namespace and name order.
+ */
+export function releasesToExplain(revisions: readonly StoredRevision[]): StoredRevision[] {
+  const newest = new Map<string, StoredRevision>();
+  for (const revision of revisions) {
+    const key = `${revision.namespace}/${revision.name}`;
+    const seen = newest.get(key);
+    if (seen === undefined || revision.version > seen.version) newest.set(key, revision);
+  }
+  return [...newest.values()]
+    .filter((revision) => LOOKED_INTO.has(revision.status))
+    .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+}

@@ -10,6 +10,7 @@ import {
   releaseObjectName,
   releaseSelector,
   type HelmRelease,
+  type StoredRevision,
 } from '../core/release.js';
 import { isRecord } from '../core/objects.js';
 import { InputError } from '../errors.js';
@@ -130,4 +131,45 @@ export async function readStoredRelease(
     return { release, storedIn: `${kind} ${namespace}/${objectName}` };
   }
   return undefined;
+}
+
+/** client-go's pager size (tools/pager defaultPageSize). */
+const PAGE_SIZE = 500;
+
+/** Every item of a list, page by page (`limit`, `continue`). */
+async function listAll(kubeConfig: KubeConfig, path: string, query: Record<string, string>, accept: string) {
+  const items: Record<string, unknown>[] = [];
+  let continueToken: string | undefined;
+  do {
+    const search = new URLSearchParams({ ...query, limit: String(PAGE_SIZE) });
+    if (continueToken !== undefined) search.set('continue', continueToken);
+    const page = await getJson(kubeConfig, `${path}?${search.toString()}`, accept);
+    if (!isRecord(page)) break;
+    if (Array.isArray(page.items)) items.push(...page.items.filter(isRecord));
+    const token = isRecord(page.metadata) ? page.metadata.continue : undefined;
+    continueToken = typeof token === 'string' && token !== '' ? token : undefined;
+  } while (continueToken !== undefined);
+  return items;
+}
+
+/**
+ * Every release revision stored in Secrets in the cluster (Helm's default driver), from their labels alone: what
+ * `why -A` picks the failed and pending releases from. ConfigMap records are not listed: every ConfigMap of the
+ * cluster would be scanned for the few Helm wrote.
+ */
+export async function listStoredRevisions(kubeConfig: KubeConfig): Promise<StoredRevision[]> {
+  const items = await listAll(kubeConfig, '/api/v1/secrets', { labelSelector: 'owner=helm' }, METADATA_LIST_ACCEPT);
+  return items.flatMap((item) => {
+    const metadata = isRecord(item.metadata) ? item.metadata : {};
+    const labels = isRecord(metadata.labels) ? metadata.labels : {};
+    const { name, version, status } = labels;
+    if (typeof metadata.namespace !== 'string' || typeof name !== 'string' || typeof status !== 'string') return [];
+    if (typeof version !== 'string' || !/^[1-9][0-9]{0,8}$/.test(version)) return [];
+    return [{ namespace: metadata.namespace, name, version: Number(version), status }];
+  });
+}
+
+/** Every Flux HelmRelease (helm.toolkit.fluxcd.io/v2) in the cluster; none where Flux is not installed (404). */
+export function listHelmReleases(kubeConfig: KubeConfig): Promise<Record<string, unknown>[]> {
+  return listAll(kubeConfig, '/apis/helm.toolkit.fluxcd.io/v2/helmreleases', {}, 'application/json');
 }

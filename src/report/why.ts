@@ -15,8 +15,8 @@ export interface WhyReport {
   overCap: number;
   /** The Argo CD operation, for `--application`. */
   operation?: { phase?: string; message?: string };
-  /** The Helm release, for `--release` and `--helmrelease`; its hooks' objects are `hooks`. */
-  release?: ReleaseExplanation;
+  /** Helm releases: the one of `--release` or `--helmrelease`, those `-A` found failed or stuck; their hooks' objects are `hooks`. */
+  releases?: ReleaseExplanation[];
 }
 
 /** The fields in one order, unset ones left out: what a script reads is the same from one run to the next. */
@@ -136,7 +136,7 @@ function releaseText(release: ReleaseExplanation): string {
 
 export function renderWhyText(report: WhyReport): string {
   const blocks: string[] = [];
-  if (report.release) blocks.push(releaseText(report.release));
+  blocks.push(...(report.releases ?? []).map(releaseText));
   if (report.operation) {
     const { phase, message } = report.operation;
     blocks.push(
@@ -146,14 +146,16 @@ export function renderWhyText(report: WhyReport): string {
   blocks.push(...report.hooks.map(hookText));
   const summary: string[] = [];
   // A release lists its hooks itself, objects or not.
-  if (report.hooks.length === 0 && report.release === undefined)
+  if (report.hooks.length === 0 && (report.releases ?? []).length === 0)
     summary.push(
       report.examined === 0
         ? `no hook found (${report.scope})`
         : `no hook failing, stuck, blocked or suspended (${report.scope}): ${plural(report.examined, 'hook')} looked at`,
     );
   else if (report.examined > 1 || report.notShown > 0)
-    summary.push(`${plural(report.examined, 'hook')} looked at (${report.scope}): ${counts(report.hooks)}`);
+    summary.push(
+      `${plural(report.examined, 'hook')} looked at (${report.scope})${report.hooks.length > 0 ? `: ${counts(report.hooks)}` : ''}`,
+    );
   if (report.hooks.length > 0 && report.notShown > 0) summary.push(`${report.notShown} Succeeded or Running not shown`);
   if (report.overCap > 0)
     summary.push(
@@ -189,7 +191,7 @@ export function renderWhyJson(report: WhyReport): string {
     scope: report.scope,
     ...(report.operation ? { operation: report.operation } : {}),
     // Each declared hook's object is in `hooks`, once.
-    ...(report.release ? { release: releaseJson(report.release) } : {}),
+    ...(report.releases ? { releases: report.releases.map(releaseJson) } : {}),
     hooks: report.hooks.map(ordered),
     examined: report.examined,
     notShown: report.notShown,

@@ -101,13 +101,47 @@ describe('hookguard why --release', () => {
   it('--output json: the release, and the Job in hooks', async () => {
     const env = await cluster('Secret');
     const run = await runCommand(['why', '--release', 'shop/web', '-o', 'json'], undefined, env);
-    const report = JSON.parse(run.stdout) as { release: Record<string, unknown>; hooks: Array<{ name: string }> };
-    expect(report.release).toMatchObject({
+    const report = JSON.parse(run.stdout) as { releases: Record<string, unknown>[]; hooks: Array<{ name: string }> };
+    expect(report.releases).toHaveLength(1);
+    expect(report.releases[0]).toMatchObject({
       revision: 2,
       status: 'failed',
       state: 'Failed',
       since: '2026-11-27T10:42:00Z',
     });
+    expect(report.hooks.map((hook) => hook.name)).toEqual(['db-migrate']);
+  });
+
+  it('-A: the failed release beside the failing hooks, and exit 1', async () => {
+    const env = await cluster('Secret');
+    // An older revision of another release that failed, since upgraded: history, not shown.
+    server!.put({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'sh.helm.release.v1.api.v1',
+        namespace: 'shop',
+        labels: { owner: 'helm', name: 'api', version: '1', status: 'failed' },
+      },
+      data: { release: Buffer.from(helmEncoded).toString('base64') },
+    });
+    server!.put({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'sh.helm.release.v1.api.v2',
+        namespace: 'shop',
+        labels: { owner: 'helm', name: 'api', version: '2', status: 'deployed' },
+      },
+      data: { release: Buffer.from(helmEncoded).toString('base64') },
+    });
+    const run = await runCommand(['why', '-A', '-o', 'json'], undefined, env);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(1);
+    const report = JSON.parse(run.stdout) as { releases: Record<string, unknown>[]; hooks: Array<{ name: string }> };
+    expect(report.releases.map((release) => [release.namespace, release.name, release.status])).toEqual([
+      ['shop', 'web', 'failed'],
+    ]);
     expect(report.hooks.map((hook) => hook.name)).toEqual(['db-migrate']);
   });
 

@@ -97,7 +97,7 @@ async function why(args: string[], env: Record<string, string> = {}): Promise<Wh
 }
 
 function declared(report: Json, name: string): Json | undefined {
-  return (report.release?.hooks as Json[] | undefined)?.find((hook) => hook.name === name);
+  return (report.releases?.[0]?.hooks as Json[] | undefined)?.find((hook) => hook.name === name);
 }
 
 /** Install, then an upgrade whose pre-upgrade hook migrate exits 1: Helm fails the release. */
@@ -112,7 +112,7 @@ async function failingUpgrade(helmPath: string, ns: string, release: string): Pr
 /** What a failed pre-upgrade leaves, read by why: the release Failed, cache deleted by its policy, migrate explained. */
 function expectFailedUpgrade(expect: any, report: Why, ns: string, release: string): void {
   expect(report.status).toBe(1);
-  expect(report.json.release).toMatchObject({
+  expect(report.json.releases?.[0]).toMatchObject({
     namespace: ns,
     name: release,
     revision: 2,
@@ -121,8 +121,8 @@ function expectFailedUpgrade(expect: any, report: Why, ns: string, release: stri
     state: 'Failed',
     storedIn: `Secret ${ns}/sh.helm.release.v1.${release}.v2`,
   });
-  expect(report.json.release.description).toContain('pre-upgrade hooks failed');
-  expect(report.json.release.nextStep).toMatch(
+  expect(report.json.releases?.[0].description).toContain('pre-upgrade hooks failed');
+  expect(report.json.releases?.[0].nextStep).toMatch(
     new RegExp(
       `^Fix hook Job ${release}-migrate \\(below: Read its log: kubectl logs -n ${ns} ${release}-migrate-\\w+ -c migrate\\), then upgrade again; or go back: helm rollback ${release} -n ${ns}\\.$`,
     ),
@@ -229,7 +229,7 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
       // and the pre-upgrade Job that exists is revision 2's, only named.
       const first = await why(['--release', `${ns}/web`, '--revision', '1']);
       expect(first.status).toBe(0);
-      expect(first.json.release).toMatchObject({ revision: 1, status: 'deployed', state: 'Succeeded' });
+      expect(first.json.releases?.[0]).toMatchObject({ revision: 1, status: 'deployed', state: 'Succeeded' });
       expect(declared(first.json, 'web-setup')).toMatchObject({ lastRunPhase: 'Succeeded', events: ['pre-install'] });
       expect(declared(first.json, 'web-migrate')?.summary).toMatch(
         /^not run in revision 1; a Job of this name exists from another run \(created .+\): Failed$/,
@@ -287,7 +287,7 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
     expectFailedUpgrade(expect, await why(['--release', `${ns}/${release}`]), ns, release);
     const report = await why(['--helmrelease', `${fluxNs}/web`]);
     expectFailedUpgrade(expect, report, ns, release);
-    expect(report.json.release.helmRelease).toEqual({
+    expect(report.json.releases?.[0].helmRelease).toEqual({
       namespace: fluxNs,
       name: 'web',
       conditions: [
@@ -298,6 +298,16 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
     expect(report.text).toContain(
       `HelmRelease ${fluxNs}/web: release ${ns}/${release}\n  Ready False (UpgradeFailed): ${message}\n`,
     );
+
+    // -A: the failed release, once, with the HelmRelease that is not Ready because of its hook.
+    const all = await why(['-A']);
+    const found = (all.json.releases as Json[]).filter((entry) => entry.namespace === ns);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatchObject({
+      name: release,
+      status: 'failed',
+      helmRelease: { namespace: fluxNs, name: 'web' },
+    });
   });
 
   it.concurrent('Helm 4.3.2: Helm waits on a pre-upgrade hook whose image never pulls', async ({ expect }) => {
@@ -309,18 +319,18 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
       'why to call the release Stuck on its hook',
       async () => {
         const answer = await why(['--release', `${ns}/web`]);
-        if (answer.json.release?.state !== 'Stuck') throw new Error(JSON.stringify(answer.json.release));
+        if (answer.json.releases?.[0]?.state !== 'Stuck') throw new Error(JSON.stringify(answer.json.releases?.[0]));
         return answer;
       },
       120,
     );
     kill();
     expect(report.status).toBe(1);
-    expect(report.json.release).toMatchObject({ revision: 2, status: 'pending-upgrade', state: 'Stuck' });
-    expect(report.json.release.message).toBe(
+    expect(report.json.releases?.[0]).toMatchObject({ revision: 2, status: 'pending-upgrade', state: 'Stuck' });
+    expect(report.json.releases?.[0].message).toBe(
       'pending-upgrade: Helm waits on hook Job web-migrate, which is Stuck (ImagePullBackOff)',
     );
-    expect(report.json.release.nextStep).toBe(
+    expect(report.json.releases?.[0].nextStep).toBe(
       'Check that image registry.example/web/migrate:2.0 exists and that the Pod may pull it (the tag, imagePullSecrets, registry access); Helm fails the release at its --timeout, or if no helm is still at work on it: helm rollback web -n ' +
         `${ns} (back to revision 1; it ends the pending state), then upgrade again.`,
     );
@@ -346,8 +356,8 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
     // While the hook runs, Helm (had it lived) would be waiting on it: Running, exit 0.
     const running = await why(['--release', `${ns}/web`]);
     expect(running.status).toBe(0);
-    expect(running.json.release).toMatchObject({ revision: 1, status: 'pending-install', state: 'Running' });
-    expect(running.json.release.message).toMatch(
+    expect(running.json.releases?.[0]).toMatchObject({ revision: 1, status: 'pending-install', state: 'Running' });
+    expect(running.json.releases?.[0].message).toMatch(
       /^pending-install: Helm waits on hook Job web-setup, which is Running/,
     );
 
@@ -355,20 +365,29 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
       'why to call the release Stuck with no hook running',
       async () => {
         const answer = await why(['--release', `${ns}/web`]);
-        if (answer.json.release?.state !== 'Stuck') throw new Error(JSON.stringify(answer.json.release));
+        if (answer.json.releases?.[0]?.state !== 'Stuck') throw new Error(JSON.stringify(answer.json.releases?.[0]));
         return answer;
       },
       90,
     );
     expect(stuck.status).toBe(1);
-    expect(stuck.json.release.message).toBe(
+    expect(stuck.json.releases?.[0].message).toBe(
       'pending-install with no hook running: the Helm that started it has not finished it, and Helm refuses any other install, upgrade or rollback ("another operation (install/upgrade/rollback) is in progress") until it ends',
     );
-    expect(stuck.json.release.nextStep).toBe(
+    expect(stuck.json.releases?.[0].nextStep).toBe(
       `If no helm is still at work on it: helm uninstall web -n ${ns} (a first install has no revision to roll back to), then install again.`,
     );
-    expect(stuck.json.release.forSeconds).toBeGreaterThanOrEqual(30);
+    expect(stuck.json.releases?.[0].forSeconds).toBeGreaterThanOrEqual(30);
     expect(declared(stuck.json, 'web-setup')?.summary).toBe('Helm recorded it as Running; its Job is Succeeded');
     expect(stuck.text).toContain(`Release ${ns}/web revision 1: Stuck (pending-install) since `);
+
+    // -A finds it among every release in the cluster, by its Secret's labels.
+    const all = await why(['-A']);
+    expect(all.status).toBe(1);
+    expect((all.json.releases as Json[]).find((release) => release.namespace === ns)).toMatchObject({
+      name: 'web',
+      status: 'pending-install',
+      state: 'Stuck',
+    });
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { HookExplanation } from '../../../src/core/explain/index.js';
 import { explainRelease, type ReleaseHookEvidence } from '../../../src/core/explain/index.js';
 import { summarizeReleaseHook } from '../../../src/core/explain/release.js';
-import type { HelmRelease, ReleaseHook } from '../../../src/core/release.js';
+import { releasesToExplain, type HelmRelease, type ReleaseHook } from '../../../src/core/release.js';
 import { renderWhyJson, renderWhyText } from '../../../src/report/why.js';
 
 const NOW = Date.parse('2026-11-27T11:00:00Z');
@@ -320,7 +320,7 @@ describe('rendering a release', () => {
   );
   const report = {
     scope: 'HelmRelease flux-system/web, Release shop/web',
-    release: explanation,
+    releases: [explanation],
     hooks: [live('web-migrate', 'Failed')],
     examined: 1,
     notShown: 0,
@@ -350,8 +350,9 @@ describe('rendering a release', () => {
   });
 
   it('JSON: the release in one field order, its hooks without the objects, which `hooks` holds', () => {
-    const json = JSON.parse(renderWhyJson(report)) as { release: Record<string, unknown> };
-    expect(Object.keys(json.release)).toEqual([
+    const json = JSON.parse(renderWhyJson(report)) as { releases: Record<string, unknown>[] };
+    const release = json.releases[0]!;
+    expect(Object.keys(release)).toEqual([
       'helmRelease',
       'namespace',
       'name',
@@ -367,7 +368,7 @@ describe('rendering a release', () => {
       'storedIn',
       'hooks',
     ]);
-    expect((json.release.hooks as Record<string, unknown>[])[1]).toEqual({
+    expect((release.hooks as Record<string, unknown>[])[1]).toEqual({
       kind: 'Job',
       namespace: 'shop',
       name: 'web-migrate',
@@ -377,5 +378,23 @@ describe('rendering a release', () => {
       lastRunPhase: 'Failed',
       summary: 'Helm recorded it as Failed; its Job is Failed',
     });
+  });
+});
+
+describe('releasesToExplain: what why -A looks into', () => {
+  it('the newest revision of each release, when it failed or is pending, in namespace and name order', () => {
+    expect(
+      releasesToExplain([
+        { namespace: 'shop', name: 'web', version: 1, status: 'superseded' },
+        { namespace: 'shop', name: 'web', version: 3, status: 'failed' },
+        { namespace: 'shop', name: 'web', version: 2, status: 'deployed' },
+        { namespace: 'shop', name: 'api', version: 4, status: 'deployed' },
+        { namespace: 'shop', name: 'api', version: 3, status: 'failed' },
+        { namespace: 'billing', name: 'db', version: 1, status: 'pending-install' },
+      ]),
+    ).toEqual([
+      { namespace: 'billing', name: 'db', version: 1, status: 'pending-install' },
+      { namespace: 'shop', name: 'web', version: 3, status: 'failed' },
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 // helmReleaseTarget(): the Helm release a Flux HelmRelease manages, with helm-controller v1.6.3's defaults
 // (api/v2/helmrelease_types.go GetReleaseName, GetStorageNamespace, GetReleaseNamespace), and its quoted conditions.
 import { describe, expect, it } from 'vitest';
-import { helmReleaseTarget } from '../../../src/core/flux.js';
+import { helmReleaseTarget, notReadyForAHook } from '../../../src/core/flux.js';
 
 const helmRelease = (spec: Record<string, unknown>, conditions: unknown[] = []) => ({
   apiVersion: 'helm.toolkit.fluxcd.io/v2',
@@ -45,5 +45,44 @@ describe('helmReleaseTarget', () => {
   it('no name or namespace: no target', () => {
     expect(helmReleaseTarget({ spec: {} })).toBeUndefined();
     expect(helmReleaseTarget('web')).toBeUndefined();
+  });
+});
+
+describe('notReadyForAHook', () => {
+  const target = (conditions: unknown[]) => helmReleaseTarget(helmRelease({}, conditions))!;
+  it.each([
+    [
+      "Ready False, quoting Helm's hook error",
+      [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'UpgradeFailed',
+          message:
+            'Helm upgrade failed for release shop/web with chart web@1.2.0: pre-upgrade hooks failed: job web-migrate failed',
+        },
+      ],
+      true,
+    ],
+    [
+      'Ready False for something else',
+      [{ type: 'Ready', status: 'False', reason: 'ArtifactFailed', message: 'HelmChart flux-system/web is not ready' }],
+      false,
+    ],
+    [
+      'Ready True',
+      [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'UpgradeSucceeded',
+          message: 'Helm upgrade succeeded for release shop/web',
+        },
+      ],
+      false,
+    ],
+    ['no Ready yet', [], false],
+  ])('%s', (_name, conditions, expected) => {
+    expect(notReadyForAHook(target(conditions))).toBe(expected);
   });
 });
