@@ -40,11 +40,13 @@ suspended for less than that; longer, it is Stuck).
                          declares as Helm recorded it (events, delete policies, last run), with each hook object
                          that still exists explained; the newest revision, or --revision N
   --helmrelease NS/NAME  a Flux HelmRelease: its Ready and Released conditions, then its release as --release
-  -A, --all-namespaces   every hook in the cluster that is not Succeeded or Running (at most why.maxHooks)
+  -A, --all-namespaces   every hook in the cluster that is not Succeeded or Running (at most why.maxHooks), every
+                         Helm release whose newest revision failed or is pending (its Secrets' labels), and every
+                         Flux HelmRelease not Ready because of a hook
 Talks to the cluster of KUBECONFIG, the in-cluster service account, or ~/.kube/config. Reads jobs, pods and events
 (through events.k8s.io/v1 and v1; either is enough), applications.argoproj.io for --application, the release's
-Secrets (list and get; ConfigMaps under HELM_DRIVER=configmap) for --release, and helmreleases.helm.toolkit.fluxcd.io
-for --helmrelease.
+Secrets (list and get; ConfigMaps under HELM_DRIVER=configmap) for --release, helmreleases.helm.toolkit.fluxcd.io
+for --helmrelease, and for -A's releases both in all namespaces (a list refused is said and left out).
 Exit status: ${EXIT.ok} every hook looked at is fine (Succeeded, Running, Suspended), and the release deployed or under way,
 ${EXIT.hookFailing} a hook failed, is stuck or blocked, a release failed or is stuck pending-*, or the cluster could not be
 read, ${EXIT.badInput} bad input (arguments; a hook, Application, release or HelmRelease that does not exist; a release record
