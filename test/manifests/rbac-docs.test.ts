@@ -140,6 +140,7 @@ const KIND_GROUPS: Record<string, string> = {
 const GRANTED_BY_VALUE: Record<string, string> = {
   'get /pods/log': 'hookWatch.eventLogs',
   'get /namespaces': 'hookWatch.eventLogs',
+  'get helm.toolkit.fluxcd.io/helmreleases': 'hookWatch.helmReleaseEvents',
 };
 type Resources = Array<[group: string, resource: string]>;
 /**
@@ -152,7 +153,10 @@ const CUSTOM_RESOURCES: Record<string, Resources | Record<string, Resources>> = 
   // The hook watcher reads a failed container's log only with hookWatch.eventLogs, which grants it (not by default).
   NamespacedPodLog: [['', 'pods/log']],
   NamespacedCustomObject: {
-    'src/controllers/hooks/client.ts': [['argoproj.io', 'applications']],
+    'src/controllers/hooks/client.ts': [
+      ['argoproj.io', 'applications'],
+      ['helm.toolkit.fluxcd.io', 'helmreleases'],
+    ],
     'src/sweep/client.ts': [
       ['argoproj.io', 'applications'],
       ['argoproj.io', 'workflows'],

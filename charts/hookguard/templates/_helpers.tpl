@@ -112,7 +112,7 @@ those keys in `config`, so nothing is silently overridden).
   "leaderElection" (dict "leaseNamespace" .Release.Namespace "leaseName" (include "hookguard.leaseName" .))
   "selfTest" (dict "enabled" .Values.selfTest.enabled "namespace" .Values.selfTest.namespace)
   "sweep" (dict "profiles" .Values.sweep.profiles)
-  "hookWatch" (dict "enabled" .Values.hookWatch.enabled "eventLogs" .Values.hookWatch.eventLogs)
+  "hookWatch" (dict "enabled" .Values.hookWatch.enabled "eventLogs" .Values.hookWatch.eventLogs "helmReleaseEvents" .Values.hookWatch.helmReleaseEvents)
 -}}
 {{- mergeOverwrite $config $owned | toYaml -}}
 {{- end }}
