@@ -155,7 +155,10 @@ function waitingOn(hooks: readonly ReleaseHookExplanation[], status: string): Re
 export function explainRelease(evidence: ReleaseEvidence, options: ExplainOptions): ReleaseExplanation {
   const { release } = evidence;
   const hooks: ReleaseHookExplanation[] = [...evidence.hooks]
-    .sort((a, b) => a.hook.weight - b.hook.weight || a.hook.name.localeCompare(b.hook.name))
+    // Helm's order (hookByWeight): by weight, then by name as Go compares strings, byte by byte.
+    .sort(
+      (a, b) => a.hook.weight - b.hook.weight || (a.hook.name < b.hook.name ? -1 : a.hook.name > b.hook.name ? 1 : 0),
+    )
     .map((item) => ({
       kind: item.hook.kind,
       namespace: item.namespace,
