@@ -93,6 +93,17 @@ async function getJson(kubeConfig: KubeConfig, path: string, accept = 'applicati
   }
 }
 
+/** What a storage object's labels say of the revision it holds; undefined when they are not Helm's. */
+function storedRevisionOf(item: unknown): StoredRevision | undefined {
+  const metadata = isRecord(item) && isRecord(item.metadata) ? item.metadata : {};
+  const labels = isRecord(metadata.labels) ? metadata.labels : {};
+  const { name, version, status } = labels;
+  if (typeof metadata.namespace !== 'string' || typeof name !== 'string' || typeof status !== 'string')
+    return undefined;
+  if (typeof version !== 'string' || !/^[1-9][0-9]{0,8}$/.test(version)) return undefined;
+  return { namespace: metadata.namespace, name, version: Number(version), status };
+}
+
 /**
  * The revisions of release NAME stored in NAMESPACE: Helm's default driver (Secrets) first, then ConfigMaps
  * (HELM_DRIVER=configmap), each listed by Helm's labels (metadata only), the newest revision or `revision` read whole.
@@ -112,21 +123,15 @@ export async function readStoredRelease(
       METADATA_LIST_ACCEPT,
     );
     const revisions = (isRecord(list) && Array.isArray(list.items) ? list.items : [])
-      .map((item) =>
-        isRecord(item) && isRecord(item.metadata) && isRecord(item.metadata.labels)
-          ? item.metadata.labels.version
-          : undefined,
-      )
-      .filter((version): version is string => typeof version === 'string' && /^[1-9][0-9]{0,8}$/.test(version))
-      .map(Number)
-      .sort((a, b) => a - b);
+      .flatMap((item) => storedRevisionOf(item) ?? [])
+      .map((stored) => stored.version);
     if (revisions.length === 0) continue;
     const chosen = chooseRevision(revisions, revision);
     if (chosen === undefined) return undefined;
     const objectName = releaseObjectName(name, chosen);
     const object = await getJson(kubeConfig, `${base}/${encodeURIComponent(objectName)}`);
     if (object === undefined) return undefined;
-    // A list item carries no kind: the decoder tells a Secret's doubled base64 by it.
+    // The decoder tells a Secret's doubled base64 by the kind: the one asked for, whatever the answer says.
     const release = releaseFromStorage(isRecord(object) ? { ...object, kind } : object);
     return { release, storedIn: `${kind} ${namespace}/${objectName}` };
   }
@@ -159,14 +164,7 @@ async function listAll(kubeConfig: KubeConfig, path: string, query: Record<strin
  */
 export async function listStoredRevisions(kubeConfig: KubeConfig): Promise<StoredRevision[]> {
   const items = await listAll(kubeConfig, '/api/v1/secrets', { labelSelector: 'owner=helm' }, METADATA_LIST_ACCEPT);
-  return items.flatMap((item) => {
-    const metadata = isRecord(item.metadata) ? item.metadata : {};
-    const labels = isRecord(metadata.labels) ? metadata.labels : {};
-    const { name, version, status } = labels;
-    if (typeof metadata.namespace !== 'string' || typeof name !== 'string' || typeof status !== 'string') return [];
-    if (typeof version !== 'string' || !/^[1-9][0-9]{0,8}$/.test(version)) return [];
-    return [{ namespace: metadata.namespace, name, version: Number(version), status }];
-  });
+  return items.flatMap((item) => storedRevisionOf(item) ?? []);
 }
 
 /** Every Flux HelmRelease (helm.toolkit.fluxcd.io/v2) in the cluster; none where Flux is not installed (404). */
