@@ -2,14 +2,21 @@ import { ARGOCD_TRACKING_ID } from '../core/annotations.js';
 import {
   explainHook,
   explainRecordedHook,
+  explainRelease,
   FAILING_STATES,
   type ExplainOptions,
+  type FluxReleaseOwner,
   type HookExplanation,
+  type ReleaseExplanation,
+  type ReleaseHookEvidence,
 } from '../core/explain/index.js';
+import { helmReleaseTarget, notReadyForAHook } from '../core/flux.js';
+import { releasesToExplain } from '../core/release.js';
 import { readHook } from '../core/hook.js';
 import { conditionTrue, isRecord, metadataOf } from '../core/objects.js';
-import { ApiCallError, apiFailureText, EXIT, isBug, UsageError } from '../errors.js';
+import { ApiCallError, apiFailureText, EXIT, isBug, UsageError, UserError } from '../errors.js';
 import { apiFailure } from '../kube/api-failure.js';
+import { listHelmReleases, listStoredRevisions, readStoredRelease } from '../kube/helm-release.js';
 import { kubeHookReader, type HookKindName, type HookReader } from '../kube/hook-evidence.js';
 import { kubeConnection, noClusterProblem } from '../kube/kubeconfig.js';
 import { renderWhyJson, renderWhyText, type WhyReport } from '../report/why.js';
@@ -17,9 +24,10 @@ import { applicationLookupOf } from '../sweep/application-lookup.js';
 import { applicationsOf, type ApplicationLookup } from '../sweep/qualify.js';
 import { loadConfigWithFlags, parseArguments, textOrJson } from './arguments.js';
 import type { CommandIO } from './io.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 
-export const WHY_USAGE = `Usage: hookguard why job/NAME|pod/NAME [-n NS] | --application NS/NAME | -A
-                     [--output text|json] [--stuck-after-seconds N] [--config FILE]
+export const WHY_USAGE = `Usage: hookguard why job/NAME|pod/NAME [-n NS] | --application NS/NAME | --release NS/NAME [--revision N]
+                     | --helmrelease NS/NAME | -A   [--output text|json] [--stuck-after-seconds N] [--config FILE]
 Says why a hook Job or Pod failed or hangs, from what Kubernetes wrote: the Job's conditions, its Pods' container
 states (exit code, reason, termination message), the scheduler's verdict, and the Events of the kubelet and the job
 controller (events.k8s.io/v1 and v1). States: Succeeded, Running, Failed, Stuck (a Pod waiting longer than
@@ -28,11 +36,21 @@ suspended for less than that; longer, it is Stuck).
   job/NAME, pod/NAME     one hook, in -n NS (default: the kubeconfig context's namespace, else default)
   --application NS/NAME  every hook of that Argo CD Application's current or last operation, and every hook
                          carrying its tracking id or instance label
-  -A, --all-namespaces   every hook in the cluster that is not Succeeded or Running (at most why.maxHooks)
+  --release NS/NAME      a Helm release: its status (pending-install, pending-upgrade, failed, …) and each hook it
+                         declares as Helm recorded it (events, delete policies, last run), with each hook object
+                         that still exists explained; the newest revision, or --revision N
+  --helmrelease NS/NAME  a Flux HelmRelease: its Ready and Released conditions, then its release as --release
+  -A, --all-namespaces   every hook in the cluster that is not Succeeded or Running (at most why.maxHooks), every
+                         Helm release whose newest revision failed or is pending (its Secrets' labels), and every
+                         Flux HelmRelease not Ready because of a hook
 Talks to the cluster of KUBECONFIG, the in-cluster service account, or ~/.kube/config. Reads jobs, pods and events
-(through events.k8s.io/v1 and v1; either is enough), and applications.argoproj.io for --application.
-Exit status: ${EXIT.ok} every hook looked at is fine (Succeeded, Running, Suspended), ${EXIT.hookFailing} one failed, is stuck or blocked,
-or the cluster could not be read, ${EXIT.badInput} bad input (arguments, a hook or Application that does not exist), ${EXIT.internal} internal error.`;
+(through events.k8s.io/v1 and v1; either is enough), applications.argoproj.io for --application, the release's
+Secrets (list and get; ConfigMaps under HELM_DRIVER=configmap) for --release, helmreleases.helm.toolkit.fluxcd.io
+for --helmrelease, and for -A's releases both in all namespaces (a list refused is said and left out).
+Exit status: ${EXIT.ok} every hook looked at is fine (Succeeded, Running, Suspended), and the release deployed or under way,
+${EXIT.hookFailing} a hook failed, is stuck or blocked, a release failed or is stuck pending-*, or the cluster could not be
+read, ${EXIT.badInput} bad input (arguments; a hook, Application, release or HelmRelease that does not exist; a release record
+that cannot be read), ${EXIT.internal} internal error.`;
 
 const TARGET = /^(job|jobs|job\.batch|pod|pods)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/;
 
@@ -47,10 +65,17 @@ function parseTarget(value: string): Target {
   return { kind: match[1]?.startsWith('pod') ? 'Pod' : 'Job', name: match[2] ?? '' };
 }
 
-function parseApplication(value: string): { namespace: string; name: string } {
+function parseReference(flag: string, value: string): { namespace: string; name: string } {
   const [namespace, name, ...rest] = value.split('/');
-  if (!namespace || !name || rest.length > 0) throw new UsageError(`--application "${value}" is not NAMESPACE/NAME`);
+  if (!namespace || !name || rest.length > 0) throw new UsageError(`--${flag} "${value}" is not NAMESPACE/NAME`);
   return { namespace, name };
+}
+
+function parseRevision(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,8}$/.test(value))
+    throw new UsageError(`--revision "${value}" is not a revision number (1, 2, …)`);
+  return Number(value);
 }
 
 type Json = Record<string, unknown>;
@@ -92,6 +117,70 @@ async function whyOne(context: Context, target: Target, namespace: string): Prom
     notShown: 0,
     overCap: 0,
   };
+}
+
+/**
+ * `-A`'s releases: each Helm release whose newest revision failed or is pending (Secrets' labels, cluster-wide), and
+ * each Flux HelmRelease not Ready because of a hook, explained as --release; shown when not fine, or owned by such a
+ * HelmRelease. One that may not be listed (403) is left out and said on stderr: -A still explains the hooks.
+ */
+async function failingReleases(
+  context: Context,
+  kubeConfig: KubeConfig,
+  io: CommandIO,
+): Promise<{ releases: ReleaseExplanation[]; overCap: number }> {
+  const refs = new Map<string, ReleaseRef>();
+  const refused = (error: unknown, what: string): void => {
+    const failure = apiFailure(error);
+    if (failure.status !== 403) throw error;
+    io.stderr(`hookguard why: ${what} not looked at: ${apiFailureText(failure)}\n`);
+  };
+  try {
+    for (const revision of releasesToExplain(await listStoredRevisions(kubeConfig)))
+      refs.set(`${revision.namespace}/${revision.name}`, {
+        storageNamespace: revision.namespace,
+        name: revision.name,
+        revision: revision.version,
+      });
+  } catch (error) {
+    refused(error, 'Helm releases (list secrets in all namespaces)');
+  }
+  try {
+    for (const object of await listHelmReleases(kubeConfig)) {
+      const target = helmReleaseTarget(object);
+      const metadata = metadataOf(object) ?? {};
+      if (target === undefined || !notReadyForAHook(target)) continue;
+      const key = `${target.storageNamespace}/${target.releaseName}`;
+      refs.set(key, {
+        storageNamespace: target.storageNamespace,
+        name: target.releaseName,
+        revision: refs.get(key)?.revision,
+        helmRelease: {
+          namespace: String(metadata.namespace),
+          name: String(metadata.name),
+          conditions: target.conditions,
+        },
+      });
+    }
+  } catch (error) {
+    refused(error, 'Flux HelmReleases (list helmreleases.helm.toolkit.fluxcd.io)');
+  }
+  const looked = [...refs.values()].slice(0, context.maxHooks);
+  const releases: ReleaseExplanation[] = [];
+  for (const ref of looked) {
+    let report: WhyReport;
+    try {
+      report = await whyRelease(context, kubeConfig, ref);
+    } catch (error) {
+      // Gone between the list and the read (uninstalled, rolled back past its history).
+      if (error instanceof UsageError) continue;
+      throw error;
+    }
+    for (const release of report.releases ?? [])
+      if (release.helmRelease !== undefined || (release.state !== 'Succeeded' && release.state !== 'Running'))
+        releases.push(release);
+  }
+  return { releases, overCap: refs.size - looked.length };
 }
 
 async function whyAll(context: Context): Promise<WhyReport> {
@@ -204,6 +293,89 @@ async function whyApplication(context: Context, ref: { namespace: string; name: 
   };
 }
 
+interface ReleaseRef {
+  /** Where the records are stored. */
+  storageNamespace: string;
+  name: string;
+  revision: number | undefined;
+  helmRelease?: FluxReleaseOwner;
+}
+
+/**
+ * A Helm release: its record, and for each Job or Pod hook it declares the object if it still exists, explained. A
+ * hook's object is read in the namespace its manifest names, else the release's (Helm's own rule,
+ * pkg/action/hooks.go deriveNamespace).
+ */
+async function whyRelease(context: Context, kubeConfig: KubeConfig, ref: ReleaseRef): Promise<WhyReport> {
+  const stored = await readStoredRelease(kubeConfig, ref.storageNamespace, ref.name, ref.revision);
+  if (stored === undefined)
+    throw new UsageError(
+      `Helm release ${ref.storageNamespace}/${ref.name}${ref.revision !== undefined ? ` revision ${ref.revision}` : ''} not found (no Secret or ConfigMap sh.helm.release.v1.${ref.name}.v* labelled owner=helm in ${ref.storageNamespace})`,
+    );
+  const { release } = stored;
+  const evidence: ReleaseHookEvidence[] = [];
+  let read = 0;
+  let overCap = 0;
+  for (const hook of release.hooks) {
+    const namespace = hook.namespace ?? release.namespace;
+    if (hook.kind !== 'Job' && hook.kind !== 'Pod') {
+      evidence.push({ hook, namespace, live: undefined });
+      continue;
+    }
+    if (read >= context.maxHooks) {
+      overCap += 1;
+      evidence.push({ hook, namespace, live: undefined });
+      continue;
+    }
+    const object = await context.reader.get(hook.kind, namespace, hook.name);
+    if (object === undefined) {
+      evidence.push({ hook, namespace, live: null });
+      continue;
+    }
+    const live = explainHook(await context.reader.evidence(object), context.options);
+    read += 1;
+    const created = metadataOf(object)?.creationTimestamp;
+    evidence.push({ hook, namespace, live, ...(typeof created === 'string' ? { created } : {}) });
+  }
+  const explanation = explainRelease(
+    {
+      release,
+      storedIn: stored.storedIn,
+      hooks: evidence,
+      ...(ref.helmRelease ? { helmRelease: ref.helmRelease } : {}),
+    },
+    context.options,
+  );
+  // Shown below the release: the objects of the hooks this revision ran; another run's are only named in its list.
+  const shown = explanation.hooks.flatMap((hook) => (hook.live ? [hook.live] : []));
+  return {
+    scope: `${ref.helmRelease ? `HelmRelease ${ref.helmRelease.namespace}/${ref.helmRelease.name}, ` : ''}Release ${release.namespace}/${release.name}`,
+    releases: [explanation],
+    hooks: shown,
+    // Another run's objects were read only to name their state in the release's list.
+    examined: shown.length,
+    notShown: 0,
+    overCap,
+  };
+}
+
+/** A Flux HelmRelease: the release it names (helmReleaseTarget(), helm-controller's defaults), as --release. */
+async function whyHelmRelease(
+  context: Context,
+  kubeConfig: KubeConfig,
+  ref: { namespace: string; name: string },
+): Promise<WhyReport> {
+  const object = await context.reader.getHelmRelease(ref.namespace, ref.name);
+  const target = object === undefined ? undefined : helmReleaseTarget(object);
+  if (target === undefined) throw new UsageError(`HelmRelease ${ref.namespace}/${ref.name} not found`);
+  return whyRelease(context, kubeConfig, {
+    storageNamespace: target.storageNamespace,
+    name: target.releaseName,
+    revision: undefined,
+    helmRelease: { ...ref, conditions: target.conditions },
+  });
+}
+
 /** `hookguard why`: explains hooks; exits 1 when one failed, is stuck or is blocked. */
 export async function runWhy(argv: readonly string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseArguments(argv, {
@@ -211,6 +383,9 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     options: {
       namespace: { type: 'string', short: 'n' },
       application: { type: 'string' },
+      release: { type: 'string' },
+      revision: { type: 'string' },
+      helmrelease: { type: 'string' },
       'all-namespaces': { type: 'boolean', short: 'A', default: false },
       output: { type: 'string', short: 'o', default: 'text' },
       'stuck-after-seconds': { type: 'string' },
@@ -223,13 +398,26 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
     return EXIT.ok;
   }
   const output = textOrJson(values.output);
-  const asked = [positionals.length > 0, values.application !== undefined, values['all-namespaces']].filter(Boolean);
+  const asked = [
+    positionals.length > 0,
+    values.application !== undefined,
+    values.release !== undefined,
+    values.helmrelease !== undefined,
+    values['all-namespaces'],
+  ].filter(Boolean);
   if (asked.length !== 1 || positionals.length > 1)
-    throw new UsageError('name one hook (job/NAME or pod/NAME), or --application NS/NAME, or -A');
+    throw new UsageError(
+      'name one hook (job/NAME or pod/NAME), or --application NS/NAME, --release NS/NAME, --helmrelease NS/NAME, or -A',
+    );
+  if (values.revision !== undefined && values.release === undefined)
+    throw new UsageError('--revision goes with --release');
   if (values.namespace !== undefined && (values.namespace === '' || positionals.length === 0))
     throw new UsageError('-n goes with job/NAME or pod/NAME, and must not be empty');
   const target = positionals[0] !== undefined ? parseTarget(positionals[0]) : undefined;
-  const application = values.application !== undefined ? parseApplication(values.application) : undefined;
+  const application = values.application !== undefined ? parseReference('application', values.application) : undefined;
+  const release = values.release !== undefined ? parseReference('release', values.release) : undefined;
+  const revision = parseRevision(values.revision);
+  const helmRelease = values.helmrelease !== undefined ? parseReference('helmrelease', values.helmrelease) : undefined;
   const config = loadConfigWithFlags(io, values.config, [
     { flag: 'stuck-after-seconds', key: 'why.stuckAfterSeconds', value: values['stuck-after-seconds'] },
   ]);
@@ -252,13 +440,28 @@ export async function runWhy(argv: readonly string[], io: CommandIO): Promise<nu
       )?.namespace;
       report = await whyOne(context, target, values.namespace ?? contextNamespace ?? 'default');
     } else if (application !== undefined) report = await whyApplication(context, application);
-    else report = await whyAll(context);
+    else if (release !== undefined)
+      report = await whyRelease(context, connection.kubeConfig, {
+        storageNamespace: release.namespace,
+        name: release.name,
+        revision,
+      });
+    else if (helmRelease !== undefined) report = await whyHelmRelease(context, connection.kubeConfig, helmRelease);
+    else {
+      const hooks = await whyAll(context);
+      const { releases, overCap } = await failingReleases(context, connection.kubeConfig, io);
+      report = { ...hooks, ...(releases.length > 0 ? { releases } : {}), overCap: hooks.overCap + overCap };
+    }
   } catch (error) {
-    if (error instanceof UsageError || isBug(error)) throw error;
+    // A record that is no release (InputError) is bad input, as a hook that does not exist.
+    if (error instanceof UserError || isBug(error)) throw error;
     const failure = error instanceof ApiCallError ? error.failure : apiFailure(error);
     io.stderr(`hookguard why: cannot read the cluster (${connection.source}): ${apiFailureText(failure)}\n`);
     return EXIT.hookFailing;
   }
   io.stdout(output === 'json' ? renderWhyJson(report) : renderWhyText(report));
-  return report.hooks.some((hook) => FAILING_STATES.has(hook.state)) ? EXIT.hookFailing : EXIT.ok;
+  const failing =
+    report.hooks.some((hook) => FAILING_STATES.has(hook.state)) ||
+    (report.releases ?? []).some((release) => FAILING_STATES.has(release.state));
+  return failing ? EXIT.hookFailing : EXIT.ok;
 }

@@ -812,6 +812,12 @@ export const KEYS = {
       env: 'HOOKGUARD_HOOK_WATCH_EVENT_LOGS',
       doc: 'Allow the last log lines of a failed container (redacted: tokens, password=, Authorization:, PEM blocks, long base64) in the Event, where the hook or its namespace is annotated hookguard.io/event-logs: "true". Needs pods/log (the chart grants it with hookWatch.eventLogs).',
     }),
+    // Off by default: reading HelmReleases is a grant of its own, and an installation without Flux has none.
+    helmReleaseEvents: flag({
+      default: false,
+      env: 'HOOKGUARD_HOOK_WATCH_HELM_RELEASE_EVENTS',
+      doc: 'Post the HookFailed/HookStuck Event also on the Flux HelmRelease that owns the hook (its labels helm.toolkit.fluxcd.io/name and /namespace), as on an Argo CD Application. Needs get on helmreleases.helm.toolkit.fluxcd.io (the chart grants it with hookWatch.helmReleaseEvents).',
+    }),
     // controller-runtime's client asks 20 calls a second with a burst of 30 (client-go's bare default is 5 and 10). The
     // watcher explains at most 20 hooks a pass, a pass every 10 s unless something changed: about 14 calls a second
     // at 7 calls a hook, so the bucket binds only when changes come faster than the passes.

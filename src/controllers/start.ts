@@ -36,6 +36,7 @@ export function hookWatchSettings(config: Readonly<Config>): HookWatchSettings {
     stuckAfterSeconds: config.why.stuckAfterSeconds,
     recheckSeconds: config.hookWatch.recheckSeconds,
     eventLogs: config.hookWatch.eventLogs,
+    helmReleaseEvents: config.hookWatch.helmReleaseEvents,
     // In a cluster, the pod's name: which replica wrote an Event.
     reportingInstance: hostname(),
     applicationLookup: applicationLookupOf(config),

@@ -58,3 +58,57 @@ export function helmControllerAdvisories(
 export function versionsIn(controllers: HelmControllers, range: string): string[] {
   return controllers.versions.filter((version) => versionInRange(version, range));
 }
+
+/** The Helm release a HelmRelease (helm.toolkit.fluxcd.io/v2) manages, and its Ready and Released conditions. */
+export interface HelmReleaseTarget {
+  releaseName: string;
+  /** Where helm-controller keeps the release records. */
+  storageNamespace: string;
+  /** Where the release (and so its hooks) is installed. */
+  releaseNamespace: string;
+  conditions: { type: string; status: string; reason?: string; message?: string }[];
+}
+
+const QUOTED_CONDITIONS = ['Ready', 'Released'];
+
+/**
+ * The defaults of fluxcd/helm-controller v1.6.3 api/v2/helmrelease_types.go: GetReleaseName (spec.releaseName, else
+ * `<spec.targetNamespace>-<name>` with a target namespace, else the name), GetStorageNamespace (spec.storageNamespace,
+ * else the HelmRelease's namespace), GetReleaseNamespace (spec.targetNamespace, else the HelmRelease's namespace).
+ */
+export function helmReleaseTarget(object: unknown): HelmReleaseTarget | undefined {
+  if (!isRecord(object)) return undefined;
+  const metadata = metadataOf(object);
+  const name = metadata?.name;
+  const namespace = metadata?.namespace;
+  if (typeof name !== 'string' || name === '' || typeof namespace !== 'string' || namespace === '') return undefined;
+  const spec = isRecord(object.spec) ? object.spec : {};
+  const given = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+  const targetNamespace = given(spec.targetNamespace);
+  const status = isRecord(object.status) ? object.status : {};
+  const conditions = (Array.isArray(status.conditions) ? status.conditions : [])
+    .filter(isRecord)
+    .filter((condition) => typeof condition.type === 'string' && QUOTED_CONDITIONS.includes(condition.type))
+    .map((condition) => ({
+      type: condition.type as string,
+      status: typeof condition.status === 'string' ? condition.status : 'Unknown',
+      ...(given(condition.reason) !== undefined ? { reason: condition.reason as string } : {}),
+      ...(given(condition.message) !== undefined ? { message: condition.message as string } : {}),
+    }));
+  return {
+    releaseName: given(spec.releaseName) ?? (targetNamespace !== undefined ? `${targetNamespace}-${name}` : name),
+    storageNamespace: given(spec.storageNamespace) ?? namespace,
+    releaseNamespace: targetNamespace ?? namespace,
+    conditions,
+  };
+}
+
+/**
+ * Whether a HelmRelease is not Ready because of a Helm hook: its Ready condition False, and it or Released quoting
+ * Helm's hook error ("pre-upgrade hooks failed: …", pkg/action/hooks.go; "… hook … failed").
+ */
+export function notReadyForAHook(target: HelmReleaseTarget): boolean {
+  const ready = target.conditions.find((condition) => condition.type === 'Ready');
+  if (ready?.status !== 'False') return false;
+  return target.conditions.some((condition) => /\bhooks?\b/i.test(condition.message ?? ''));
+}

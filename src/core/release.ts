@@ -1,5 +1,5 @@
 // Pure: what a Helm release record says, read defensively from its decoded JSON. The record is Helm's
-// `release.Release` (helm v3.21.4 and v4.2.4 pkg/release/v1/release.go, info.go, hook.go): the same JSON field names
+// `release.Release` (helm v3.21.4 and v4.3.2 pkg/release/v1/release.go, info.go, hook.go): the same JSON field names
 // in Helm 3 and 4.
 import { isRecord } from './objects.js';
 
@@ -88,7 +88,7 @@ export function readHelmRelease(json: unknown): HelmRelease | undefined {
 }
 
 /**
- * The storage object of each revision: `sh.helm.release.v1.NAME.vN` (helm v4.2.4 pkg/storage/storage.go makeKey,
+ * The storage object of each revision: `sh.helm.release.v1.NAME.vN` (helm v4.3.2 pkg/storage/storage.go makeKey,
  * HelmStorageType), a Secret of type `helm.sh/release.v1` by default, a ConfigMap under HELM_DRIVER=configmap, both
  * labelled `owner=helm`, `name=NAME`, `version=N`, `status=…` (pkg/storage/driver/secrets.go, cfgmaps.go newSecretsObject).
  */
@@ -105,4 +105,31 @@ export function releaseSelector(name: string): string {
 export function chooseRevision(versions: readonly number[], asked: number | undefined): number | undefined {
   if (asked !== undefined) return versions.includes(asked) ? asked : undefined;
   return versions.length === 0 ? undefined : Math.max(...versions);
+}
+
+/** One revision's storage object as its labels say (owner=helm, name, version, status), without its record. */
+export interface StoredRevision {
+  namespace: string;
+  name: string;
+  version: number;
+  status: string;
+}
+
+/** The statuses `why -A` looks into: an operation that failed or has not ended. */
+const LOOKED_INTO = new Set(['failed', 'pending-install', 'pending-upgrade', 'pending-rollback', 'uninstalling']);
+
+/**
+ * The releases `why -A` explains: each release's newest revision (a failed upgrade rolled back or upgraded since is
+ * history), when that revision failed or is still pending, in namespace and name order.
+ */
+export function releasesToExplain(revisions: readonly StoredRevision[]): StoredRevision[] {
+  const newest = new Map<string, StoredRevision>();
+  for (const revision of revisions) {
+    const key = `${revision.namespace}/${revision.name}`;
+    const seen = newest.get(key);
+    if (seen === undefined || revision.version > seen.version) newest.set(key, revision);
+  }
+  return [...newest.values()]
+    .filter((revision) => LOOKED_INTO.has(revision.status))
+    .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
 }

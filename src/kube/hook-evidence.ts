@@ -1,8 +1,9 @@
 // What `hookguard why` reads from the API server to explain a hook: the hook, its Pods, the Events about both (from
-// events.k8s.io/v1 and core v1 alike), the hooks of a namespace or of the cluster, an Argo CD Application. Every read
-// is a GET of JSON (src/kube/api-request.ts), every list is paged and capped, and lists of Jobs and Pods parse only
-// the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is src/core/explain/. The
-// hook watcher reads through the same reader, with a CallBudget (src/kube/call-budget.ts) every call goes through.
+// events.k8s.io/v1 and core v1 alike), the hooks of a namespace or of the cluster, an Argo CD Application, a Flux
+// HelmRelease. Every read is a GET of JSON (src/kube/api-request.ts), every list is paged and capped, and lists of
+// Jobs and Pods parse only the items that carry a hook annotation (src/kube/list-scan.ts). The judgement itself is
+// src/core/explain/. The hook watcher reads through the same reader, with a CallBudget (src/kube/call-budget.ts) every
+// call goes through.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isRecord } from '../core/objects.js';
 import type { HookEvidence } from '../core/explain/index.js';
@@ -41,6 +42,8 @@ export interface HookReader {
   listHooks(kind: HookKindName, namespace: string | undefined, keep: (hook: Json) => boolean): Promise<Json[]>;
   /** An Argo CD Application (argoproj.io/v1alpha1); undefined when it does not exist. */
   getApplication(namespace: string, name: string): Promise<Json | undefined>;
+  /** A Flux HelmRelease (helm.toolkit.fluxcd.io/v2); undefined when it does not exist. */
+  getHelmRelease(namespace: string, name: string): Promise<Json | undefined>;
   /**
    * Every hook Job or Pod carrying `labelSelector`, in every namespace, page by page, with the list's resourceVersion
    * to watch from (a reflector's list).
@@ -202,6 +205,11 @@ export function kubeHookReader(kubeConfig: KubeConfig, budget: Pick<CallBudget, 
     async getApplication(namespace, name) {
       return getJson(
         `/apis/argoproj.io/v1alpha1/namespaces/${encodeURIComponent(namespace)}/applications/${encodeURIComponent(name)}`,
+      );
+    },
+    async getHelmRelease(namespace, name) {
+      return getJson(
+        `/apis/helm.toolkit.fluxcd.io/v2/namespaces/${encodeURIComponent(namespace)}/helmreleases/${encodeURIComponent(name)}`,
       );
     },
     async listLabelled(kind, labelSelector) {

@@ -1,5 +1,5 @@
 // `hookguard why`'s output: text for people, JSON for scripts, both from the explanations of src/core/explain/.
-import type { HookExplanation, HookState } from '../core/explain/index.js';
+import type { HookExplanation, HookState, ReleaseExplanation } from '../core/explain/index.js';
 import { printable } from './report.js';
 
 export interface WhyReport {
@@ -15,6 +15,8 @@ export interface WhyReport {
   overCap: number;
   /** The Argo CD operation, for `--application`. */
   operation?: { phase?: string; message?: string };
+  /** Helm releases: the one of `--release` or `--helmrelease`, those `-A` found failed or stuck; their hooks' objects are `hooks`. */
+  releases?: ReleaseExplanation[];
 }
 
 /** The fields in one order, unset ones left out: what a script reads is the same from one run to the next. */
@@ -100,8 +102,41 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`;
 }
 
+function since(at: string | undefined, seconds: number | undefined): string {
+  return at !== undefined ? ` since ${at}${seconds !== undefined ? ` (${duration(seconds)})` : ''}` : '';
+}
+
+/** The HelmRelease asked about, its target and its conditions quoted; then the release and each hook it declares. */
+function releaseText(release: ReleaseExplanation): string {
+  const lines: string[] = [];
+  const owner = release.helmRelease;
+  if (owner !== undefined) {
+    lines.push(`HelmRelease ${owner.namespace}/${owner.name}: release ${release.namespace}/${release.name}`);
+    if (owner.conditions.length === 0) lines.push('  no Ready or Released condition yet');
+    for (const condition of owner.conditions)
+      lines.push(
+        `  ${condition.type} ${condition.status}${condition.reason ? ` (${condition.reason})` : ''}${condition.message ? `: ${printable(oneLine(condition.message))}` : ''}`,
+      );
+    lines.push('');
+  }
+  lines.push(
+    `Release ${release.namespace}/${release.name} revision ${release.revision}: ${release.state} (${release.status})${since(release.since, release.forSeconds)}`,
+    `  ${printable(oneLine(release.message))}`,
+    `  chart ${printable(release.chart)}, read from ${printable(release.storedIn)}`,
+    `  next step: ${printable(release.nextStep)}`,
+  );
+  if (release.hooks.length === 0) lines.push('  hooks: none declared');
+  else lines.push('  hooks, as Helm recorded them:');
+  for (const hook of release.hooks)
+    lines.push(
+      `    ${hook.kind} ${printable(hook.name)} [${hook.events.join(',')}; weight ${hook.weight}; delete policy ${hook.deletePolicies.join(',') || 'none (Helm: before-hook-creation)'}; last run ${hook.lastRunPhase || 'none'}]: ${printable(hook.summary)}`,
+    );
+  return lines.join('\n');
+}
+
 export function renderWhyText(report: WhyReport): string {
   const blocks: string[] = [];
+  blocks.push(...(report.releases ?? []).map(releaseText));
   if (report.operation) {
     const { phase, message } = report.operation;
     blocks.push(
@@ -110,14 +145,17 @@ export function renderWhyText(report: WhyReport): string {
   }
   blocks.push(...report.hooks.map(hookText));
   const summary: string[] = [];
-  if (report.hooks.length === 0)
+  // A release lists its hooks itself, objects or not.
+  if (report.hooks.length === 0 && (report.releases ?? []).length === 0)
     summary.push(
       report.examined === 0
         ? `no hook found (${report.scope})`
         : `no hook failing, stuck, blocked or suspended (${report.scope}): ${plural(report.examined, 'hook')} looked at`,
     );
   else if (report.examined > 1 || report.notShown > 0)
-    summary.push(`${plural(report.examined, 'hook')} looked at (${report.scope}): ${counts(report.hooks)}`);
+    summary.push(
+      `${plural(report.examined, 'hook')} looked at (${report.scope})${report.hooks.length > 0 ? `: ${counts(report.hooks)}` : ''}`,
+    );
   if (report.hooks.length > 0 && report.notShown > 0) summary.push(`${report.notShown} Succeeded or Running not shown`);
   if (report.overCap > 0)
     summary.push(
@@ -127,11 +165,33 @@ export function renderWhyText(report: WhyReport): string {
   return `${blocks.join('\n\n')}\n`;
 }
 
+/** The release's fields in one order; each declared hook without its object's explanation, which `hooks` holds. */
+function releaseJson(release: ReleaseExplanation): Record<string, unknown> {
+  const { namespace, name, revision, chart, status, description, state, message, nextStep } = release;
+  return {
+    ...(release.helmRelease ? { helmRelease: release.helmRelease } : {}),
+    namespace,
+    name,
+    revision,
+    chart,
+    status,
+    ...(description !== undefined ? { description } : {}),
+    state,
+    message,
+    nextStep,
+    ...(release.since !== undefined ? { since: release.since, forSeconds: release.forSeconds } : {}),
+    storedIn: release.storedIn,
+    hooks: release.hooks.map(({ live: _live, ...hook }) => hook),
+  };
+}
+
 /** One JSON document: every hook shown as its whole explanation, and what was looked at. */
 export function renderWhyJson(report: WhyReport): string {
   return `${JSON.stringify({
     scope: report.scope,
     ...(report.operation ? { operation: report.operation } : {}),
+    // Each declared hook's object is in `hooks`, once.
+    ...(report.releases ? { releases: report.releases.map(releaseJson) } : {}),
     hooks: report.hooks.map(ordered),
     examined: report.examined,
     notShown: report.notShown,

@@ -500,9 +500,15 @@ describe('hookguard why with Events granted through one API only (RBAC grants th
 
 describe('hookguard why: bad input exits 2, an unreadable cluster 1', () => {
   const refused: Array<[string[], string]> = [
-    [['why'], 'hookguard why: name one hook (job/NAME or pod/NAME), or --application NS/NAME, or -A\n'],
+    [
+      ['why'],
+      'hookguard why: name one hook (job/NAME or pod/NAME), or --application NS/NAME, --release NS/NAME, --helmrelease NS/NAME, or -A\n',
+    ],
     [['why', 'deployment/web'], 'hookguard why: "deployment/web" is not job/NAME or pod/NAME\n'],
-    [['why', 'job/a', '-A'], 'hookguard why: name one hook (job/NAME or pod/NAME), or --application NS/NAME, or -A\n'],
+    [
+      ['why', 'job/a', '-A'],
+      'hookguard why: name one hook (job/NAME or pod/NAME), or --application NS/NAME, --release NS/NAME, --helmrelease NS/NAME, or -A\n',
+    ],
     [['why', '--application', 'shop'], 'hookguard why: --application "shop" is not NAMESPACE/NAME\n'],
     [['why', '-A', '-n', 'shop'], 'hookguard why: -n goes with job/NAME or pod/NAME, and must not be empty\n'],
     [['why', '-A', '--output', 'yaml'], 'hookguard why: --output must be text or json, got "yaml"\n'],

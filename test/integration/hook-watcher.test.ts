@@ -10,7 +10,7 @@ import { FakeApiServer, type KubeItem } from '../support/fake-apiserver.js';
 import { capturedLogger, eventually } from '../support/log-sink.js';
 import { relocated, seedWhy, whyFixture, type WhyFixture } from '../support/why-fixtures.js';
 
-const SETTINGS: Omit<HookWatchSettings, 'eventLogs'> = {
+const SETTINGS: Omit<HookWatchSettings, 'eventLogs' | 'helmReleaseEvents'> = {
   stuckAfterSeconds: 300,
   recheckSeconds: 60,
   reportingInstance: 'hookguard-7d9f-abcde',
@@ -50,7 +50,7 @@ async function cluster(...fixtures: WhyFixture[]): Promise<FakeApiServer> {
 }
 
 /** A leader's watcher, running until the test ends. */
-function lead(fake: FakeApiServer, eventLogs = false) {
+function lead(fake: FakeApiServer, eventLogs = false, helmReleaseEvents = false) {
   const failures: string[] = [];
   const failing: number[] = [];
   const { logger, lines } = capturedLogger('debug');
@@ -58,7 +58,7 @@ function lead(fake: FakeApiServer, eventLogs = false) {
   const watcher = new HookWatcher(
     kubeConfig,
     kubeHookWatchClient(kubeConfig, budget()),
-    { ...SETTINGS, eventLogs },
+    { ...SETTINGS, eventLogs, helmReleaseEvents },
     logger,
     {
       failure: (reason) => failures.push(reason),
@@ -121,6 +121,59 @@ describe('the hook watcher', () => {
     expect(failures).toEqual(['ContainerFailed']);
   });
 
+  it('with hookWatch.helmReleaseEvents, posts it also on the Flux HelmRelease that owns the hook (its labels)', async () => {
+    const helmRelease = {
+      apiVersion: 'helm.toolkit.fluxcd.io/v2',
+      kind: 'HelmRelease',
+      metadata: { name: 'web', namespace: 'flux-system', uid: 'hr-uid-web' },
+      spec: { interval: '10m', chartRef: { kind: 'OCIRepository', name: 'web' } },
+    };
+    // helm-controller's origin labels (v1.6.3 internal/postrender/common_renderer.go), on hooks under postRenderStrategy
+    // combined; no Argo CD instance label, so the HelmRelease is the only owner.
+    const flux = (fixture: WhyFixture) => {
+      const hook = fixture.hook as KubeItem;
+      hook.metadata.labels = {
+        'hookguard.io/hook': 'admitted',
+        'helm.toolkit.fluxcd.io/name': 'web',
+        'helm.toolkit.fluxcd.io/namespace': 'flux-system',
+      };
+    };
+    const fake = await cluster(admitted('failed-exit-code', flux));
+    fake.serve({ apiVersion: 'helm.toolkit.fluxcd.io/v2', kind: 'HelmRelease', plural: 'helmreleases' });
+    fake.put(helmRelease);
+    lead(fake, false, true);
+    const events = await eventually(() => ours(fake).length === 2 && ours(fake), 'two Events');
+    const onJob = events.find((event) => (event.regarding as { kind: string }).kind === 'Job')!;
+    const onRelease = events.find((event) => (event.regarding as { kind: string }).kind === 'HelmRelease')!;
+    expect(onRelease).toMatchObject({
+      reason: 'HookFailed',
+      regarding: {
+        apiVersion: 'helm.toolkit.fluxcd.io/v2',
+        kind: 'HelmRelease',
+        name: 'web',
+        namespace: 'flux-system',
+        uid: 'hr-uid-web',
+      },
+      metadata: { namespace: 'flux-system' },
+    });
+    expect(onRelease.note).toBe(onJob.note);
+  });
+
+  it('without hookWatch.helmReleaseEvents, reads no HelmRelease', async () => {
+    const fake = await cluster(
+      admitted('failed-exit-code', (fixture) => {
+        (fixture.hook as KubeItem).metadata.labels = {
+          'hookguard.io/hook': 'admitted',
+          'helm.toolkit.fluxcd.io/name': 'web',
+          'helm.toolkit.fluxcd.io/namespace': 'flux-system',
+        };
+      }),
+    );
+    lead(fake);
+    await eventually(() => ours(fake).length === 1, 'the Event on the Job');
+    expect(fake.requests.filter((request) => request.path.includes('helmreleases'))).toEqual([]);
+  });
+
   it('posts no second Event on a resync, a change of the Job, or a new leader (409 AlreadyExists on the fixed name)', async () => {
     const fixture = admitted('failed-exit-code');
     const fake = await cluster(fixture);
@@ -161,10 +214,16 @@ describe('the hook watcher', () => {
       },
     };
     const { logger } = capturedLogger('debug');
-    const watcher = new HookWatcher(kubeConfig, held, { ...SETTINGS, eventLogs: false }, logger, {
-      failure: () => undefined,
-      failing: () => undefined,
-    });
+    const watcher = new HookWatcher(
+      kubeConfig,
+      held,
+      { ...SETTINGS, eventLogs: false, helmReleaseEvents: false },
+      logger,
+      {
+        failure: () => undefined,
+        failing: () => undefined,
+      },
+    );
     const stop = new AbortController();
     const running = watcher.run(stop.signal);
     cleanup.push(async () => {

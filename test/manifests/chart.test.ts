@@ -1024,6 +1024,23 @@ describe('the opt-in NetworkPolicy, ServiceMonitor and PrometheusRule', () => {
     });
   });
 
+  it('grants get on Flux HelmReleases only with hookWatch.helmReleaseEvents, and tells the server', async () => {
+    const grants = async (helmReleaseEvents: boolean) => {
+      const rendered = await renderChart({ values: { hookWatch: { helmReleaseEvents } } });
+      const rules = find(rendered, 'ClusterRole', 'hookguard-hook-watcher').rules as Array<{ apiGroups: string[] }>;
+      const config = find(rendered, 'ConfigMap', 'hookguard-config').data['config.yaml'] as string;
+      return {
+        helmReleases: rules.filter((rule) => rule.apiGroups.includes('helm.toolkit.fluxcd.io')),
+        configured: config.includes(`helmReleaseEvents: ${helmReleaseEvents}`),
+      };
+    };
+    expect(await grants(false)).toEqual({ helmReleases: [], configured: true });
+    expect(await grants(true)).toEqual({
+      helmReleases: [{ apiGroups: ['helm.toolkit.fluxcd.io'], resources: ['helmreleases'], verbs: ['get'] }],
+      configured: true,
+    });
+  });
+
   it('keeps the self-test alert with the self-test off: absent() fires, saying to turn it on', async () => {
     const [alert] = find(
       await renderChart({ values: { prometheusRule: { enabled: true }, selfTest: { enabled: false } } }),

@@ -144,6 +144,7 @@ const GRANTED_BY_VALUE: Record<string, string> = {
   // The policies' parameters (src/controllers/policy-params.ts), granted by name in the release namespace.
   'patch /configmaps': 'admission.mode policies or both',
   'create /configmaps (by apply)': 'admission.mode policies or both',
+  'get helm.toolkit.fluxcd.io/helmreleases': 'hookWatch.helmReleaseEvents',
 };
 type Resources = Array<[group: string, resource: string]>;
 /**
@@ -156,7 +157,10 @@ const CUSTOM_RESOURCES: Record<string, Resources | Record<string, Resources>> = 
   // The hook watcher reads a failed container's log only with hookWatch.eventLogs, which grants it (not by default).
   NamespacedPodLog: [['', 'pods/log']],
   NamespacedCustomObject: {
-    'src/controllers/hooks/client.ts': [['argoproj.io', 'applications']],
+    'src/controllers/hooks/client.ts': [
+      ['argoproj.io', 'applications'],
+      ['helm.toolkit.fluxcd.io', 'helmreleases'],
+    ],
     'src/sweep/client.ts': [
       ['argoproj.io', 'applications'],
       ['argoproj.io', 'workflows'],

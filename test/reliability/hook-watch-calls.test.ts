@@ -68,6 +68,7 @@ describe('the hook watcher at 10,000 failing hooks', () => {
         stuckAfterSeconds: 300,
         recheckSeconds: 60,
         eventLogs: false,
+        helmReleaseEvents: false,
         reportingInstance: 'hookguard-0',
         applicationLookup: { instanceLabels: ['app.kubernetes.io/instance'], controlPlaneNamespaces: ['argocd'] },
         reflector: { backoff: { initialMs: 100, maxMs: 1000 }, watchTimeoutSeconds: 60 },

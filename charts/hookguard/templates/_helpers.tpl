@@ -112,7 +112,7 @@ those keys in `config`, so nothing is silently overridden).
   "leaderElection" (dict "leaseNamespace" .Release.Namespace "leaseName" (include "hookguard.leaseName" .))
   "selfTest" (dict "enabled" (include "hookguard.selfTest" . | eq "true") "namespace" .Values.selfTest.namespace)
   "sweep" (dict "profiles" .Values.sweep.profiles)
-  "hookWatch" (dict "enabled" .Values.hookWatch.enabled "eventLogs" .Values.hookWatch.eventLogs)
+  "hookWatch" (dict "enabled" .Values.hookWatch.enabled "eventLogs" .Values.hookWatch.eventLogs "helmReleaseEvents" .Values.hookWatch.helmReleaseEvents)
   "policyParams" (dict "enabled" (ne .Values.admission.mode "webhook") "namespace" .Release.Namespace)
 -}}
 {{- mergeOverwrite $config $owned | toYaml -}}

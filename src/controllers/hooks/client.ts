@@ -26,6 +26,8 @@ export interface HookWatchClient {
   createEvent(namespace: string, event: EventsV1Event): Promise<'created' | 'exists'>;
   /** An Argo CD Application, or undefined when there is none (404) or it may not be read (403). */
   getApplication(namespace: string, name: string): Promise<KubeObject | undefined>;
+  /** A Flux HelmRelease, or undefined when there is none (404) or it may not be read (403). */
+  getHelmRelease(namespace: string, name: string): Promise<KubeObject | undefined>;
   namespaceAnnotations(namespace: string): Promise<Record<string, string>>;
   /** The last lines of a container's log (pods/log). */
   logTail(namespace: string, pod: string, container: string): Promise<string>;
@@ -64,6 +66,22 @@ export function kubeHookWatchClient(kubeConfig: KubeConfig, budget: Pick<CallBud
             group: 'argoproj.io',
             version: 'v1alpha1',
             plural: 'applications',
+            namespace,
+            name,
+          }),
+        );
+        return isRecord(object) ? object : undefined;
+      } catch (error) {
+        return absent(error);
+      }
+    },
+    async getHelmRelease(namespace, name) {
+      try {
+        const object: unknown = await budget.run(() =>
+          custom.getNamespacedCustomObject({
+            group: 'helm.toolkit.fluxcd.io',
+            version: 'v2',
+            plural: 'helmreleases',
             namespace,
             name,
           }),

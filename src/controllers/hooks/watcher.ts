@@ -9,6 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { HOOKGUARD_EVENT_LOGS } from '../../core/annotations.js';
 import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } from '../../core/explain/index.js';
+import { fluxOwnerOf } from '../../core/flux.js';
 import { annotation, metadataOf, namespacedName } from '../../core/objects.js';
 import type { KubeObject } from '../../core/types.js';
 import { describeError, Reflector, type ReflectorSettings } from '../../kube/reflector.js';
@@ -30,6 +31,8 @@ export interface HookWatchSettings {
   recheckSeconds: number;
   /** Log lines may go into an Event where the hook or its namespace says hookguard.io/event-logs: "true". */
   eventLogs: boolean;
+  /** The Event goes on the Flux HelmRelease that owns the hook too. */
+  helmReleaseEvents: boolean;
   reportingInstance: string;
   applicationLookup: ApplicationLookup;
   reflector: ReflectorSettings;
@@ -206,6 +209,19 @@ export class HookWatcher {
         }),
       );
     }
+    const owner = this.settings.helmReleaseEvents ? fluxOwnerOf(object) : undefined;
+    const helmRelease = owner && (await this.client.getHelmRelease(owner.namespace, owner.name));
+    if (owner && helmRelease)
+      await this.client.createEvent(
+        owner.namespace,
+        kubeEvent({
+          ...common,
+          regarding: helmRelease,
+          apiVersion: 'helm.toolkit.fluxcd.io/v2',
+          kind: 'HelmRelease',
+          name: eventName(owner.name, uid, reason, `HelmRelease ${owner.namespace}/${owner.name}`),
+        }),
+      );
     tracked.posted.add(reason);
     if (onHook === 'created') this.observer.failure(explanation.reason);
     this.logger.info(

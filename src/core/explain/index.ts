@@ -9,6 +9,14 @@ import type { Base, ExplainOptions, HookEvidence, HookExplanation } from './type
 
 export { explainRecordedHook } from './recorded.js';
 export {
+  explainRelease,
+  type FluxReleaseOwner,
+  type ReleaseEvidence,
+  type ReleaseExplanation,
+  type ReleaseHookEvidence,
+  type ReleaseHookExplanation,
+} from './release.js';
+export {
   FAILING_STATES,
   QUOTE_LIMIT,
   type BlockedBy,
