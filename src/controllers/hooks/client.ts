@@ -17,6 +17,14 @@ export const HOOK_SELECTOR = `${HOOKGUARD_HOOK_LABEL}=${HOOKGUARD_HOOK_LABEL_VAL
 /** The last log lines read when a hook opted in and its container left no termination message: the kubelet's own bound. */
 const LOG_TAIL = { tailLines: 80, limitBytes: 2048 };
 
+interface CustomResource {
+  group: string;
+  version: string;
+  plural: string;
+}
+const APPLICATIONS: CustomResource = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' };
+const HELM_RELEASES: CustomResource = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases' };
+
 export interface HookWatchClient {
   /** Hook Jobs or Pods hookguard admitted, in every namespace, paged (the reflector's list). */
   listHooks(kind: 'Job' | 'Pod'): Promise<ListResult>;
@@ -43,6 +51,17 @@ export function kubeHookWatchClient(kubeConfig: KubeConfig, budget: Pick<CallBud
     if (status === 404 || status === 403) return undefined;
     throw error;
   };
+  /** A namespaced custom object the Events also regard, or undefined when there is none (404) or it may not be read (403). */
+  const customObject = async (resource: CustomResource, namespace: string, name: string) => {
+    try {
+      const object: unknown = await budget.run(() =>
+        custom.getNamespacedCustomObject({ ...resource, namespace, name }),
+      );
+      return isRecord(object) ? object : undefined;
+    } catch (error) {
+      return absent(error);
+    }
+  };
   return {
     async listHooks(kind) {
       return reader.listLabelled(kind, HOOK_SELECTOR);
@@ -59,38 +78,8 @@ export function kubeHookWatchClient(kubeConfig: KubeConfig, budget: Pick<CallBud
         throw error;
       }
     },
-    async getApplication(namespace, name) {
-      try {
-        const object: unknown = await budget.run(() =>
-          custom.getNamespacedCustomObject({
-            group: 'argoproj.io',
-            version: 'v1alpha1',
-            plural: 'applications',
-            namespace,
-            name,
-          }),
-        );
-        return isRecord(object) ? object : undefined;
-      } catch (error) {
-        return absent(error);
-      }
-    },
-    async getHelmRelease(namespace, name) {
-      try {
-        const object: unknown = await budget.run(() =>
-          custom.getNamespacedCustomObject({
-            group: 'helm.toolkit.fluxcd.io',
-            version: 'v2',
-            plural: 'helmreleases',
-            namespace,
-            name,
-          }),
-        );
-        return isRecord(object) ? object : undefined;
-      } catch (error) {
-        return absent(error);
-      }
-    },
+    getApplication: (namespace, name) => customObject(APPLICATIONS, namespace, name),
+    getHelmRelease: (namespace, name) => customObject(HELM_RELEASES, namespace, name),
     async namespaceAnnotations(namespace) {
       try {
         const object = await budget.run(() => core.readNamespace({ name: namespace }));
