@@ -26,6 +26,7 @@ import {
   run,
   waitUntil,
 } from './support/cluster.js';
+import { untilEveryPolicyActs } from './support/policy-probes.js';
 
 // Out of the cluster's own hookguard webhooks (test/cluster/cluster.js installs them for namespaces without it): both
 // namespaces, so that only the policies act, the release namespace's exclusion included.
@@ -97,13 +98,7 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
       pino({ level: 'silent' }),
     );
     await task.run(written.signal);
-    // The API server's policy informers take a moment: wait until a dry-run hook gets the label.
-    for (let attempt = 0; ; attempt++) {
-      const { stored } = await create(hookJob('probe', 'pre-install'), true);
-      if (stored.metadata.labels?.['hookguard.io/hook'] === 'admitted') break;
-      if (attempt > 60) throw new Error("the chart's policies never took effect");
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+    await untilEveryPolicyActs(create);
   }, 120_000);
 
   afterAll(async () => {

@@ -23,6 +23,7 @@ import {
   kubectlPath,
   newNamespace,
 } from './support/cluster.js';
+import { untilEveryPolicyActs } from './support/policy-probes.js';
 
 const execFileAsync = promisify(execFile);
 // Out of the cluster's hookguard webhook (test/cluster/cluster.js installs it for namespaces without this label):
@@ -102,19 +103,7 @@ describeCluster('hookguard policies on kube-apiserver 1.37.2', () => {
     const policies = runCli(['policies']);
     expect(policies.status).toBe(0);
     await kubectl(['apply', '-f', '-'], policies.stdout);
-    // The API server's policy informers take a moment: wait until a probe hook is labelled.
-    const probe = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'probe', annotations: { 'helm.sh/hook': 'test' } },
-      spec: { containers: [{ name: 'p', image: 'busybox' }] },
-    };
-    for (let attempt = 0; ; attempt++) {
-      const { stored } = await create(probe, true);
-      if (stored.metadata?.labels?.['hookguard.io/hook'] === 'admitted') break;
-      if (attempt > 60) throw new Error('the generated policies never took effect');
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+    await untilEveryPolicyActs(create);
   }, 120_000);
 
   afterAll(async () => {
