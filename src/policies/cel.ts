@@ -35,9 +35,27 @@ export function hasAnnotation(key: string): string {
   return `(has(${ANNOTATIONS}) && ${celString(key)} in ${ANNOTATIONS})`;
 }
 
-/** The annotation's comma-separated items, each trimmed, empty ones dropped; [] when the annotation is absent. */
+/**
+ * The longest annotation value the policies split into items. CEL's split and the comprehensions over its list cost
+ * kube-apiserver time that grows with the square of the item count (cel-go v0.29.2 in k8s.io/apiserver v0.37.2,
+ * measured with test/cluster/tools/celcost: 4,096 commas 0.45 s, 16,384 5.3 s, 65,536 111 s, and a Job with a 255 KiB
+ * `hookguard.io/skip` held a create until the API server's request timeout): a tenant's create must not cost that.
+ * No hook writes a list this long (Helm's nine hook types with commas are 96 characters), so a longer value is read as
+ * absent, where the webhook reads it in linear time.
+ */
+export const ANNOTATION_READ_LIMIT = 512;
+
+/** The object carries the annotation `key` with a value short enough to read (ANNOTATION_READ_LIMIT). */
+function readable(key: string): string {
+  return `(${hasAnnotation(key)} && ${ANNOTATIONS}[${celString(key)}].size() <= ${ANNOTATION_READ_LIMIT})`;
+}
+
+/**
+ * The annotation's comma-separated items, each trimmed, empty ones dropped; [] when the annotation is absent or too
+ * long to read.
+ */
 function annotationItems(key: string, variable: string): string {
-  return `(${hasAnnotation(key)} ? ${ANNOTATIONS}[${celString(key)}].split(',').map(${variable}, ${variable}.trim()).filter(${variable}, ${variable} != '') : [])`;
+  return `(${readable(key)} ? ${ANNOTATIONS}[${celString(key)}].split(',').map(${variable}, ${variable}.trim()).filter(${variable}, ${variable} != '') : [])`;
 }
 
 /** A hook object: a Helm or Argo CD hook annotation (the kind and version come from the policy's resource rules). */
@@ -46,9 +64,9 @@ export const IS_HOOK = `(${hasAnnotation(HELM_HOOK)} || ${hasAnnotation(ARGOCD_H
 /** `hookguard.io/mode: audit` on the object (HookInfo.auditOnly). */
 export const AUDIT_ONLY = `(${hasAnnotation(HOOKGUARD_MODE)} && ${ANNOTATIONS}[${celString(HOOKGUARD_MODE)}].trim() == 'audit')`;
 
-/** The object names the rule in `hookguard.io/skip` (HookInfo.skip). */
+/** The object names the rule in `hookguard.io/skip` (HookInfo.skip), in a value short enough to read. */
 export function skips(ruleId: string): string {
-  return `(${hasAnnotation(HOOKGUARD_SKIP)} && ${ANNOTATIONS}[${celString(HOOKGUARD_SKIP)}].split(',').exists(id, id.trim() == ${celString(ruleId)}))`;
+  return `(${readable(HOOKGUARD_SKIP)} && ${ANNOTATIONS}[${celString(HOOKGUARD_SKIP)}].split(',').exists(id, id.trim() == ${celString(ruleId)}))`;
 }
 
 /** Argo CD's hook annotation rules the object's semantics (HookInfo.system `argocd`). */
@@ -97,7 +115,7 @@ export function argoSyncPhase(detection: HookDetection): string {
  */
 export function deletesOnSuccess(detection: HookDetection): string {
   const items = (key: string, test: string) =>
-    `(${hasAnnotation(key)} && ${ANNOTATIONS}[${celString(key)}].split(',').exists(d, ${test}))`;
+    `(${readable(key)} && ${ANNOTATIONS}[${celString(key)}].split(',').exists(d, ${test}))`;
   const helm = items(HELM_DELETE_POLICY, `d.trim().lowerAscii() == 'hook-succeeded'`);
   const argocd = `(${items(ARGOCD_DELETE_POLICY, `d.trim() == 'HookSucceeded'`)} || ${items(HELM_DELETE_POLICY, `d.trim() == 'hook-succeeded'`)})`;
   return `(${appliedByArgo(detection)} ? ${argocd} : ${helm})`;

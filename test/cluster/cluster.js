@@ -83,6 +83,9 @@ const TOOLS = [
       '-X helm.sh/helm/v4/internal/version.gitTreeState=clean',
     ],
   },
+  // The CEL cost kube-apiserver counts for `hookguard policies`, measured with k8s.io/apiserver v0.37.2's own compiler
+  // and evaluators (test/cluster/policies.test.ts).
+  { name: 'celcost', version: 'v0.37.2', packages: ['.'], output: 'celcost', ldflags: [] },
   {
     name: 'argo-sync',
     // One build per Argo CD release whose gitops-engine the seeds need (a Go module holds one version of the engine):
@@ -590,6 +593,7 @@ function linkBinaries(dirs) {
     'kube-controller-manager': join(dirs.kubernetes, 'kube-controller-manager'),
     'kube-scheduler': join(dirs.kubernetes, 'kube-scheduler'),
     'kubelet-sim': join(dirs.kubernetes, 'kubelet-sim'),
+    celcost: join(dirs.celcost, 'celcost'),
     // argo-sync runs its siblings for the other engines: they sit in the same cache folder, linked here too.
     'argo-sync': join(dirs['argo-sync'], `argo-sync-${ARGO_SYNC_ENGINES.at(-1)}`),
     ...Object.fromEntries(

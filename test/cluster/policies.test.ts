@@ -8,24 +8,38 @@
 // hook-succeeded into a Helm hook's manifest, so hook-ttl (rightly) sets no TTL there; at admission the policies, as
 // the webhook, see the object as the chart wrote it and give it the TTL. The reference must be the admission stage.
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { KubeObject } from '../../src/core/types.js';
+import { ANNOTATION_READ_LIMIT } from '../../src/policies/cel.js';
 import { runCli } from '../support/cli.js';
 import { fixtureText, loadFixtures } from '../support/fixtures.js';
 import { byWebhook, contextOf } from '../support/policy-reference.js';
 import {
   AUDIT_NAMESPACE_LABEL,
+  binDir,
   deleteNamespace,
   describeCluster,
   kubeconfig,
   kubectlPath,
   newNamespace,
 } from './support/cluster.js';
-import { untilEveryPolicyActs } from './support/policy-probes.js';
+import { PROBE_HOOKS, untilEveryPolicyActs } from './support/policy-probes.js';
 
 const execFileAsync = promisify(execFile);
+
+/** What test/cluster/tools/celcost prints. */
+interface CelCostReport {
+  limits: { perCall: number; matchConditions: number; runtime: number };
+  rows: Array<{ policy: string; expression: string; group: string; maxCost: number; maxOn: string; evaluated: number }>;
+  groupMax: Record<string, Record<string, number>>;
+  errors: Array<{ policy: string; expression: string; object: string; message: string }> | null;
+  spent: Record<string, number>;
+  milliseconds: Record<string, number>;
+}
 // Out of the cluster's hookguard webhook (test/cluster/cluster.js installs it for namespaces without this label):
 // here the policies alone admit, or the test would compare the webhook with the webhook.
 const WEBHOOK_OUT_OF_REACH = { [AUDIT_NAMESPACE_LABEL]: 'policies' };
@@ -100,6 +114,7 @@ describeCluster('hookguard policies on kube-apiserver 1.37.2', () => {
       manifests.set(file, sent(file, read as KubeObject));
       admitted.set(file, (await create(manifests.get(file)!, true)).stored);
     }
+    for (const probe of PROBE_HOOKS) admitted.set(probe.metadata!.name!, (await create(probe, true)).stored);
     const policies = runCli(['policies']);
     expect(policies.status).toBe(0);
     await kubectl(['apply', '-f', '-'], policies.stdout);
@@ -131,6 +146,66 @@ describeCluster('hookguard policies on kube-apiserver 1.37.2', () => {
       );
     },
   );
+
+  it("stays within the API server's CEL cost limits on every hook, and reads no annotation too long to read in linear time", async () => {
+    // celcost (test/cluster/tools/celcost) runs each policy's expressions with k8s.io/apiserver v0.37.2's own
+    // compiler and evaluators and reports the runtime cost they spend: what the API server holds against its limits
+    // (it estimates no cost for an admission policy: `object` is dyn). On every fixture, the probes, and hooks whose
+    // annotations are as long as the API server admits (256 KiB in all), which before ANNOTATION_READ_LIMIT held a
+    // create for the whole request timeout.
+    const policies = JSON.parse(runCli(['policies', '--output', 'json']).stdout) as { items: KubeObject[] };
+    const hostileBase = admitted.get('probe-cleanup')!;
+    const hostile = (name: string, annotations: Record<string, string>): KubeObject => ({
+      ...hostileBase,
+      metadata: { ...hostileBase.metadata, name, annotations },
+    });
+    const commas = ','.repeat(255 * 1024);
+    const objects = new Map([
+      ...admitted,
+      ['many-commas-hook', hostile('many-commas-hook', { 'helm.sh/hook': `pre-delete${commas}` })],
+      ['many-commas-skip', hostile('many-commas-skip', { 'helm.sh/hook': 'pre-delete', 'hookguard.io/skip': commas })],
+      [
+        'many-commas-argo',
+        hostile('many-commas-argo', {
+          'argocd.argoproj.io/hook': `PreDelete${commas.slice(0, 80 * 1024)}`,
+          'argocd.argoproj.io/hook-delete-policy': commas.slice(0, 80 * 1024),
+          'helm.sh/hook-delete-policy': commas.slice(0, 80 * 1024),
+        }),
+      ],
+      [
+        'longest-read',
+        hostile('longest-read', {
+          'helm.sh/hook': `pre-delete${','.repeat(ANNOTATION_READ_LIMIT - 10)}`,
+          'helm.sh/hook-delete-policy': ','.repeat(ANNOTATION_READ_LIMIT),
+          'hookguard.io/skip': ','.repeat(ANNOTATION_READ_LIMIT),
+        }),
+      ],
+    ]);
+    const input = {
+      policies: policies.items.filter((object) => object.kind?.endsWith('Policy')),
+      params: policies.items.find((object) => object.kind === 'ConfigMap'),
+      objects: [...objects].map(([name, object]) => ({ name, namespace, object })),
+    };
+    const child = execFileAsync(join(binDir, 'celcost'), [], { maxBuffer: 64 * 1024 * 1024 });
+    child.child.stdin?.end(JSON.stringify(input));
+    const report = JSON.parse((await child).stdout) as CelCostReport;
+    if (process.env.HOOKGUARD_CELCOST_REPORT) writeFileSync(process.env.HOOKGUARD_CELCOST_REPORT, stringify(report));
+    expect(report.errors ?? []).toEqual([]);
+    // Every expression ran on some object: a cost never measured would pass any limit.
+    expect(report.rows.filter((row) => row.evaluated === 0).map((row) => `${row.policy} ${row.expression}`)).toEqual(
+      [],
+    );
+    for (const row of report.rows)
+      expect(row.maxCost, `${row.policy} ${row.expression}`).toBeLessThanOrEqual(report.limits.perCall);
+    for (const [policy, groups] of Object.entries(report.groupMax))
+      for (const [group, cost] of Object.entries(groups))
+        expect(cost, `${policy} ${group}`).toBeLessThanOrEqual(
+          group === 'matchConditions' ? report.limits.matchConditions : report.limits.runtime,
+        );
+    // Bounded: a hook with 255 KiB of commas costs no more than the longest annotations the policies read.
+    for (const name of ['many-commas-hook', 'many-commas-skip', 'many-commas-argo'])
+      expect(report.spent[name], name).toBeLessThanOrEqual(report.spent['longest-read']!);
+  });
 
   it('the policies type-check on the API server: no expression warnings in their status', async () => {
     const { stdout } = await kubectl([

@@ -32,6 +32,9 @@ const testPod: KubeObject = {
   spec: { restartPolicy: 'Always', containers: [{ name: 'probe', image: 'busybox' }] },
 };
 
+/** The probes, one of each kind of hook the policies change. */
+export const PROBE_HOOKS: readonly KubeObject[] = [cleanupJob, argoSyncJob, testPod];
+
 const spec = (object: KubeObject): Record<string, any> => object.spec as Record<string, any>;
 
 /** Each generated policy, and whether it has acted on its probe's server dry run. */

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DecisionContext } from '../../../src/core/context.js';
 import type { KubeObject } from '../../../src/core/types.js';
+import { ANNOTATION_READ_LIMIT } from '../../../src/policies/cel.js';
 import { admissionPolicies, PARAMS_NAME } from '../../../src/policies/generate.js';
 import { mutatedByPolicies, policyWarnings } from '../../support/admission-policies.js';
 import { loadFixtures } from '../../support/fixtures.js';
@@ -70,6 +71,18 @@ const ours: Case[] = [
     name: 'a TTL of 5 that skips ttl-floor and hook-ttl',
     object: hookJob(
       { 'helm.sh/hook': 'post-install', 'hookguard.io/skip': 'hook-ttl, ttl-floor' },
+      { ttlSecondsAfterFinished: 5 },
+    ),
+  },
+  {
+    // The longest values the policies read (ANNOTATION_READ_LIMIT): read as the webhook reads them.
+    name: 'a skip, hook types and delete policy each 512 characters long',
+    object: hookJob(
+      {
+        'helm.sh/hook': `pre-delete${','.repeat(ANNOTATION_READ_LIMIT - 'pre-delete'.length)}`,
+        'helm.sh/hook-delete-policy': `before-hook-creation${' '.repeat(ANNOTATION_READ_LIMIT - 'before-hook-creation'.length)}`,
+        'hookguard.io/skip': `hook-ttl${' '.repeat(ANNOTATION_READ_LIMIT - 'hook-ttl'.length)}`,
+      },
       { ttlSecondsAfterFinished: 5 },
     ),
   },
@@ -244,6 +257,40 @@ describe('the differential test can fail', () => {
     const binding = { kind: 'MutatingAdmissionPolicyBinding', spec: { policyName: 'wrong' } };
     expect(() => mutatedByPolicies([policy, binding] as KubeObject[], { object, username: HELM_USER })).toThrow(
       'type mismatch: Object.status initialises field spec of Object',
+    );
+  });
+});
+
+describe('an annotation longer than the policies read (ANNOTATION_READ_LIMIT, 512 characters)', () => {
+  // Where the webhook and the policies part, by design: kube-apiserver's CEL split costs time with the square of the
+  // items (test/cluster/policies.test.ts measures it), so the policies read a longer value as absent.
+  it('is read as absent: a skip of 513 characters skips nothing, where the webhook reads it', () => {
+    const context = contextOf({});
+    const skip = (length: number) =>
+      defaulted(hookJob({ 'helm.sh/hook': 'post-install', 'hookguard.io/skip': `hook-ttl${' '.repeat(length - 8)}` }));
+    expect(byPolicies(context, skip(ANNOTATION_READ_LIMIT), HELM_USER).stored.spec).not.toHaveProperty(
+      'ttlSecondsAfterFinished',
+    );
+    expect(byPolicies(context, skip(ANNOTATION_READ_LIMIT + 1), HELM_USER).stored.spec).toHaveProperty(
+      'ttlSecondsAfterFinished',
+      86400,
+    );
+    expect(byWebhook(context, skip(ANNOTATION_READ_LIMIT + 1), HELM_USER).stored.spec).not.toHaveProperty(
+      'ttlSecondsAfterFinished',
+    );
+  });
+
+  it('is read as absent: hook types of 513 characters make no cleanup hook, so its retries stay as written', () => {
+    const context = contextOf({});
+    const cleanup = (length: number) =>
+      defaulted(hookJob({ 'helm.sh/hook': `pre-delete${','.repeat(length - 10)}` }, { backoffLimit: 0 }));
+    expect(byPolicies(context, cleanup(ANNOTATION_READ_LIMIT), HELM_USER).stored.spec).toHaveProperty(
+      'backoffLimit',
+      3,
+    );
+    expect(byPolicies(context, cleanup(ANNOTATION_READ_LIMIT + 1), HELM_USER).stored.spec).toHaveProperty(
+      'backoffLimit',
+      0,
     );
   });
 });
