@@ -6,6 +6,7 @@ const CASE_NAMES: Record<Case, string> = {
   none: 'no webhook',
   echo: 'the echo',
   hookguard: 'hookguard',
+  policies: 'the policies (no webhook)',
 };
 
 const mark = (met: boolean) => (met ? 'met' : 'MISSED');
@@ -23,7 +24,8 @@ export function renderApiserverMarkdown(results: ApiserverResults): string {
       `each figure is the median of the rounds. The hook Jobs: the ${results.fixtures.length} Job fixtures the API ` +
       `server admits with hookguard in front of it, Argo CD's as its controller; hookguard at Argo CD ` +
       `${settings.argocdVersion}, the echo batched; both registered as the chart registers hookguard (only objects ` +
-      `with a hook annotation are sent), failurePolicy Fail.`,
+      `with a hook annotation are sent), failurePolicy Fail; the policies are those \`hookguard policies\` prints for ` +
+      `the same Argo CD version, bound to their case's namespaces.`,
     '',
     '| object | case | creates | errors | p50 ms | p99 ms | added p50 ms | added p99 ms |',
     '|---|---|---:|---:|---:|---:|---:|---:|',

@@ -4,13 +4,15 @@
 // here as child processes, with the same certificate and a log file each, and are registered with kube-apiserver as
 // the chart registers hookguard (read from the cluster's own `hookguard` webhook configurations), by URL, each for the
 // namespaces labelled for it. Hook Jobs (the Job fixtures of test/fixtures that the API server admits with hookguard in
-// front of it) and plain Pods are then created through kube-apiserver in three cases: hookguard registered, the echo
-// registered, no webhook. The cases take turns within each round, in an order that rotates, so that the machine's
-// drift hits all three; each round's namespace is deleted before the next case, so the cluster stays small. Figures
+// front of it) and plain Pods are then created through kube-apiserver in four cases: hookguard registered, the echo
+// registered, hookguard without a webhook (the admission policies `hookguard policies` prints, bound to that case's
+// namespaces; issue 38), and neither. The cases take turns within each round, in an order that rotates, so that the
+// machine's drift hits all four; each round's namespace is deleted before the next case, so the cluster stays small. Figures
 // are the median of the rounds' p50 and p99; what a webhook adds is the median of its rounds' difference from the
 // no-webhook case of the same round. Then an open-loop load at fixed rates goes straight to each webhook's port.
 // Writes bench/results/apiserver-latest.{json,md}; exits 1 when a create failed or a case's webhook was not called
 // for each hook (or another's was).
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { parse } from 'yaml';
 import type { KubeObject } from '../src/core/types.js';
 import { fixtureFiles, fixtureText } from '../test/support/fixtures.js';
+import { untilEveryPolicyActs } from '../test/cluster/support/policy-probes.js';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { writeCertificate, type ServerProcess } from '../test/support/server-process.js';
 import { waitUntil } from '../test/support/wait-until.js';
@@ -39,9 +42,9 @@ import { round } from './micro.js';
 import { ARGOCD_VERSION, startBenchHookguard, startEcho } from './servers.js';
 import { buildWorkload, NON_HOOKS } from './workload.js';
 
-export type Case = 'hookguard' | 'echo' | 'none';
-export type Server = Exclude<Case, 'none'>;
-const CASES: readonly Case[] = ['hookguard', 'echo', 'none'];
+export type Case = 'hookguard' | 'echo' | 'policies' | 'none';
+export type Server = Exclude<Case, 'none' | 'policies'>;
+const CASES: readonly Case[] = ['hookguard', 'echo', 'policies', 'none'];
 const SERVERS: readonly Server[] = ['hookguard', 'echo'];
 export const HOOK_JOB = 'hook Job';
 export const PLAIN_POD = 'plain Pod';
@@ -227,6 +230,7 @@ const logDir = mkdtempSync(join(tmpdir(), 'hookguard-bench-apiserver-'));
 const logFiles: Record<Server, string> = { hookguard: join(logDir, 'hookguard.log'), echo: join(logDir, 'echo.log') };
 const servers = {} as Record<Server, ServerProcess>;
 const namespaces = new Set<string>();
+/** What this bench made outside its namespaces (webhook configurations, policies, bindings, parameters), by path. */
 const configurations: string[] = [];
 const problems: string[] = [];
 
@@ -250,7 +254,7 @@ async function register(name: Server, server: ServerProcess): Promise<void> {
     const configuration = `${NAME_PREFIX}-${name}`;
     // A run that was killed leaves its configurations behind: the names are this bench's own.
     await api.expect([200, 404], 'DELETE', `${admissionPath(plural)}/${configuration}`);
-    configurations.push(`${plural}/${configuration}`);
+    configurations.push(`${admissionPath(plural)}/${configuration}`);
     await api.expect([201], 'POST', admissionPath(plural), {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind,
@@ -267,6 +271,70 @@ async function register(name: Server, server: ServerProcess): Promise<void> {
       })),
     });
   }
+}
+
+/** Where the policies case's parameters ConfigMap goes (hookguard-policy-params, which its bindings read). */
+const PARAMS_NAMESPACE = 'default';
+
+/**
+ * The admission policies of `hookguard policies` (the built CLI, Argo CD at the bench's version), renamed as this
+ * bench's own and bound to the policies case's namespaces only.
+ */
+async function applyPolicies(): Promise<void> {
+  const printed = execFileSync(
+    process.execPath,
+    [
+      join(repoRoot, 'dist', 'cli', 'main.js'),
+      'policies',
+      '--output',
+      'json',
+      '--argocd-version',
+      ARGOCD_VERSION,
+      '--namespace',
+      PARAMS_NAMESPACE,
+    ],
+    { encoding: 'utf8' },
+  );
+  const renamed = (name: string) => `${NAME_PREFIX}-${name}`;
+  for (const object of (JSON.parse(printed) as { items: KubeObject[] }).items) {
+    const kind = object.kind ?? '';
+    if (kind === 'ConfigMap') {
+      const path = `/api/v1/namespaces/${PARAMS_NAMESPACE}/configmaps`;
+      await api.expect([200, 404], 'DELETE', `${path}/${object.metadata!.name}`);
+      await api.expect([201], 'POST', path, object);
+      configurations.push(`${path}/${object.metadata!.name}`);
+      continue;
+    }
+    const plural = kind.toLowerCase().replace(/y$/, 'ie') + 's';
+    const name = renamed(object.metadata!.name!);
+    const spec = object.spec as Record<string, unknown>;
+    const body = {
+      ...object,
+      metadata: { ...object.metadata, name },
+      spec: kind.endsWith('Binding')
+        ? {
+            ...spec,
+            policyName: renamed(spec.policyName as string),
+            matchResources: { namespaceSelector: { matchLabels: { [BENCH_LABEL]: 'policies' } } },
+          }
+        : spec,
+    };
+    await api.expect([200, 404], 'DELETE', `${admissionPath(plural)}/${name}`);
+    configurations.push(`${admissionPath(plural)}/${name}`);
+    await api.expect([201], 'POST', admissionPath(plural), body);
+  }
+}
+
+/** A server dry run of a probe in `namespace`: the object as the API server would store it, and its warnings. */
+async function dryRunCreate(
+  namespace: string,
+  object: KubeObject,
+): Promise<{ stored: KubeObject; warnings: string[] }> {
+  const base =
+    object.kind === 'Job' ? `/apis/batch/v1/namespaces/${namespace}/jobs` : `/api/v1/namespaces/${namespace}/pods`;
+  const reply = await api.request('POST', `${base}?dryRun=All`, JSON.stringify(object));
+  if (reply.status !== 201) throw new Error(`dry run of ${object.metadata?.name}: ${reply.status} ${reply.body}`);
+  return { stored: JSON.parse(reply.body) as KubeObject, warnings: [String(reply.headers.warning ?? '')] };
 }
 
 /** A namespace for `kind`, out of the cluster's hookguard's reach, with the fixtures' ServiceAccounts. */
@@ -422,12 +490,14 @@ try {
   servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard);
   servers.echo = await startEcho(certificate, logFiles.echo, true);
   for (const server of SERVERS) await register(server, servers[server]);
+  await applyPolicies();
 
   // Which fixtures the API server admits with hookguard in front of it (a denied create answers sooner, and the
   // echo admits everything); the same creates in the other cases warm each path before the rounds.
   const probes = {} as Record<Case, string>;
   for (const which of CASES) probes[which] = await createNamespace(which, 'probe');
   for (const server of SERVERS) await waitForWebhook(server, probes[server]);
+  await untilEveryPolicyActs((object) => dryRunCreate(probes.policies, object));
   const admitted: JobFixture[] = [];
   const leftOut: ApiserverResults['leftOut'] = [];
   for (const [index, fixture] of jobFixtures.entries()) {
@@ -549,7 +619,7 @@ try {
   if (problems.length > 0) process.exitCode = 1;
 } finally {
   for (const name of namespaces) await api.request('DELETE', `/api/v1/namespaces/${name}`).catch(() => undefined);
-  for (const path of configurations) await api.request('DELETE', admissionPath(path)).catch(() => undefined);
+  for (const path of configurations) await api.request('DELETE', path).catch(() => undefined);
   for (const server of Object.values(servers)) await server.stop('SIGKILL', 1000);
   api.close();
   certificate.remove();

@@ -1,10 +1,11 @@
-// One HTTP(S) request from a test or the bench, with the whole answer read: status, body as text, and the TLS
+// One HTTP(S) request from a test or the bench, with the whole answer read: status, headers, body as text, and the TLS
 // protocol the connection used (undefined over plain HTTP).
 import type http from 'node:http';
 import https from 'node:https';
 
 export interface Reply {
   status: number;
+  headers: http.IncomingHttpHeaders;
   body: string;
   protocol: string | undefined;
 }
@@ -23,7 +24,12 @@ export function requestOnce(
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () =>
-        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), protocol }),
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          protocol,
+        }),
       );
       response.on('error', reject);
     });
