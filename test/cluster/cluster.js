@@ -7,7 +7,8 @@
 //
 //   node test/cluster/cluster.js up               build what is missing, start what is not running, wait until ready
 //   node test/cluster/cluster.js down             stop every process it started (by pid) and remove its state
-//   node test/cluster/cluster.js build [TOOL...]  only build the binaries (of the named TOOLS) into the cache
+//   node test/cluster/cluster.js build [TOOL...]  only build the binaries (of the named TOOLS) into the cache, and
+//                                                 print each one's folder (NAME<tab>FOLDER)
 //
 // Settings (environment): HOOKGUARD_CLUSTER_MODE=enforce|audit (default enforce), HOOKGUARD_CLUSTER_SERVE_ARGS (more
 // `hookguard serve` flags, split on spaces), HOOKGUARD_CLUSTER_CACHE (default ~/.cache/hookguard-cluster).
@@ -717,9 +718,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(2);
   }
   run().then(
-    () => {
+    (result) => {
       if (command === 'up')
         process.stdout.write(`export KUBECONFIG=${kubeconfigPath}\nexport PATH=${join(clusterDir, 'bin')}:$PATH\n`);
+      // Each tool's folder, so a shell can put one on its PATH (docs/render-time.md).
+      if (command === 'build')
+        for (const [name, dir] of Object.entries(result)) process.stdout.write(`${name}\t${dir}\n`);
     },
     (error) => {
       process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);

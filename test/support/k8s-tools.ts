@@ -1,7 +1,7 @@
 /**
- * The real `helm` (Helm 4), Helm 3 and `kubectl` that the tests and the bench run: the ones test/cluster/cluster.js
- * builds from their pinned Go modules into its cache (helm v4.3.2, helm v3.21.4, kubectl v1.37.2), the same binaries
- * the cluster tests run. The slow tests' global setup (test/support/k8s-tools-setup.ts) builds them once, before
+ * The real `helm` (Helm 4), Helm 3 and `kubectl` that the tests run: the ones test/cluster/cluster.js builds from
+ * their pinned Go modules into its cache (helm v4.3.2, helm v3.21.4, kubectl v1.37.2), the same binaries the cluster
+ * tests run. The slow tests' global setup (test/support/k8s-tools-setup.ts) builds them once, before
  * vitest starts the workers that run the test files side by side; here each worker only looks them up.
  */
 import { existsSync } from 'node:fs';
