@@ -3,7 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // `npm run test:fast`: the unit, golden and property tests, in process, no build needed (under 30 s). It runs them
 // without isolation (--no-isolate: one module graph for all the files, not one import of it per file, a third of
 // the time): they mock nothing and share no state; `npm test` runs them isolated. The other tests start servers
-// and processes and run the built CLI: their project builds dist/ first when it is older than src/.
+// and processes and run the built CLI: their project builds dist/ first when it is older than src/, and the helm and
+// kubectl they run (test/support/k8s-tools-setup.ts).
 //
 // Goldens (test/golden/expected/) never write themselves: vitest 4 would write a missing file snapshot outside CI
 // (`update: 'new'`) and pass; here a missing or different one fails everywhere, and only `npm run
@@ -27,7 +28,7 @@ export default defineConfig({
           name: 'slow',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...FAST, ...CLUSTER],
-          globalSetup: ['test/support/fresh-build.ts'],
+          globalSetup: ['test/support/fresh-build.ts', 'test/support/k8s-tools-setup.ts'],
         },
       },
       {

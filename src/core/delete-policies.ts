@@ -64,7 +64,7 @@ const argocdPolicy = (item: string): DeletePolicy | undefined => ARGOCD_POLICIES
  *
  * Helm reads only `helm.sh/hook-delete-policy`: each comma-separated item trimmed and lower-cased, and
  * before-hook-creation only when the annotation is absent. An annotation that is present, even empty or with unknown
- * values only, leaves no default (helm v4.1.4 `pkg/release/v1/util/manifest_sorter.go` operateAnnotationValues,
+ * values only, leaves no default (helm v4.3.2 `pkg/release/v1/util/manifest_sorter.go` operateAnnotationValues,
  * `pkg/action/hooks.go` hookSetDeletePolicy: `if len(h.DeletePolicies) == 0`; the same in v3.21.4
  * `pkg/releaseutil/manifest_sorter.go` and `pkg/action/hooks.go` execHook).
  *

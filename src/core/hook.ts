@@ -89,7 +89,7 @@ export function readHook(
   const system: HookSystem = argocdPhases !== undefined ? 'argocd' : 'helm';
   const argocdTypes = splitList(argocdPhases);
   const helmTypesAsWritten = splitList(helmPhases);
-  // Helm's hook types as Helm reads them: each item trimmed and lowercased (helm v4.1.4
+  // Helm's hook types as Helm reads them: each item trimmed and lowercased (helm v4.3.2
   // pkg/release/v1/util/manifest_sorter.go sort: `strings.ToLower(strings.TrimSpace(hookType))`), so `Post-Delete` is
   // post-delete and `Test` is test. Argo CD's own types, and Argo CD's reading of Helm's, stay exact.
   const phases = system === 'argocd' ? argocdTypes : helmTypesAsWritten.map((type) => type.toLowerCase());

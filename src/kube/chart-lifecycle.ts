@@ -1,7 +1,7 @@
 // The API calls of the Helm chart's lifecycle hooks (`hookguard chart-hook`): the CRD applied before an upgrade
 // (Helm installs crds/ on first install only, and never upgrades it), and both webhook configurations deleted before
-// an uninstall (Helm 3 deletes kinds it does not know last, after the Service: helm v3.18.0
-// pkg/releaseutil/kind_sorter.go UninstallOrder; Helm 4 deletes them first, v4.1.4 pkg/release/v1/util/kind_sorter.go).
+// an uninstall (Helm 3 deletes kinds it does not know last, after the Service: helm v3.21.4
+// pkg/releaseutil/kind_sorter.go UninstallOrder; Helm 4 deletes them first, v4.3.2 pkg/release/v1/util/kind_sorter.go).
 import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,

@@ -91,7 +91,7 @@ function isList(value: Record<string, unknown>): boolean {
   return typeof value.kind === 'string' && value.kind.endsWith('List') && Array.isArray(value.items);
 }
 
-/** Helm 4 names each document's template in this annotation of what it pipes to a post-renderer (helm v4.1.4 pkg/action/action.go). */
+/** Helm 4 names each document's template in this annotation of what it pipes to a post-renderer (helm v4.3.2 pkg/action/action.go). */
 const HELM_TEMPLATE_ANNOTATION = 'postrenderer.helm.sh/postrender-filename';
 
 /** The source with the template Helm rendered the object from, when Helm said so. */

@@ -13,15 +13,15 @@ import type { KubeObject } from '../core/types.js';
  * chart that wrote only Argo CD's annotation chose for the tool it was written for.
  *
  * Render time only, because that is where the tools read it. Helm parses the policy from the rendered manifest
- * (after its post-renderer, in Helm 4) into the release and acts on that copy, never on the live object (helm v4.1.4
+ * (after its post-renderer, in Helm 4) into the release and acts on that copy, never on the live object (helm v4.3.2
  * `pkg/release/v1/util/manifest_sorter.go`, `pkg/action/hooks.go` hookHasDeletePolicy reads `h.DeletePolicies`;
- * `pkg/action/action.go` renderResources runs the post-renderer before SortManifests). Argo CD reads a sync hook's
- * policy from the target manifest before the live object (gitops-engine `pkg/sync/sync_task.go`
- * hasHookDeletePolicy → `t.obj()` = `obj(t.targetObj, t.liveObj)`, at 093aef0dad58 pinned by argo-cd v3.1.0, and in
- * argo-cd v3.4.0 `gitops-engine/`). Written at admission it would change nothing and say `hook-succeeded` on a Job
- * that will not be deleted. Argo CD's PreDelete and PostDelete hooks are the exception: the controller reads their
- * policy from the live object (argo-cd v3.4.0 `controller/hook.go` cleanupHooks); admission still writes none, and
- * their Jobs get a TTL from `hook-ttl` instead.
+ * `pkg/action/action.go` renderResources runs the post-renderer before SortManifests under the `combined`
+ * PostRenderStrategy, the only one the helm CLI uses). Argo CD reads a sync hook's policy from the target manifest
+ * before the live object (gitops-engine `pkg/sync/sync_task.go` hasHookDeletePolicy → `t.obj()` = `obj(t.targetObj,
+ * t.liveObj)`, at 093aef0dad58 pinned by argo-cd v3.1.0, and in argo-cd v3.4.0 `gitops-engine/`). Written at
+ * admission it would change nothing and say `hook-succeeded` on a Job that will not be deleted. Argo CD's PreDelete
+ * and PostDelete hooks are the exception: the controller reads their policy from the live object (argo-cd v3.4.0
+ * `controller/hook.go` cleanupHooks); admission still writes none, and their Jobs get a TTL from `hook-ttl` instead.
  *
  * Where the Helm that runs the hooks may be one a Helm advisory naming this rule affects (helm.version, which the
  * post-renderer plugin sets from the helm running it; every Helm when unknown), hook-succeeded is left out of the

@@ -40,7 +40,7 @@ const CRASH = "crashes on it (SIGSEGV) when the hook's outcome matches the polic
 
 /**
  * A failed hook says why where the person running Helm reads it. From 3.18.0 Helm reads
- * `helm.sh/hook-output-log-policy` (items trimmed and lower-cased: helm v4.1.4 `pkg/release/v1/util/manifest_sorter.go`
+ * `helm.sh/hook-output-log-policy` (items trimmed and lower-cased: helm v4.3.2 `pkg/release/v1/util/manifest_sorter.go`
  * operateAnnotationValues) from the rendered manifest, and when a hook Job or Pod fails under `hook-failed` prints its
  * containers' logs (`pkg/action/hooks.go` execHook → outputLogsByPolicy: the Pods labelled `job-name=<hook>`, or the
  * Pod itself) to its log writer, stderr (`pkg/cmd/root.go` hookOutputWriter). Without it a failed hook says only

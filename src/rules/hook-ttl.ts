@@ -6,7 +6,7 @@ import { report, type MutationRule, type RuleSettings } from '../core/rule.js';
 import { deletePolicy } from './delete-policy.js';
 import type { KubeObject } from '../core/types.js';
 
-// Helm 4 marks every document it hands its post-renderer with the template it came from (helm v4.1.4
+// Helm 4 marks every document it hands its post-renderer with the template it came from (helm v4.3.2
 // pkg/action/action.go annotateAndMerge, filenameAnnotation), so at render time the finding can name the file.
 const HELM_TEMPLATE_FILE = 'postrenderer.helm.sh/postrender-filename';
 
@@ -34,7 +34,7 @@ function ttlOf(settings: RuleSettings): number {
  * the Job's own `ttlSecondsAfterFinished` does (Kubernetes' TTL-after-finished controller). So a hook Job that
  * neither has one nor a policy its tool reads as delete-on-success (`hasDeletePolicy`) gets the configured TTL,
  * never below the TTL floor; a chart's TTL, whatever its value, is left to `ttl-floor`. A hook Job the TTL removed
- * is no trouble to either tool later: Helm's deletion by policy ignores NotFound (helm v4.1.4 `pkg/kube/client.go`
+ * is no trouble to either tool later: Helm's deletion by policy ignores NotFound (helm v4.3.2 `pkg/kube/client.go`
  * Delete), and Argo CD deletes a hook only while its live object exists (gitops-engine `pkg/sync/sync_task.go`
  * deleteBeforeCreation, deleteOnPhaseSuccessful: `t.liveObj != nil`, at 093aef0dad58).
  *
@@ -44,8 +44,9 @@ function ttlOf(settings: RuleSettings): number {
  * default is a day: a hook that failed overnight is still there, with its Pods and their logs, the next morning.
  *
  * Helm `test` hooks are left alone: their results are what `helm test` is run for and stay until the next run
- * deletes them (before-hook-creation). `helm test --logs` reads only Pods named like the hook (helm v4.1.4
- * `pkg/action/release_testing.go` GetPodLogs: `GetLogs(h.Name)`), which this rule (Jobs only) never touches.
+ * deletes them (before-hook-creation). `helm test --logs` reads only test hooks that are Pods, by the hook's name
+ * (helm v4.3.2 `pkg/action/release_testing.go` GetPodLogs: `h.Kind != "Pod"` skipped, `getContainerLogs(out, client,
+ * h.Name)`), which this rule (Jobs only) never touches.
  */
 export const hookTtl: MutationRule = {
   id: 'hook-ttl',

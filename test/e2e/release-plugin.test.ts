@@ -1,7 +1,7 @@
 /**
  * What a release publishes, built here as the release workflow builds it (scripts/release-artifacts.sh, in a copy of
  * this checkout) and used as a user uses it: the npm tarball installed into a fresh prefix and run; the chart
- * rendered by the real helm 4.1.4; the Helm plugin installed by it, signed (a throwaway GnuPG key, its .prov checked
+ * rendered by the real helm 4.3.2; the Helm plugin installed by it, signed (a throwaway GnuPG key, its .prov checked
  * by Helm 4's default --verify) and unsigned (refused unless --verify=false), then run as a post-renderer. The release
  * workflow and the Action are checked with @action-validator/cli.
  */

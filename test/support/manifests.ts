@@ -32,7 +32,7 @@ export interface ChartRender {
   namespace?: string;
   /** Values, as a values file would give them. */
   values?: Record<string, unknown>;
-  /** The Helm major version that renders: 4 (4.1.4, the default) or 3 (3.18.0). */
+  /** The Helm major version that renders: 4 (4.3.2, the default) or 3 (3.21.4). */
   helm?: 3 | 4;
   /** With the CRDs of crds/ (`--include-crds`). */
   includeCrds?: boolean;

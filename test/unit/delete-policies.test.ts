@@ -1,5 +1,5 @@
 // How Helm and Argo CD read a hook's delete policies from its annotations (src/core/delete-policies.ts), case by
-// case from their source: helm v4.1.4 pkg/release/v1/util/manifest_sorter.go and pkg/action/hooks.go; gitops-engine
+// case from their source: helm v4.3.2 pkg/release/v1/util/manifest_sorter.go and pkg/action/hooks.go; gitops-engine
 // pkg/sync/hook/delete_policy.go and pkg/sync/hook/helm/delete_policy.go (093aef0dad58, pinned by argo-cd v3.1.0).
 import { describe, expect, it } from 'vitest';
 import { hasDeletePolicy, toolOf, type DeletePolicy, type HookTool } from '../../src/core/delete-policies.js';

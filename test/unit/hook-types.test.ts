@@ -1,4 +1,4 @@
-// How hook types are read: Helm trims and lowercases each (helm v4.1.4 pkg/release/v1/util/manifest_sorter.go), Argo
+// How hook types are read: Helm trims and lowercases each (helm v4.3.2 pkg/release/v1/util/manifest_sorter.go), Argo
 // CD matches its own types and Helm's exactly (gitops-engine pkg/sync/hook/helm/type.go; argo-cd controller/hook.go),
 // and never applies Helm's test and rollback hooks, which render time under Argo CD therefore leaves alone.
 import { describe, expect, it } from 'vitest';

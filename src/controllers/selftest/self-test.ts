@@ -147,7 +147,7 @@ export class SelfTest {
     this.lastConditions = conditions;
     this.logTransitions(transitions);
     if (object === undefined) {
-      // helm upgrade creates a rendered object that is missing from the cluster (helm v3.18.0 and v4.1.4
+      // helm upgrade creates a rendered object that is missing from the cluster (helm v3.21.4 and v4.3.2
       // pkg/kube/client.go Update); Helm installs crds/ on first install only.
       this.logger.warn(
         'the HookGuard object "hookguard" does not exist or cannot be read: the Helm chart creates it (helm upgrade ' +

