@@ -6,10 +6,21 @@
  * workflow and the Action are checked with @action-validator/cli.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import semver from 'semver';
 import { parse } from 'yaml';
 import { helmAndKubectl, repoRoot } from '../support/k8s-tools.js';
 
@@ -103,6 +114,22 @@ describe('the release workflow and the Action, validated', () => {
       readFileSync(join(repoRoot, '.github/workflows/release.yml'), 'utf8').replace('runs-on:', 'run-on:'),
     );
     expect(spawnSync(VALIDATOR, [broken], { encoding: 'utf8' }).status).toBe(1);
+  });
+
+  it("sets up, before npm test, a Go no older than the cluster tools' go.mod files ask for", () => {
+    const workflow = parse(readFileSync(join(repoRoot, '.github/workflows/release.yml'), 'utf8')) as {
+      jobs: Record<string, { steps: { uses?: string; run?: string; with?: Record<string, unknown> }[] }>;
+    };
+    const steps = workflow.jobs.test!.steps;
+    const setupGo = steps.findIndex((step) => step.uses?.startsWith('actions/setup-go@'));
+    expect(setupGo).toBeGreaterThanOrEqual(0);
+    expect(setupGo).toBeLessThan(steps.findIndex((step) => step.run?.includes('npm test')));
+    const toolsDir = join(repoRoot, 'test', 'cluster', 'tools');
+    const asked = readdirSync(toolsDir).map(
+      (tool) => /^go (\S+)$/m.exec(readFileSync(join(toolsDir, tool, 'go.mod'), 'utf8'))![1]!,
+    );
+    const version = String(steps[setupGo]!.with?.['go-version']);
+    for (const wanted of asked) expect(semver.gte(version, wanted), `go ${version} >= ${wanted}`).toBe(true);
   });
 
   it('builds the image for amd64 and arm64, and releases what scripts/release-artifacts.sh makes', () => {
