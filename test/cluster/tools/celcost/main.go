@@ -138,6 +138,17 @@ type compiled struct {
 	rules       []admissionregistrationv1.NamedRuleWithOperations
 }
 
+// matchConditionExpressions are a policy's matchConditions, which share one budget, as the API server's matcher
+// evaluates them (pkg/admission/plugin/webhook/matchconditions/matcher.go).
+func matchConditionExpressions(compiler *plugincel.CompositedCompiler, conditions []admissionregistrationv1.MatchCondition, options plugincel.OptionalVariableDeclarations) []expression {
+	expressions := make([]expression, len(conditions))
+	for i := range conditions {
+		accessor := (*matchconditions.MatchCondition)(&conditions[i])
+		expressions[i] = expression{"matchConditions " + accessor.Name, "matchConditions", condition(compiler, accessor, options, celconfig.RuntimeCELCostBudgetMatchConditions)}
+	}
+	return expressions
+}
+
 func compile(raw json.RawMessage) (compiled, error) {
 	var meta struct {
 		Kind string `json:"kind"`
@@ -149,7 +160,6 @@ func compile(raw json.RawMessage) (compiled, error) {
 	if err != nil {
 		return compiled{}, err
 	}
-	var expressions []expression
 	switch meta.Kind {
 	case "MutatingAdmissionPolicy":
 		var policy admissionregistrationv1.MutatingAdmissionPolicy
@@ -157,10 +167,7 @@ func compile(raw json.RawMessage) (compiled, error) {
 			return compiled{}, err
 		}
 		options := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
-		for i := range policy.Spec.MatchConditions {
-			accessor := (*matchconditions.MatchCondition)(&policy.Spec.MatchConditions[i])
-			expressions = append(expressions, expression{"matchConditions " + accessor.Name, "matchConditions", condition(compiler, accessor, options, celconfig.RuntimeCELCostBudgetMatchConditions)})
-		}
+		expressions := matchConditionExpressions(compiler, policy.Spec.MatchConditions, options)
 		patchOptions := options
 		patchOptions.HasPatchTypes = true
 		for i, m := range policy.Spec.Mutations {
@@ -180,10 +187,7 @@ func compile(raw json.RawMessage) (compiled, error) {
 			return compiled{}, err
 		}
 		options := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
-		for i := range policy.Spec.MatchConditions {
-			accessor := (*matchconditions.MatchCondition)(&policy.Spec.MatchConditions[i])
-			expressions = append(expressions, expression{"matchConditions " + accessor.Name, "matchConditions", condition(compiler, accessor, options, celconfig.RuntimeCELCostBudgetMatchConditions)})
-		}
+		expressions := matchConditionExpressions(compiler, policy.Spec.MatchConditions, options)
 		for i, v := range policy.Spec.Validations {
 			accessor := &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
 			expressions = append(expressions, expression{fmt.Sprintf("validations[%d]", i), "validations", condition(compiler, accessor, options, celconfig.RuntimeCELCostBudget)})
