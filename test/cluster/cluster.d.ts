@@ -11,3 +11,6 @@ export function build<Name extends ToolName>(names?: readonly Name[]): Record<Na
 
 /** The folder of each named tool's binaries, built before; throws, naming the first one missing, and never builds. */
 export function built<Name extends ToolName>(names: readonly Name[]): Record<Name, string>;
+
+/** The namespace the cluster installs hookguard in, as `helm install --namespace hookguard` would. */
+export const HOOKGUARD_NAMESPACE: string;

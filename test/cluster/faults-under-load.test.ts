@@ -1,27 +1,30 @@
-// Faults under load: the built server in a real process, discovering Argo CD from a stand-in for kube-apiserver
-// (test/support/fake-apiserver.ts: list + watch as the API server answers them), its certificate in a Secret-like
-// volume. While 16 keep-alive clients send the bench's mix without pause, the certificate is rotated, the API
-// server goes away, and SIGTERM arrives. Every request that reached hookguard (sent on a TLS connection it had
-// accepted) must get a 200 AdmissionReview with its uid, and the same answer as before any fault; after SIGTERM,
-// new connections are refused (they never reached it) and the process exits 0. The figures are printed.
+// Faults under load: the built server in a real process, discovering Argo CD from the real API server through the
+// fault proxy (support/fault-proxy.ts), as the chart's identity (support/identity.ts), its certificate in a
+// Secret-like volume. While 16 keep-alive clients send the bench's mix without pause, the certificate is rotated, the
+// API server goes away (the proxy stops: connections refused, the watch cut), and SIGTERM arrives. Every request that
+// reached hookguard (sent on a TLS connection it had accepted) must get a 200 AdmissionReview with its uid, and the
+// same answer as before any fault; after SIGTERM, new connections are refused (they never reached it) and the process
+// exits 0. The figures are printed.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildWorkload, type BenchRequest } from '../../bench/workload.js';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
 import { generateDevCertificate, type TlsMaterial } from '../../src/tls/certificates.js';
 import { controller } from '../support/argocd-controllers.js';
-import { FakeApiServer } from '../support/fake-apiserver.js';
 import { eventually } from '../support/log-sink.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import { fingerprintOf } from '../support/raw-http.js';
 import { SecretVolume } from '../support/secret-volume.js';
 import { ServeProcess } from '../support/serve-process.js';
+import { deleteNamespace, describeCluster, kubectl, newNamespace } from './support/cluster.js';
+import { FaultProxy } from './support/fault-proxy.js';
+import { chartIdentity, type ChartIdentity } from './support/identity.js';
 
 const CLIENTS = 16;
 const ARGOCD_VERSION = '2.14.3';
@@ -56,10 +59,12 @@ interface Outcome {
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-faults-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('faults under steady load (built server, real TLS, stand-in API server)', () => {
+describeCluster('faults under steady load (built server, real TLS, the real API server behind the fault proxy)', () => {
   let first: TlsMaterial;
   let second: TlsMaterial;
-  let api: FakeApiServer;
+  let ns = '';
+  let identity: ChartIdentity;
+  let proxy: FaultProxy;
   let serve: ServeProcess;
   let volume: SecretVolume;
 
@@ -68,15 +73,22 @@ describe('faults under steady load (built server, real TLS, stand-in API server)
     mkdirSync(join(dir, 'tls'));
     volume = new SecretVolume(join(dir, 'tls'));
     volume.update({ 'tls.crt': first.cert, 'tls.key': first.key });
-    api = await new FakeApiServer().start();
-    api.put(controller('argocd', `quay.io/argoproj/argocd:v${ARGOCD_VERSION}`));
+    // Argo CD's controller as an install lays it out, at zero replicas: discovery reads its image, nothing runs it.
+    ns = await newNamespace('faults-under-load');
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify(controller(ns, `quay.io/argoproj/argocd:v${ARGOCD_VERSION}`, 'StatefulSet', 0)),
+    );
+    identity = await chartIdentity(ns);
+    proxy = await FaultProxy.start();
     const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, api.kubeConfig('hookguard').exportConfig());
+    writeFileSync(kubeconfig, proxy.kubeConfig(identity.token).exportConfig());
     const config = join(dir, 'config.yaml');
     writeFileSync(
       config,
       [
-        'discovery: { backoffInitialMs: 20, backoffMaxMs: 200 }',
+        `discovery: { namespaces: [${ns}], backoffInitialMs: 20, backoffMaxMs: 200 }`,
+        `leaderElection: { leaseNamespace: ${ns} }`,
         `server: { shutdownDelayMs: ${SHUTDOWN_DELAY_MS}, shutdownTimeoutMs: 10000, tls: { certFile: ${volume.certFile}, keyFile: ${volume.keyFile} } }`,
         '',
       ].join('\n'),
@@ -87,7 +99,9 @@ describe('faults under steady load (built server, real TLS, stand-in API server)
 
   afterAll(async () => {
     serve?.stop();
-    await api?.stop();
+    await proxy?.stop();
+    await identity?.release();
+    await deleteNamespace(ns);
   });
 
   it('answers every request that reached it through certificate rotation, API server loss and SIGTERM', async () => {
@@ -208,7 +222,7 @@ describe('faults under steady load (built server, real TLS, stand-in API server)
         newConnectionsSince(reloadedAt).length > MIN_CONNECTIONS_AFTER_ROTATION,
     );
     phase = 'API server down';
-    await api.stop();
+    await proxy.stop();
     await serve.waitForLog(
       (line) => line.msg === 'lost the watch on the API server; using the last known Argo CD versions',
     );
@@ -280,5 +294,7 @@ describe('faults under steady load (built server, real TLS, stand-in API server)
     expect(figures[3]?.answered).toBeGreaterThan(0);
     expect(exitCode, serve.stderr).toBe(0);
     expect(serve.lines).toContainEqual(expect.objectContaining({ msg: 'shut down', result: 'drained' }));
+    // The chart's rights were enough for every call it made.
+    expect(serve.lines.filter((line) => /HTTP 403|\bforbidden\b/i.test(JSON.stringify(line)))).toEqual([]);
   }, 60_000);
 });
