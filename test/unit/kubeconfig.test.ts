@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeConfig } from '@kubernetes/client-node';
 import { actingIdentity, kubeConnection } from '../../src/kube/kubeconfig.js';
-import { kubeConfigOptions, serviceAccountToken } from '../support/fake-apiserver.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-kubeconfig-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -12,10 +11,24 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** A kubeconfig file as kubectl writes it (client-node's exportConfig), for user `alice` with the given token. */
 function kubeconfigFile(name: string, token = 'plain'): string {
   const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions(kubeConfigOptions('https://10.0.0.1:6443', 'alice', token));
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'test', server: 'https://10.0.0.1:6443' }],
+    users: [{ name: 'alice', token }],
+    contexts: [{ name: 'test', cluster: 'test', user: 'alice' }],
+    currentContext: 'test',
+  });
   const path = join(dir, name);
   writeFileSync(path, kubeConfig.exportConfig());
   return path;
+}
+
+/**
+ * A token shaped as the TokenRequest API issues one (a JWT whose `sub` is the account): hookguard reads the subject
+ * and never verifies the signature (the API server does), so an unsigned one serves; nothing here calls a server.
+ */
+function serviceAccountToken(subject: string): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'RS256' })}.${part({ iss: 'https://kubernetes.default.svc', sub: subject })}.unsigned`;
 }
 
 // A root with no service account files under it.
@@ -70,7 +83,7 @@ describe('actingIdentity', () => {
   it('names the kubeconfig user and context otherwise', () => {
     const path = kubeconfigFile('user.yaml', 'not-a-jwt');
     expect(actingIdentity(kubeConnection({ KUBECONFIG: path }, NO_TOKEN)!.kubeConfig)).toBe(
-      'kubeconfig user alice (context fake)',
+      'kubeconfig user alice (context test)',
     );
   });
 });
