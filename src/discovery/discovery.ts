@@ -136,8 +136,18 @@ export function instancesFrom(
   );
 }
 
-function plainList(list: { items: unknown[]; metadata?: { resourceVersion?: string } }): ListResult {
-  return { items: list.items.map(plainObject), resourceVersion: list.metadata?.resourceVersion ?? '' };
+/**
+ * A list's items as the watch gives them: with their kind and apiVersion, which the API server leaves out of each item
+ * of a List (only watch events carry them) and which an instance's source names ("StatefulSet argocd-…").
+ */
+export function listedWorkloads(
+  list: { items: unknown[]; metadata?: { resourceVersion?: string } },
+  kind: 'Deployment' | 'StatefulSet',
+): ListResult {
+  return {
+    items: list.items.map((item) => ({ apiVersion: 'apps/v1', kind, ...plainObject(item) })),
+    resourceVersion: list.metadata?.resourceVersion ?? '',
+  };
 }
 
 function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): ReflectorTarget[] {
@@ -154,10 +164,11 @@ function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): Reflec
         path: `${prefix}/deployments`,
         labelSelector,
         list: async () =>
-          plainList(
+          listedWorkloads(
             namespace === undefined
               ? await apps.listDeploymentForAllNamespaces({ labelSelector })
               : await apps.listNamespacedDeployment({ namespace, labelSelector }),
+            'Deployment',
           ),
       },
       {
@@ -165,10 +176,11 @@ function targetsFor(kubeConfig: KubeConfig, settings: DiscoverySettings): Reflec
         path: `${prefix}/statefulsets`,
         labelSelector,
         list: async () =>
-          plainList(
+          listedWorkloads(
             namespace === undefined
               ? await apps.listStatefulSetForAllNamespaces({ labelSelector })
               : await apps.listNamespacedStatefulSet({ namespace, labelSelector }),
+            'StatefulSet',
           ),
       },
     ];

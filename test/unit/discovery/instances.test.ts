@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/core/types.js';
 import { controllerUsername } from '../../../src/discovery/controller-version.js';
-import { instancesFrom } from '../../../src/discovery/discovery.js';
+import { instancesFrom, listedWorkloads } from '../../../src/discovery/discovery.js';
 import {
   argoHelmController,
   controller,
@@ -216,5 +216,19 @@ describe('instancesFrom', () => {
   it('still reads every controller when none runs', () => {
     const instances = instancesFrom([controller('argocd', 'quay.io/argoproj/argocd:v2.14.8', 'StatefulSet', 0)]);
     expect(instances.get('argocd')?.version).toBe('2.14.8');
+  });
+});
+
+describe('listedWorkloads', () => {
+  // The API server leaves kind and apiVersion out of each item of a List (kube-apiserver v1.37.2, GET
+  // /apis/apps/v1/namespaces/NS/statefulsets): without them an instance's source read "undefined argocd-…".
+  it('gives the items of a List the kind and apiVersion the API server leaves out, so the source names the kind', () => {
+    const { apiVersion: _apiVersion, kind: _kind, ...item } = controller('argocd', 'quay.io/argoproj/argocd:v2.14.3');
+    const listed = listedWorkloads({ items: [item], metadata: { resourceVersion: '42' } }, 'StatefulSet');
+    expect(listed.resourceVersion).toBe('42');
+    expect(listed.items[0]).toMatchObject({ apiVersion: 'apps/v1', kind: 'StatefulSet' });
+    expect(instancesFrom(listed.items).get('argocd')?.source).toBe(
+      'StatefulSet argocd-application-controller: image quay.io/argoproj/argocd:v2.14.3',
+    );
   });
 });
