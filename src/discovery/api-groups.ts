@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/keys.js';
 import { clusterFactsFrom, type ClusterFacts } from '../core/cluster.js';
+import { apiFailureText } from '../kube/api-failure.js';
 import { getBody } from '../kube/api-request.js';
 import { backoffDelayMs, type BackoffSettings } from '../kube/backoff.js';
 import { kubeConnection } from '../kube/kubeconfig.js';
@@ -80,7 +81,7 @@ export class ApiDiscovery implements ClusterSource {
       this.lastError = undefined;
       this.failures = 0;
     } catch (error) {
-      this.lastError = (error as Error).message;
+      this.lastError = apiFailureText(error);
       delay = backoffDelayMs(this.failures++, this.backoff);
       this.logger.warn({ error: this.lastError, retryInMs: delay }, 'API discovery failed; keeping the last facts');
     }

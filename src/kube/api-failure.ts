@@ -28,6 +28,16 @@ export function apiFailure(error: unknown): ApiFailure {
   return { status: undefined, message, retryAfterSeconds: undefined };
 }
 
+/**
+ * One line for a log field or /readyz: `HTTP 503: <the Status message>` for an answer, the error's message for none.
+ * (An ApiException's own message holds the whole body and every response header, over several lines.)
+ */
+export function apiFailureText(error: unknown): string {
+  const failure = apiFailure(error);
+  if (failure.status === undefined || failure.message.startsWith(`HTTP ${failure.status}`)) return failure.message;
+  return `HTTP ${failure.status}: ${failure.message}`;
+}
+
 /** Worth another try: throttled, a server-side failure, or no answer at all. */
 export function isTransient(failure: ApiFailure): boolean {
   return failure.status === undefined || failure.status === 429 || failure.status >= 500;
