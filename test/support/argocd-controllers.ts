@@ -204,18 +204,3 @@ export function otherArgoControllers(namespace: string): KubeObject[] {
     ),
   ];
 }
-
-/** The /readyz body once discovery has synced and watches one StatefulSet controller in `argocd`. */
-export function readyWithController(version: string, image: string) {
-  return {
-    status: 'ready',
-    discovery: {
-      enabled: true,
-      synced: true,
-      watching: true,
-      instances: [
-        { namespace: 'argocd', version, source: `StatefulSet argocd-application-controller: image ${image}` },
-      ],
-    },
-  };
-}

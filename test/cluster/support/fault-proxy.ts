@@ -59,11 +59,19 @@ interface OpenWatch {
 const DROPPED_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'accept-encoding', 'host']);
 
 /** The bodies the real API server answers these codes with. */
-function injectedAnswer(status: number): { contentType: string; body: string } {
+function injectedAnswer(status: number, resourceVersion: string | undefined): { contentType: string; body: string } {
   // 429 comes from the priority-and-fairness (or max-in-flight) filter before any handler, as text:
   // apiserver v0.37.2 pkg/server/filters/priority-and-fairness.go tooManyRequests(), http.Error.
   if (status === 429)
     return { contentType: 'text/plain; charset=utf-8', body: 'Too many requests, please try again later.\n' };
+  // 410 on the request itself: the storage's NewResourceExpired for a resourceVersion older than it keeps (apiserver
+  // v0.37.2 pkg/storage/errors.go, "too old resource version: %d (%d)"), as the API server answers a watch that it
+  // cannot start from there rather than sending it as the stream's first event.
+  if (status === 410) {
+    const requested = Number(resourceVersion) || 0;
+    const message = `too old resource version: ${requested} (${requested + 1})`;
+    return { contentType: 'application/json', body: JSON.stringify(statusBody(410, message, {}, 'Expired')) };
+  }
   const message =
     status === 503
       ? 'the server is currently unable to handle the request'
@@ -102,6 +110,11 @@ export class FaultProxy {
   beforeForward:
     | ((request: { method: string; path: string; query: Record<string, string>; user: string }) => Promise<void> | void)
     | undefined;
+  /**
+   * Rewrites the body of the real answer to a GET of exactly this path (not a watch), when set: for what the test
+   * cluster is not and cannot become without changing it for every test beside it (say, OpenShift's API groups).
+   */
+  rewrite: { path: string; body: (real: string) => string } | undefined;
   private readonly failures: InjectedFailure[] = [];
   private readonly watches = new Set<OpenWatch>();
   /** Answers held back by `never-end` and `no-answer`: cut when the proxy stops. */
@@ -229,7 +242,7 @@ export class FaultProxy {
 
     const failure = this.injected(recorded);
     if (failure) {
-      const answer = injectedAnswer(failure.status);
+      const answer = injectedAnswer(failure.status, query.resourceVersion);
       recorded.status = failure.status;
       const headers: OutgoingHttpHeaders = { 'content-type': answer.contentType };
       if (failure.retryAfterSeconds !== undefined) headers['retry-after'] = String(failure.retryAfterSeconds);
@@ -246,7 +259,11 @@ export class FaultProxy {
       recorded.status = 200;
       response.writeHead(200, { 'content-type': 'application/json' });
       if (this.watchFault === 'end-at-once') response.end();
-      else this.held.add(response);
+      else {
+        // Open (the headers sent, as the API server sends them at once) and silent.
+        response.flushHeaders();
+        this.held.add(response);
+      }
       return;
     }
     this.forward(request, response, recorded, url);
@@ -270,11 +287,25 @@ export class FaultProxy {
         const answerHeaders: OutgoingHttpHeaders = {};
         for (const [name, value] of Object.entries(answer.headers))
           if (!DROPPED_HEADERS.has(name) && value !== undefined) answerHeaders[name] = value;
+        const rewrite = this.rewrite;
+        if (rewrite && !recorded.watch && recorded.method === 'GET' && recorded.path === rewrite.path) {
+          const chunks: Buffer[] = [];
+          answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+          answer.on('end', () => {
+            const body = Buffer.from(rewrite.body(Buffer.concat(chunks).toString('utf8')));
+            response.writeHead(recorded.status, { ...answerHeaders, 'content-length': body.length }).end(body);
+          });
+          return;
+        }
         response.writeHead(recorded.status, answerHeaders);
         if (!recorded.watch || recorded.status !== 200) {
           answer.pipe(response);
           return;
         }
+        // The API server sends a watch's headers at once (apiserver v0.37.2 pkg/endpoints/handlers/watch.go flushes
+        // them before the first event); node would hold them until the first write, and a quiet watch would look
+        // unanswered to the client.
+        response.flushHeaders();
         this.relayWatch(answer, response, upstream, recorded.query.resourceVersion ?? '0');
       },
     );
