@@ -15,8 +15,7 @@
 // core v1 and events.k8s.io/v1 alike, as the one resource they are, with the field selectors kube-apiserver accepts.
 // Label selectors are read as kube-apiserver reads them, every form, a malformed one refused with its 400
 // (test/support/label-selector.ts).
-// GET /apis answers the discovery APIGroupList, with OpenShift's security.openshift.io group when `openShift` is set;
-// /version, /api and each group version's APIResourceList answer too (legacy discovery, enough for helm 3's install;
+// GET /apis answers the discovery APIGroupList; /version, /api and each group version's APIResourceList answer too (legacy discovery, enough for helm 3's install;
 // no aggregated discovery, no OpenAPI). `serve()` adds a kind, stored and answered like the others.
 // PATCH is JSON patch only; any other type is answered 405 (server-side apply of CRDs, hookguard's chart hook, is
 // tested against the real API server: test/cluster/upgrade-crds.test.ts). With `authorize` set,
@@ -356,15 +355,6 @@ export class FakeApiServer {
   private readonly watches = new Set<OpenWatch>();
   private readonly failures: InjectedFailure[] = [];
   readonly requests: RecordedRequest[] = [];
-  /** Answer a too-old watch with HTTP 410 instead of the usual 200 + ERROR event. */
-  goneAsHttpStatus = false;
-  /**
-   * How watches misbehave, as they do behind broken proxies and half-open connections: `end-at-once` (no
-   * event), `never-end` (ignores timeoutSeconds and stays silent), `no-answer` (not even the headers).
-   */
-  watchFault: 'none' | 'end-at-once' | 'never-end' | 'no-answer' = 'none';
-  /** Requests left unanswered by `no-answer`, cut when the server stops. */
-  private readonly unanswered = new Set<ServerResponse>();
   /** Whether a request may go ahead, as an authorizer decides (rbacAuthorizer); unset: everything is allowed. */
   authorize: ((attributes: AuthorizationAttributes) => boolean) | undefined;
   /** Runs before a PATCH is applied: a test's chance to make a concurrent change. */
@@ -373,11 +363,6 @@ export class FakeApiServer {
   beforeList: ((query: Record<string, string>) => void) | undefined;
   /** false: answer full lists whatever the Accept header asks, as a server that cannot convert them does. */
   metadataLists = true;
-  /**
-   * Serve OpenShift's security.openshift.io/v1 group (SecurityContextConstraints) in the discovery APIGroupList of
-   * GET /apis, as every OpenShift 4 API server does; off: a plain Kubernetes cluster.
-   */
-  openShift = false;
 
   port = 0;
 
@@ -394,7 +379,6 @@ export class FakeApiServer {
   /** Goes away like a crashed API server: open watches are cut, new connections refused. */
   async stop(): Promise<void> {
     this.dropWatches();
-    for (const response of this.unanswered) response.destroy();
     const server = this.server;
     this.server = undefined;
     if (!server) return;
@@ -557,32 +541,6 @@ export class FakeApiServer {
     this.watches.clear();
   }
 
-  /** Sends a 410 Expired ERROR event on every open watch and ends it, as the API server does when a watch falls too far behind. */
-  expireWatches(): void {
-    this.compact();
-    for (const watch of this.watches) {
-      writeEvent(watch.response, 'ERROR', this.expiredStatus(0));
-      watch.response.end();
-    }
-    this.watches.clear();
-  }
-
-  /** A BOOKMARK on every open watch, carrying the current resourceVersion. */
-  bookmark(): void {
-    for (const watch of this.watches) {
-      const { kind, apiVersion } = watch.resource;
-      writeEvent(watch.response, 'BOOKMARK', {
-        kind,
-        apiVersion,
-        metadata: { resourceVersion: String(this.resourceVersion) },
-      });
-    }
-  }
-
-  get openWatches(): number {
-    return this.watches.size;
-  }
-
   fail(failure: InjectedFailure): void {
     this.failures.push({ times: 1, ...failure });
   }
@@ -620,15 +578,13 @@ export class FakeApiServer {
 
   /**
    * The discovery document of GET /apis as kube-apiserver answers it (an APIGroupList, apimachinery
-   * pkg/apis/meta/v1 types.go): every named group this server serves, each with its one version, and
-   * security.openshift.io when `openShift` is set.
+   * pkg/apis/meta/v1 types.go): every named group this server serves, each with its one version.
    */
   private apiGroupList(): Json {
     const versions = new Map<string, string>();
     for (const resource of this.resources) {
       if (resource.group !== '') versions.set(resource.group, resource.apiVersion.split('/')[1]!);
     }
-    if (this.openShift) versions.set('security.openshift.io', 'v1');
     return {
       kind: 'APIGroupList',
       apiVersion: 'v1',
@@ -1143,27 +1099,14 @@ export class FakeApiServer {
   ): void {
     const from = Number(query.resourceVersion ?? '0');
     if (from !== 0 && from <= this.compactedThrough) {
-      if (this.goneAsHttpStatus) {
-        this.reply(response, recorded, 410, this.expiredStatus(from));
-        return;
-      }
       recorded.status = 200;
       response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
       writeEvent(response, 'ERROR', this.expiredStatus(from));
       response.end();
       return;
     }
-    if (this.watchFault === 'no-answer') {
-      this.unanswered.add(response);
-      response.on('close', () => this.unanswered.delete(response));
-      return;
-    }
     recorded.status = 200;
     response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-    if (this.watchFault === 'end-at-once') {
-      response.end();
-      return;
-    }
     response.flushHeaders();
     const open: OpenWatch = { resource, namespace, selector, response };
     // resourceVersion 0 or absent: "any", the API server starts with synthetic ADDED events for what exists.
@@ -1178,7 +1121,7 @@ export class FakeApiServer {
       }
     }
     this.watches.add(open);
-    const timeoutSeconds = this.watchFault === 'never-end' ? 0 : Number(query.timeoutSeconds ?? '0');
+    const timeoutSeconds = Number(query.timeoutSeconds ?? '0');
     const timer = timeoutSeconds > 0 ? setTimeout(() => response.end(), timeoutSeconds * 1000) : undefined;
     response.on('close', () => {
       clearTimeout(timer);
