@@ -88,7 +88,12 @@ describeCluster('faults under steady load (built server, real TLS, the real API 
       config,
       [
         `discovery: { namespaces: [${ns}], backoffInitialMs: 20, backoffMaxMs: 200 }`,
+        `flux: { namespaces: [${ns}] }`,
         `leaderElection: { leaseNamespace: ${ns} }`,
+        // As leader of its own Lease it would write the cluster's HookGuard status and Events on other tests' hooks:
+        // the self-test and the hook watcher have tests of their own.
+        'selfTest: { enabled: false }',
+        'hookWatch: { enabled: false }',
         `server: { shutdownDelayMs: ${SHUTDOWN_DELAY_MS}, shutdownTimeoutMs: 10000, tls: { certFile: ${volume.certFile}, keyFile: ${volume.keyFile} } }`,
         '',
       ].join('\n'),
