@@ -137,9 +137,11 @@ function unlockStep(release: HelmRelease, owner: FluxReleaseOwner | undefined): 
         ? `helm uninstall ${release.name} ${where} again`
         : `helm rollback ${release.name} ${where} (back to revision ${release.version - 1}; it ends the pending state), then upgrade again`;
   if (owner === undefined) return `If no helm is still at work on it: ${helm}.`;
-  // fluxcd/helm-controller v1.6.3 internal/reconcile/unlock.go: a release stuck pending-* is marked failed, then the
-  // HelmRelease's remediation (spec.install.remediation / spec.upgrade.remediation) decides what follows.
-  return `helm-controller marks a pending release failed on its next reconcile and then remediates as spec.install/upgrade.remediation say: flux reconcile helmrelease ${owner.name} -n ${owner.namespace}; by hand: ${helm}.`;
+  // fluxcd/helm-controller v1.6.2 internal/reconcile (v1.6.3 alike): unlock.go marks a release stuck pending-* failed
+  // ("Release unlocked from stale '<status>' state"); the HelmRelease's history does not hold a revision left pending
+  // (the process writes it once an action returns), so state.go finds the release Unmanaged and atomic_release.go upgrades it,
+  // which runs the upgrade's hooks, not spec.*.remediation (seen in test/cluster/flux.test.ts).
+  return `helm-controller marks a pending release failed on its next reconcile, then upgrades it (its history does not hold the pending revision), running the upgrade's hooks: flux reconcile helmrelease ${owner.name} -n ${owner.namespace}; by hand: ${helm}.`;
 }
 
 /**

@@ -258,7 +258,7 @@ describe('explainRelease: the release as a whole', () => {
       options,
     );
     expect(out.nextStep).toBe(
-      'helm-controller marks a pending release failed on its next reconcile and then remediates as spec.install/upgrade.remediation say: flux reconcile helmrelease web -n flux-system; by hand: helm rollback web -n shop (back to revision 2; it ends the pending state), then upgrade again.',
+      "helm-controller marks a pending release failed on its next reconcile, then upgrades it (its history does not hold the pending revision), running the upgrade's hooks: flux reconcile helmrelease web -n flux-system; by hand: helm rollback web -n shop (back to revision 2; it ends the pending state), then upgrade again.",
     );
   });
 
