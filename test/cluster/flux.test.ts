@@ -2,7 +2,8 @@
 // as a process per case, watching only that case's namespace, as a ServiceAccount) installing charts with hooks:
 //
 // - fluxcd/helm-controller#1562: a hook carrying helm.sh/hook-output-log-policy, as `hookguard check --fix` adds it,
-//   crashes it (SIGSEGV) when the hook fails, and the release is left pending-install;
+//   crashes it (SIGSEGV) when the hook fails, and the release is left pending-install; restarted, it unlocks the
+//   release, upgrades it and crashes the same way on the hook's pre-upgrade run: a crash loop;
 // - the same chart through `check --fix --flux-version 1.6.2` gets no annotation, and installs;
 // - a failing pre-upgrade hook: the conditions helm-controller writes, and `hookguard why --helmrelease` on them.
 //
