@@ -1,7 +1,7 @@
 // cluster.js is plain JavaScript that node runs (npm run cluster:up); this declares the part of it the tests import.
 
 /** What cluster.js builds, each into a folder of its own in the cache. */
-export type ToolName = 'kubernetes' | 'etcd' | 'helm4' | 'celcost' | 'argo-sync' | 'helm3';
+export type ToolName = 'kubernetes' | 'etcd' | 'helm4' | 'celcost' | 'argo-sync' | 'helm-controller' | 'helm3';
 
 /** Is there a Go to build with? */
 export function goOnPath(): boolean;

@@ -102,6 +102,16 @@ const TOOLS = [
     packages: ['.'],
     ldflags: [],
   },
+  // Flux's helm-controller, which flux.test.ts starts itself (cluster:up builds it, never starts it). No version
+  // ldflags: its Dockerfile builds main.go with none. v1.6.2: v1.6.3's Helm fork is refused by the module proxy
+  // (tools/helm-controller/go.mod).
+  {
+    name: 'helm-controller',
+    version: 'v1.6.2',
+    packages: ['github.com/fluxcd/helm-controller'],
+    output: 'helm-controller',
+    ldflags: [],
+  },
   {
     name: 'helm3',
     version: 'v3.21.4',

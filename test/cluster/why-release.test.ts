@@ -3,10 +3,7 @@
 // an install left pending-install by a Helm killed mid-install. The release record is the Secret Helm wrote, read as
 // hookguard reads it; the hook objects are what the real Job controller and the kubelet simulator made.
 //
-// helm-controller is not run here (it needs a source-controller artifact to install from): the HelmRelease is created
-// from helm-controller v1.6.3's own CRD (test/cluster/flux) with the status it leaves after a failed upgrade
-// (internal/reconcile/upgrade.go failure(): Released=False, UpgradeFailed, "Helm upgrade failed for release …"),
-// and the release itself is installed by helm 4.3.2 under the name and namespaces the HelmRelease names.
+// `why --helmrelease` on what the real helm-controller leaves is in flux.test.ts.
 //
 // One case reads as a ServiceAccount holding only what docs/why.md lists for --release; the others as the admin.
 import { spawn } from 'node:child_process';
@@ -35,7 +32,6 @@ import {
 type Json = Record<string, any>;
 
 const chart = join(repoRoot, 'test', 'cluster', 'release-chart');
-const helmReleaseCrd = join(repoRoot, 'test', 'cluster', 'flux', 'helm.toolkit.fluxcd.io_helmreleases.yaml');
 /** The least why accepts: a Pod waiting that long is Stuck, a release pending that long with no hook running too. */
 const STUCK_AFTER = '30';
 
@@ -203,12 +199,6 @@ async function releaseReaderKubeconfig(ns: string): Promise<string> {
 describeCluster('hookguard why --release on what the real Helm leaves', () => {
   beforeAll(async () => {
     helmHome = await mkdtemp(join(tmpdir(), 'hookguard-why-release-'));
-    await kubectl(['apply', '--server-side', '-f', helmReleaseCrd]);
-    await waitUntil(
-      'the HelmRelease CRD to be served',
-      async () =>
-        (await run(join(binDir, 'kubectl'), ['get', 'helmreleases.helm.toolkit.fluxcd.io', '-A'])).status === 0,
-    );
   });
   afterAll(async () => {
     for (const kill of killers) kill();
@@ -241,74 +231,6 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
       expect(missing.stderr).toContain(`Helm release ${ns}/web revision 7 not found`);
     },
   );
-
-  it.concurrent('Helm 4.3.2: a failing pre-upgrade hook, through its Flux HelmRelease too', async ({ expect }) => {
-    const ns = await ownNamespace();
-    const fluxNs = await ownNamespace();
-    // helm-controller's defaults (api/v2 GetReleaseName): with a target namespace and no releaseName, the release is
-    // <targetNamespace>-<name>; spec.storageNamespace puts the records where plain helm writes them, the target.
-    const release = `${ns}-web`;
-    await failingUpgrade(helm4Path, ns, release);
-    await kubectl(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'helm.toolkit.fluxcd.io/v2',
-        kind: 'HelmRelease',
-        metadata: { name: 'web', namespace: fluxNs },
-        spec: {
-          interval: '10m',
-          chartRef: { kind: 'OCIRepository', name: 'web' },
-          targetNamespace: ns,
-          storageNamespace: ns,
-        },
-      }),
-    );
-    const message = `Helm upgrade failed for release ${ns}/${release} with chart release-hooks@0.1.0: pre-upgrade hooks failed`;
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const condition = (type: string) => ({
-      type,
-      status: 'False',
-      reason: 'UpgradeFailed',
-      message,
-      lastTransitionTime: now,
-    });
-    await kubectl([
-      'patch',
-      'helmrelease',
-      'web',
-      '-n',
-      fluxNs,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status: { conditions: [condition('Ready'), condition('Released')] } }),
-    ]);
-
-    expectFailedUpgrade(expect, await why(['--release', `${ns}/${release}`]), ns, release);
-    const report = await why(['--helmrelease', `${fluxNs}/web`]);
-    expectFailedUpgrade(expect, report, ns, release);
-    expect(report.json.releases?.[0].helmRelease).toEqual({
-      namespace: fluxNs,
-      name: 'web',
-      conditions: [
-        { type: 'Ready', status: 'False', reason: 'UpgradeFailed', message },
-        { type: 'Released', status: 'False', reason: 'UpgradeFailed', message },
-      ],
-    });
-    expect(report.text).toContain(
-      `HelmRelease ${fluxNs}/web: release ${ns}/${release}\n  Ready False (UpgradeFailed): ${message}\n`,
-    );
-
-    // -A: the failed release, once, with the HelmRelease that is not Ready because of its hook.
-    const all = await why(['-A']);
-    const found = (all.json.releases as Json[]).filter((entry) => entry.namespace === ns);
-    expect(found).toHaveLength(1);
-    expect(found[0]).toMatchObject({
-      name: release,
-      status: 'failed',
-      helmRelease: { namespace: fluxNs, name: 'web' },
-    });
-  });
 
   it.concurrent('Helm 4.3.2: Helm waits on a pre-upgrade hook whose image never pulls', async ({ expect }) => {
     const ns = await ownNamespace();

@@ -137,9 +137,36 @@ function unlockStep(release: HelmRelease, owner: FluxReleaseOwner | undefined): 
         ? `helm uninstall ${release.name} ${where} again`
         : `helm rollback ${release.name} ${where} (back to revision ${release.version - 1}; it ends the pending state), then upgrade again`;
   if (owner === undefined) return `If no helm is still at work on it: ${helm}.`;
-  // fluxcd/helm-controller v1.6.3 internal/reconcile/unlock.go: a release stuck pending-* is marked failed, then the
-  // HelmRelease's remediation (spec.install.remediation / spec.upgrade.remediation) decides what follows.
-  return `helm-controller marks a pending release failed on its next reconcile and then remediates as spec.install/upgrade.remediation say: flux reconcile helmrelease ${owner.name} -n ${owner.namespace}; by hand: ${helm}.`;
+  // fluxcd/helm-controller v1.6.2 internal/reconcile (v1.6.3 alike): unlock.go marks a release stuck pending-* failed
+  // ("Release unlocked from stale '<status>' state"); the HelmRelease's history does not hold a revision left pending
+  // (the process writes it once an action returns), so state.go finds the release Unmanaged and atomic_release.go upgrades it,
+  // which runs the upgrade's hooks, not spec.*.remediation (seen in test/cluster/flux.test.ts).
+  return `helm-controller marks a pending release failed on its next reconcile, then upgrades it (its history does not hold the pending revision), running the upgrade's hooks: flux reconcile helmrelease ${owner.name} -n ${owner.namespace}; by hand: ${helm}.`;
+}
+
+/**
+ * A hook of the pending operation whose object ended as its output log policy names (failed under `hook-failed`,
+ * succeeded under `hook-succeeded`) while Helm's record still says Running, in a release a Flux HelmRelease owns: Helm
+ * records the outcome as soon as it has written the hook's logs (pkg/action/hooks.go execHookWithDelayedShutdown →
+ * outputLogsByPolicy), and helm-controller 1.4.0 and later crash right there (fluxcd/helm-controller#1562: Helm's
+ * HookOutputFunc never set, called through nil; seen with v1.6.2 in test/cluster/flux.test.ts).
+ */
+function crashedOnLogPolicy(
+  hooks: readonly ReleaseHookExplanation[],
+  evidence: ReleaseEvidence,
+  status: string,
+): { hook: ReleaseHookExplanation; policy: string } | undefined {
+  if (evidence.helmRelease === undefined) return undefined;
+  const events = EVENTS_OF_PENDING[status] ?? [];
+  for (const hook of hooks) {
+    if (hook.lastRunPhase !== 'Running' || !hook.events.some((event) => events.includes(event))) continue;
+    const record = evidence.hooks.find((item) => item.hook.name === hook.name && item.hook.kind === hook.kind);
+    const policies = record?.hook.outputLogPolicies ?? [];
+    const state = hook.live?.state;
+    if (state === 'Failed' && policies.includes('hook-failed')) return { hook, policy: 'hook-failed' };
+    if (state === 'Succeeded' && policies.includes('hook-succeeded')) return { hook, policy: 'hook-succeeded' };
+  }
+  return undefined;
 }
 
 /** The hooks of the running operation whose objects are not done: what a pending release waits on. */
@@ -206,6 +233,25 @@ export function explainRelease(evidence: ReleaseEvidence, options: ExplainOption
     };
   }
   if (PENDING.has(release.status)) {
+    const crash = crashedOnLogPolicy(hooks, evidence, release.status);
+    if (crash?.hook.live) {
+      const { hook, policy } = crash;
+      const live = crash.hook.live;
+      const fix =
+        live.state === 'Failed'
+          ? `, fix hook ${hook.kind} ${hook.name} (below: ${live.nextStep.replace(/\.$/, '')})`
+          : '';
+      // fluxcd/helm-controller v1.6.2 internal/reconcile: restarted, it unlocks the release (unlock.go: failed,
+      // "Release unlocked from stale '<status>' state"); its HelmRelease's history, never written by the process that
+      // crashed, does not hold it (state.go: Unmanaged), so it upgrades (atomic_release.go): the upgrade's hooks run
+      // again, and one carrying the policy whose outcome matches crashes it again.
+      return {
+        ...head,
+        state: 'Failed',
+        message: `${release.status}: hook ${hook.kind} ${hook.name} ${live.state === 'Failed' ? 'failed' : 'succeeded'}, and Helm never recorded it: helm-controller most likely crashed (SIGSEGV) writing its logs for helm.sh/hook-output-log-policy: ${policy} (fluxcd/helm-controller#1562)`,
+        nextStep: `Take helm.sh/hook-output-log-policy off the chart's hooks (hookguard check --fix --flux-version with the helm-controller's version adds none)${fix}, then publish the chart again: restarted, helm-controller marks the release failed and upgrades it, and crashes again on any upgrade hook that still carries the policy and ends as it names.`,
+      };
+    }
     const waited = waitingOn(hooks, release.status);
     const stuck = waited.find((hook) => hook.live !== undefined && FAILING_STATES.has(hook.live.state));
     if (stuck?.live)

@@ -258,8 +258,61 @@ describe('explainRelease: the release as a whole', () => {
       options,
     );
     expect(out.nextStep).toBe(
-      'helm-controller marks a pending release failed on its next reconcile and then remediates as spec.install/upgrade.remediation say: flux reconcile helmrelease web -n flux-system; by hand: helm rollback web -n shop (back to revision 2; it ends the pending state), then upgrade again.',
+      "helm-controller marks a pending release failed on its next reconcile, then upgrades it (its history does not hold the pending revision), running the upgrade's hooks: flux reconcile helmrelease web -n flux-system; by hand: helm rollback web -n shop (back to revision 2; it ends the pending state), then upgrade again.",
     );
+  });
+
+  describe('pending under Flux, a hook ended as its output log policy names, Helm never recorded it: #1562', () => {
+    const flux = { namespace: 'flux-system', name: 'web', conditions: [] };
+    const crashed = (outputLogPolicies: string[], state: HookExplanation['state'], helmRelease?: typeof flux) =>
+      explainRelease(
+        {
+          release: release({ status: 'pending-install', version: 1, lastDeployed: '2026-11-27T10:59:50Z' }),
+          storedIn: 'Secret shop/sh.helm.release.v1.web.v1',
+          hooks: [
+            evidence(
+              hook('migrate', { events: ['pre-install', 'pre-upgrade'], lastRunPhase: 'Running', outputLogPolicies }),
+              live('migrate', state),
+            ),
+          ],
+          ...(helmRelease ? { helmRelease } : {}),
+        },
+        options,
+      );
+
+    it('failed under hook-failed: helm-controller crashed; take the policy off, fix the hook, and what a restart does', () => {
+      const out = crashed(['hook-failed'], 'Failed', flux);
+      expect(out.state).toBe('Failed');
+      expect(out.message).toBe(
+        'pending-install: hook Job migrate failed, and Helm never recorded it: helm-controller most likely crashed (SIGSEGV) writing its logs for helm.sh/hook-output-log-policy: hook-failed (fluxcd/helm-controller#1562)',
+      );
+      expect(out.nextStep).toBe(
+        "Take helm.sh/hook-output-log-policy off the chart's hooks (hookguard check --fix --flux-version with the helm-controller's version adds none), fix hook Job migrate (below: Read its log: kubectl logs -n shop migrate-x -c main), then publish the chart again: restarted, helm-controller marks the release failed and upgrades it, and crashes again on any upgrade hook that still carries the policy and ends as it names.",
+      );
+    });
+
+    it('succeeded under hook-succeeded: the same crash, nothing to fix in the hook', () => {
+      const out = crashed(['hook-succeeded'], 'Succeeded', flux);
+      expect(out.state).toBe('Failed');
+      expect(out.message).toBe(
+        'pending-install: hook Job migrate succeeded, and Helm never recorded it: helm-controller most likely crashed (SIGSEGV) writing its logs for helm.sh/hook-output-log-policy: hook-succeeded (fluxcd/helm-controller#1562)',
+      );
+      expect(out.nextStep).toMatch(
+        /^Take helm.sh\/hook-output-log-policy off the chart's hooks \([^)]*\), then publish/,
+      );
+    });
+
+    it('not under Flux, or no policy that matches: no crash is read into it', () => {
+      expect(crashed(['hook-failed'], 'Failed').message).toBe(
+        'pending-install: Helm waits on hook Job migrate, which is Failed (ContainerFailed)',
+      );
+      expect(crashed(['hook-succeeded'], 'Failed', flux).message).toBe(
+        'pending-install: Helm waits on hook Job migrate, which is Failed (ContainerFailed)',
+      );
+      expect(crashed([], 'Failed', flux).message).toBe(
+        'pending-install: Helm waits on hook Job migrate, which is Failed (ContainerFailed)',
+      );
+    });
   });
 
   it("deployed: Succeeded, an earlier run's failed object judges nothing", () => {
