@@ -38,6 +38,17 @@ export function apiFailureText(error: unknown): string {
   return `HTTP ${failure.status}: ${failure.message}`;
 }
 
+/**
+ * A create the API server refused because its namespace is being deleted: 403 with the cause NamespaceTerminating
+ * (k8s.io/apiserver v0.37.2 pkg/admission/plugin/namespace/lifecycle/admission.go), not a grant RBAC lacks.
+ */
+export function namespaceTerminating(error: unknown): boolean {
+  if (!(error instanceof ApiException) || error.code !== 403) return false;
+  const details = parsedBody(error.body)?.details;
+  const causes = isRecord(details) && Array.isArray(details.causes) ? details.causes : [];
+  return causes.some((cause) => isRecord(cause) && cause.reason === 'NamespaceTerminating');
+}
+
 /** Worth another try: throttled, a server-side failure, or no answer at all. */
 export function isTransient(failure: ApiFailure): boolean {
   return failure.status === undefined || failure.status === 429 || failure.status >= 500;

@@ -14,8 +14,47 @@ import { kubeHookReader } from '../../kube/hook-evidence.js';
 import type { ListResult } from '../../kube/reflector.js';
 
 export const HOOK_SELECTOR = `${HOOKGUARD_HOOK_LABEL}=${HOOKGUARD_HOOK_LABEL_VALUE}`;
-/** The last log lines read when a hook opted in and its container left no termination message: the kubelet's own bound. */
-const LOG_TAIL = { tailLines: 80, limitBytes: 2048 };
+/** The most of a log's end that goes towards an Event (which holds less: NOTE_LIMIT_BYTES in all). */
+export const LOG_TAIL_BYTES = 2048;
+/**
+ * How a log's end is read when a hook opted in and its container left no termination message. The kubelet answers
+ * `tailLines` and `limitBytes` with the FIRST limitBytes of the last tailLines lines (k8s.io/cri-client v0.37.2
+ * pkg/logs/logs.go ReadLogs: it seeks to the start of the tail, then writes forward until the bytes run out), so a
+ * read cut by limitBytes has lost the log's end, where the error is. Each read's limit is well above what is kept; one
+ * that comes back cut is asked again for fewer lines.
+ */
+export const LOG_READS: ReadonlyArray<{ tailLines: number; limitBytes: number }> = [
+  { tailLines: 80, limitBytes: 16 * 1024 },
+  { tailLines: 8, limitBytes: 16 * 1024 },
+  { tailLines: 1, limitBytes: 16 * 1024 },
+];
+
+/**
+ * The last LOG_TAIL_BYTES (at most) of a log, from its end: a log cut at its start loses the first, partial line
+ * (`rd=hunter2`, whose `passwo` was cut off, would no longer be redacted), and a log of one line loses it all.
+ */
+export function lastLogBytes(log: string, limitBytes = LOG_TAIL_BYTES): string {
+  const bytes = Buffer.from(log, 'utf8');
+  if (bytes.length <= limitBytes) return log;
+  const end = bytes.subarray(bytes.length - limitBytes);
+  const firstBreak = end.indexOf(0x0a);
+  return firstBreak === -1 ? '' : end.subarray(firstBreak + 1).toString('utf8');
+}
+
+/**
+ * The end of a container's log through `read` (pods/log with tailLines and limitBytes): the first read of LOG_READS
+ * that comes back whole (under its limit), cut to its last LOG_TAIL_BYTES; '' when even the last line is over the
+ * limit (its end cannot be had).
+ */
+export async function readLogTail(
+  read: (options: { tailLines: number; limitBytes: number }) => Promise<string>,
+): Promise<string> {
+  for (const options of LOG_READS) {
+    const log = await read(options);
+    if (Buffer.byteLength(log, 'utf8') < options.limitBytes) return lastLogBytes(log);
+  }
+  return '';
+}
 
 interface CustomResource {
   group: string;
@@ -89,12 +128,9 @@ export function kubeHookWatchClient(kubeConfig: KubeConfig, budget: Pick<CallBud
       }
     },
     async logTail(namespace, pod, container) {
-      const log = await budget.run(() => core.readNamespacedPodLog({ namespace, name: pod, container, ...LOG_TAIL }));
-      // At limitBytes the kubelet cut the log where the bytes ran out, maybe inside a line (`rd=hunter2`, whose
-      // `passwo` was cut off, is no longer redacted): that first, partial line is left out, and a log of one line with it.
-      if (Buffer.byteLength(log, 'utf8') < LOG_TAIL.limitBytes) return log;
-      const firstBreak = log.indexOf('\n');
-      return firstBreak === -1 ? '' : log.slice(firstBreak + 1);
+      return readLogTail((options) =>
+        budget.run(() => core.readNamespacedPodLog({ namespace, name: pod, container, ...options })),
+      );
     },
   };
 }

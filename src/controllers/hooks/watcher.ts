@@ -12,6 +12,7 @@ import { explainHook, FAILING_STATES, type HookExplanation, type HookReason } fr
 import { fluxOwnerOf } from '../../core/flux.js';
 import { annotation, metadataOf, namespacedName } from '../../core/objects.js';
 import type { KubeObject } from '../../core/types.js';
+import { namespaceTerminating } from '../../kube/api-failure.js';
 import { describeError, Reflector, type ReflectorSettings } from '../../kube/reflector.js';
 import { applicationsOf, type ApplicationLookup } from '../../sweep/qualify.js';
 import { kubeEvent } from '../events.js';
@@ -151,6 +152,17 @@ export class HookWatcher {
         tracked.nextCheckMs =
           state === 'failed' && tracked.posted.has('HookFailed') ? Infinity : now + this.settings.recheckSeconds * 1000;
       } catch (error) {
+        if (namespaceTerminating(error)) {
+          // Deleting a namespace stops its hooks' Pods, and the Jobs fail; nothing can be written there any more, and
+          // the hooks go with it: no warning, no retry (the API server would refuse each one with 403).
+          tracked.nextCheckMs = Infinity;
+          tracked.failing = false;
+          this.logger.debug(
+            { hook: `${object.kind} ${metadataOf(object)?.namespace}/${metadataOf(object)?.name}` },
+            "the hook's namespace is being deleted: no Event",
+          );
+          continue;
+        }
         tracked.nextCheckMs = now + this.settings.recheckSeconds * 1000;
         this.logger.warn(
           {

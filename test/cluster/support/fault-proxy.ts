@@ -107,6 +107,13 @@ function upstreamOf(): { host: string; port: number; agent: Agent } {
 export class FaultProxy {
   readonly requests: ProxiedRequest[] = [];
   watchFault: WatchFault = 'none';
+  /**
+   * When set, a list or watch of a whole cluster's collection (a path without `/namespaces/NS/`) answers only the
+   * objects in these namespaces, and those without one; a list or watch of Namespaces only these: as a cluster holding
+   * only them would. A process the test runs cluster-wide (the hook watcher) then never acts on another test's objects.
+   * Read as each object passes: a namespace added shows in the watches already open.
+   */
+  namespaces: Set<string> | undefined;
   beforeForward:
     | ((request: { method: string; path: string; query: Record<string, string>; user: string }) => Promise<void> | void)
     | undefined;
@@ -297,6 +304,13 @@ export class FaultProxy {
           });
           return;
         }
+        const filtered = this.filtered(recorded, url);
+        if (filtered && recorded.status === 200 && !recorded.watch) {
+          delete answerHeaders['content-length'];
+          response.writeHead(recorded.status, answerHeaders);
+          this.relayFilteredList(answer, response, filtered);
+          return;
+        }
         response.writeHead(recorded.status, answerHeaders);
         if (!recorded.watch || recorded.status !== 200) {
           answer.pipe(response);
@@ -306,12 +320,40 @@ export class FaultProxy {
         // them before the first event); node would hold them until the first write, and a quiet watch would look
         // unanswered to the client.
         response.flushHeaders();
-        this.relayWatch(answer, response, upstream, recorded.query.resourceVersion ?? '0');
+        this.relayWatch(answer, response, upstream, recorded.query.resourceVersion ?? '0', filtered);
       },
     );
     upstream.on('error', () => response.destroy());
     response.on('close', () => upstream.destroy());
     request.pipe(upstream);
+  }
+
+  /** What a cluster-wide GET is narrowed to, or undefined when it passes unchanged. */
+  private filtered(recorded: ProxiedRequest, url: URL): Narrowed | undefined {
+    if (this.namespaces === undefined || recorded.method !== 'GET' || url.pathname.includes('/namespaces/'))
+      return undefined;
+    return { namespaces: this.namespaces, byName: url.pathname === '/api/v1/namespaces' };
+  }
+
+  /** A List answer with only the items `kept` keeps (other bodies, a Status say, pass unchanged). */
+  private relayFilteredList(answer: IncomingMessage, response: ServerResponse, kept: Narrowed): void {
+    const chunks: Buffer[] = [];
+    answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+    answer.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      try {
+        const list = JSON.parse(body) as { items?: unknown };
+        if (Array.isArray(list.items)) {
+          list.items = list.items.filter((item) => keptObject(item, kept));
+          response.end(JSON.stringify(list));
+          return;
+        }
+      } catch {
+        // Not JSON: passed on as it came.
+      }
+      response.end(body);
+    });
+    answer.on('error', () => response.destroy());
   }
 
   /** Passes a watch on one whole event line at a time, so that an injected ERROR event never splits one. */
@@ -320,6 +362,7 @@ export class FaultProxy {
     response: ServerResponse,
     upstream: { destroy(): void },
     resourceVersion: string,
+    kept?: Narrowed,
   ): void {
     const watch: OpenWatch = { response, upstream, resourceVersion };
     this.watches.add(watch);
@@ -332,7 +375,7 @@ export class FaultProxy {
         const line = pending.slice(0, newline + 1);
         pending = pending.slice(newline + 1);
         watch.resourceVersion = /"resourceVersion":"(\d+)"/.exec(line)?.[1] ?? watch.resourceVersion;
-        response.write(line);
+        if (kept === undefined || keptEvent(line, kept)) response.write(line);
         newline = pending.indexOf('\n');
       }
     });
@@ -341,6 +384,29 @@ export class FaultProxy {
       response.end(pending);
     });
     response.on('close', () => this.watches.delete(watch));
+  }
+}
+
+/** The namespaces a cluster-wide list or watch is narrowed to; byName: it is of Namespaces. */
+interface Narrowed {
+  namespaces: ReadonlySet<string>;
+  byName: boolean;
+}
+
+/** Whether an object is one of the namespaces kept, in one of them, or (cluster-scoped) in none. */
+function keptObject(object: unknown, kept: Narrowed): boolean {
+  const metadata = (object as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
+  const namespace = kept.byName ? metadata?.name : metadata?.namespace;
+  return typeof namespace !== 'string' || kept.namespaces.has(namespace);
+}
+
+/** Whether a watch event line is passed on: bookmarks and errors always, objects when keptObject() keeps them. */
+function keptEvent(line: string, kept: Narrowed): boolean {
+  try {
+    const event = JSON.parse(line) as { type?: unknown; object?: unknown };
+    return event.type === 'BOOKMARK' || event.type === 'ERROR' || keptObject(event.object, kept);
+  } catch {
+    return true;
   }
 }
 

@@ -52,5 +52,5 @@ function refusedCalls(): string[] {
   if (!existsSync(log)) return [];
   return readFileSync(log, 'utf8')
     .split('\n')
-    .filter((line) => /HTTP 403|\bforbidden\b/i.test(line));
+    .filter((line) => /HTTP 403|HTTP-Code: 403|\bforbidden\b/i.test(line));
 }
