@@ -281,8 +281,8 @@ describe('every removal on the record', () => {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
       metadata: {
-        name: expect.stringMatching(/^migrate\.[a-z0-9]{5}$/),
-        generateName: 'migrate.',
+        name: expect.stringMatching(/^migrate-[a-z0-9]{5}$/),
+        generateName: 'migrate-',
         namespace: 'apps',
         uid: expect.any(String),
         resourceVersion: expect.any(String),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cutToBytes, kubeEvent, NOTE_LIMIT_BYTES } from '../../../src/controllers/events.js';
 import { finalizerEvent } from '../../../src/sweep/finalizer-event.js';
-import { eventProblems } from '../../support/fake-apiserver.js';
+import { dnsSubdomainProblems, eventProblems } from '../../support/fake-apiserver.js';
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 const job = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'migrate', namespace: 'apps', uid: 'u-1' } };
@@ -43,6 +43,47 @@ describe('cutToBytes: kube-apiserver counts len() of the UTF-8 bytes', () => {
     });
     for (const field of [event.reason, event.action, event.reportingInstance]) expect(bytes(field ?? '')).toBe(127);
     expect(eventProblems(JSON.parse(JSON.stringify(event)) as Record<string, unknown>)).toEqual([]);
+  });
+});
+
+describe('an Event without a fixed name', () => {
+  const unnamed = (regarding: Record<string, unknown>) =>
+    kubeEvent({
+      regarding,
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      type: 'Normal',
+      reason: 'FinalizerRemoved',
+      action: 'RemoveFinalizer',
+      note: 'n',
+      reportingController: 'hookguard.io/sweep',
+      reportingInstance: 'sweep-1',
+      now: new Date(0),
+    });
+
+  it('asks for a name `<object>-<5 random>`: events.k8s.io/v1 refuses the generateName `<object>.` with 422', () => {
+    const event = unnamed(job);
+    expect(event.metadata).toEqual({ generateName: 'migrate-', namespace: 'apps' });
+    // The metadata as the API server checks it on create, the name completed as BeforeCreate completes it.
+    const created = { ...JSON.parse(JSON.stringify(event)), metadata: { ...event.metadata, name: 'migrate-x7k2p' } };
+    expect(eventProblems(created as Record<string, unknown>)).toEqual([]);
+    // What every Event sweep wrote got from kube-apiserver v1.37.2 before (apimachinery v0.37.2 IsDNS1123Subdomain).
+    const dotted = { ...created, metadata: { generateName: 'migrate.', name: 'migrate.x7k2p', namespace: 'apps' } };
+    expect(eventProblems(dotted as Record<string, unknown>)).toEqual([
+      `metadata.generateName: Invalid value: "migrate.": ${dnsSubdomainProblems('migrate.')[0]}`,
+    ]);
+  });
+
+  it('is valid for the longest name an object can have, and for a one-letter one', () => {
+    for (const name of ['a', `${'a'.repeat(62)}.${'b'.repeat(190)}`]) {
+      const event = unnamed({ ...job, metadata: { ...job.metadata, name } });
+      expect(event.metadata?.generateName).toBe(`${name}-`);
+      const created = {
+        ...JSON.parse(JSON.stringify(event)),
+        metadata: { ...event.metadata, name: `${name.slice(0, 58)}x7k2p` },
+      };
+      expect(eventProblems(created as Record<string, unknown>)).toEqual([]);
+    }
   });
 });
 
