@@ -59,8 +59,11 @@ export function kubeEvent(facts: EventFacts): EventsV1Event {
     apiVersion: 'events.k8s.io/v1',
     kind: 'Event',
     // Without a fixed name the API server completes one (client-go's `<name>.<hex nanoseconds>` would outgrow a long
-    // object name).
-    metadata: facts.name === undefined ? { generateName: `${name}.`, namespace } : { name: facts.name, namespace },
+    // object name). The prefix ends with `-`, not `.`: events.k8s.io/v1 validates generateName itself as a DNS
+    // subdomain, forgiving only a trailing dash (kubernetes v1.37.2 pkg/apis/core/validation/events.go
+    // ValidateEventCreate -> ValidateObjectMeta with NameIsDNSSubdomain; apimachinery v0.37.2
+    // pkg/api/validation/generic.go maskTrailingDash), so `migrate.` is refused with 422 and no Event is stored.
+    metadata: facts.name === undefined ? { generateName: `${name}-`, namespace } : { name: facts.name, namespace },
     eventTime: new V1MicroTime(facts.now.getTime()),
     reportingController: facts.reportingController,
     reportingInstance: cutToBytes(facts.reportingInstance, FIELD_LIMIT_BYTES),

@@ -186,13 +186,51 @@ export function partialObjectMetadataList(listMetadata: Json, items: readonly Js
 const QUALIFIED_NAME =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
+const DNS1123_SUBDOMAIN_FORMAT = '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*';
+const DNS1123_SUBDOMAIN = new RegExp(`^${DNS1123_SUBDOMAIN_FORMAT}$`);
+
+/** apimachinery v0.37.2 pkg/util/validation/validation.go IsDNS1123Subdomain: its messages, word for word. */
+export function dnsSubdomainProblems(value: string): string[] {
+  const problems: string[] = [];
+  if (value.length > 253) problems.push('must be no more than 253 characters');
+  if (!DNS1123_SUBDOMAIN.test(value))
+    problems.push(
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '" +
+        DNS1123_SUBDOMAIN_FORMAT +
+        "')",
+    );
+  return problems;
+}
+
 /**
- * What kube-apiserver refuses in an events.k8s.io/v1 Event it is asked to create (kubernetes v1.34.1
+ * The metadata checks of an events.k8s.io/v1 create (kubernetes v1.37.2 pkg/apis/core/validation/events.go
+ * ValidateEventCreate -> ValidateObjectMeta with NameIsDNSSubdomain, apimachinery v0.37.2 pkg/api/validation):
+ * generateName is itself a DNS subdomain but for a trailing dash (maskTrailingDash), and so is the name.
+ */
+function eventNameProblems(metadata: Json): string[] {
+  const problems: string[] = [];
+  const generateName = typeof metadata.generateName === 'string' ? metadata.generateName : '';
+  if (generateName !== '') {
+    const masked =
+      generateName.length > 1 && generateName.endsWith('-') ? `${generateName.slice(0, -2)}a` : generateName;
+    for (const message of dnsSubdomainProblems(masked))
+      problems.push(`metadata.generateName: Invalid value: "${generateName}": ${message}`);
+  }
+  const name = typeof metadata.name === 'string' ? metadata.name : '';
+  if (name !== '')
+    for (const message of dnsSubdomainProblems(name))
+      problems.push(`metadata.name: Invalid value: "${name}": ${message}`);
+  else if (generateName === '') problems.push('metadata.name: Required value: name or generateName is required');
+  return problems;
+}
+
+/**
+ * What kube-apiserver refuses in an events.k8s.io/v1 Event it is asked to create (kubernetes v1.37.2
  * pkg/apis/core/validation/events.go ValidateEventCreate; eventTime parsed as MicroTime, exactly six fractional
  * digits: apimachinery pkg/apis/meta/v1/micro_time.go), one message per problem; none for a valid Event.
  */
 export function eventProblems(event: Json): string[] {
-  const problems: string[] = [];
+  const problems: string[] = eventNameProblems((event.metadata ?? {}) as Json);
   const text = (key: string) => (typeof event[key] === 'string' ? event[key] : '');
   if (!MICRO_TIME.test(text('eventTime'))) problems.push(`eventTime: Invalid value: "${text('eventTime')}"`);
   if (!QUALIFIED_NAME.test(text('reportingController'))) problems.push('reportingController: Invalid value');

@@ -24,6 +24,8 @@ export interface InjectedFailure {
   pathIncludes?: string;
   /** Only watch requests (true) or only non-watch requests (false). */
   watch?: boolean;
+  /** Only list requests carrying a continue token (true) or only those without one (false). */
+  continued?: boolean;
   /** Only requests of this user (a token's subject, system:serviceaccount:NS:NAME). */
   user?: string;
   status: number;
@@ -59,16 +61,21 @@ interface OpenWatch {
 const DROPPED_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'accept-encoding', 'host']);
 
 /** The bodies the real API server answers these codes with. */
-function injectedAnswer(status: number, resourceVersion: string | undefined): { contentType: string; body: string } {
+function injectedAnswer(status: number, query: Record<string, string>): { contentType: string; body: string } {
   // 429 comes from the priority-and-fairness (or max-in-flight) filter before any handler, as text:
   // apiserver v0.37.2 pkg/server/filters/priority-and-fairness.go tooManyRequests(), http.Error.
   if (status === 429)
     return { contentType: 'text/plain; charset=utf-8', body: 'Too many requests, please try again later.\n' };
+  // A continue token older than etcd's compaction: apiserver v0.37.2 pkg/storage/etcd3/errors.go
+  // handleCompactedErrorForPaging, NewResourceExpired(inconsistentContinue) with a token to go on at the latest
+  // resourceVersion (the same start key, rv -1: storage.EncodeContinue).
+  if (status === 410 && query.continue !== undefined)
+    return { contentType: 'application/json', body: JSON.stringify(expiredContinue(query.continue)) };
   // 410 on the request itself: the storage's NewResourceExpired for a resourceVersion older than it keeps (apiserver
   // v0.37.2 pkg/storage/errors.go, "too old resource version: %d (%d)"), as the API server answers a watch that it
   // cannot start from there rather than sending it as the stream's first event.
   if (status === 410) {
-    const requested = Number(resourceVersion) || 0;
+    const requested = Number(query.resourceVersion) || 0;
     const message = `too old resource version: ${requested} (${requested + 1})`;
     return { contentType: 'application/json', body: JSON.stringify(statusBody(410, message, {}, 'Expired')) };
   }
@@ -77,6 +84,28 @@ function injectedAnswer(status: number, resourceVersion: string | undefined): { 
       ? 'the server is currently unable to handle the request'
       : `Internal error occurred: injected by the test fault proxy (HTTP ${status})`;
   return { contentType: 'application/json', body: JSON.stringify(statusBody(status, message)) };
+}
+
+function expiredContinue(token: string): Record<string, unknown> {
+  let next: string | undefined;
+  try {
+    const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as Record<string, unknown>;
+    next = Buffer.from(JSON.stringify({ ...decoded, rv: -1 })).toString('base64url');
+  } catch {
+    next = undefined;
+  }
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: next === undefined ? {} : { continue: next },
+    status: 'Failure',
+    message:
+      next === undefined
+        ? 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.'
+        : 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+    reason: 'Expired',
+    code: 410,
+  };
 }
 
 function subjectOf(authorization: string | undefined): string {
@@ -114,6 +143,11 @@ export class FaultProxy {
    * Read as each object passes: a namespace added shows in the watches already open.
    */
   namespaces: Set<string> | undefined;
+  /**
+   * Asks for full lists where the client asked for metadata only (`Accept: …;as=PartialObjectMetadataList…,
+   * application/json`): the real API server's answer to a client of a server that cannot convert lists.
+   */
+  fullLists = false;
   beforeForward:
     | ((request: { method: string; path: string; query: Record<string, string>; user: string }) => Promise<void> | void)
     | undefined;
@@ -223,6 +257,7 @@ export class FaultProxy {
         (candidate.method === undefined || candidate.method === recorded.method) &&
         (candidate.pathIncludes === undefined || recorded.path.includes(candidate.pathIncludes)) &&
         (candidate.watch === undefined || candidate.watch === recorded.watch) &&
+        (candidate.continued === undefined || candidate.continued === (recorded.query.continue !== undefined)) &&
         (candidate.user === undefined || candidate.user === recorded.user),
     );
     if (failure) {
@@ -249,7 +284,7 @@ export class FaultProxy {
 
     const failure = this.injected(recorded);
     if (failure) {
-      const answer = injectedAnswer(failure.status, query.resourceVersion);
+      const answer = injectedAnswer(failure.status, query);
       recorded.status = failure.status;
       const headers: OutgoingHttpHeaders = { 'content-type': answer.contentType };
       if (failure.retryAfterSeconds !== undefined) headers['retry-after'] = String(failure.retryAfterSeconds);
@@ -280,6 +315,8 @@ export class FaultProxy {
     const headers: OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(request.headers))
       if (!DROPPED_HEADERS.has(name) && value !== undefined) headers[name] = value;
+    if (this.fullLists && String(headers.accept ?? '').includes('as=PartialObjectMetadataList'))
+      headers.accept = 'application/json';
     const upstream = httpsRequest(
       {
         host: this.upstream.host,

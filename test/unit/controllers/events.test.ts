@@ -45,6 +45,35 @@ describe('cutToBytes: kube-apiserver counts len() of the UTF-8 bytes', () => {
   });
 });
 
+describe('an Event without a fixed name', () => {
+  const unnamed = (regarding: Record<string, unknown>) =>
+    kubeEvent({
+      regarding,
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      type: 'Normal',
+      reason: 'FinalizerRemoved',
+      action: 'RemoveFinalizer',
+      note: 'n',
+      reportingController: 'hookguard.io/sweep',
+      reportingInstance: 'sweep-1',
+      now: new Date(0),
+    });
+
+  // That the API server stores such an Event, and refused the old prefix `<object>.` with 422 (events.k8s.io/v1
+  // checks generateName itself as a DNS subdomain, forgiving only a trailing dash: kubernetes v1.37.2
+  // pkg/apis/core/validation/events.go, apimachinery v0.37.2 pkg/api/validation/generic.go maskTrailingDash), is
+  // test/cluster/sweep.test.ts's: every Event of the sweep is one without a fixed name.
+  it('asks for a name `<object>-<5 random>`, never `<object>.<5 random>`', () => {
+    expect(unnamed(job).metadata).toEqual({ generateName: 'migrate-', namespace: 'apps' });
+  });
+
+  it('keeps the whole object name as the prefix, from a one-letter name to the longest one', () => {
+    for (const name of ['a', `${'a'.repeat(62)}.${'b'.repeat(190)}`])
+      expect(unnamed({ ...job, metadata: { ...job.metadata, name } }).metadata?.generateName).toBe(`${name}-`);
+  });
+});
+
 describe('the sweep Event', () => {
   it('with a long multi-byte reason, has a note within 1024 bytes of UTF-8 (a UTF-16 cut was refused with 422)', () => {
     const event = finalizerEvent({
