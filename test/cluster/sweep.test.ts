@@ -56,7 +56,7 @@ type Json = Record<string, any>;
 
 const dir = mkdtempSync(join(tmpdir(), 'hookguard-sweep-cluster-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const applicationCrd = join(repoRoot, 'test', 'cluster', 'argocd', 'applications.argoproj.io.yaml');
+const applicationCrd = join(repoRoot, 'test', 'cluster', 'argocd', 'application-crd.yaml');
 const workflowCrd = join(repoRoot, 'test', 'cluster', 'argo-workflows', 'workflows.argoproj.io.yaml');
 
 describeCluster('hookguard sweep against the real API server, as the chart deploys it', () => {
