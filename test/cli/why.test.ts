@@ -58,7 +58,7 @@ const IMAGE_PULL_STUCK = (namespace: string) =>
 const QUOTA_BLOCKED = (namespace: string) =>
   [
     `Job ${namespace}/db-migrate: Blocked (FailedCreate) since TIME (AGE)`,
-    '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
+    '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-zmmz4" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
     `  next step: Raise ResourceQuota compute-resources in ${namespace} or lower the hook's requests and limits.`,
   ].join('\n');
 
@@ -167,7 +167,7 @@ describe('hookguard why job/NAME and pod/NAME: one line per fact, the exit statu
       status: 1,
       text: [
         'Job shop/db-migrate: Blocked (FailedCreate) since TIME (AGE)',
-        '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "migrate" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "migrate" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "migrate" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "migrate" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
+        '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-x7k2p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "migrate" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "migrate" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "migrate" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "migrate" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
         "  next step: Make the hook's Pod meet shop's Pod Security level (each field is named above).",
       ].join('\n'),
     },
@@ -187,7 +187,7 @@ describe('hookguard why job/NAME and pod/NAME: one line per fact, the exit statu
       status: 1,
       text: [
         'Job shop/db-migrate: Blocked (FailedCreate) since TIME (AGE)',
-        '  Job db-migrate cannot create its Pod: Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: resource Pod/shop/db-migrate- was blocked due to the following policies require-requests-limits: validate-resources: \'validation error: CPU and memory resource requests and limits are required. rule validate-resources failed at path /spec/containers/0/resources/limits/cpu/\'',
+        '  Job db-migrate cannot create its Pod: Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: resource Pod/shop/db-migrate-5v9hn was blocked due to the following policies require-requests-limits: validate-resources: \'validation error: CPU and memory resource requests and limits are required. rule validate-resources failed at path /spec/containers/0/resources/limits/cpu/\'',
         "  next step: Webhook validate.kyverno.svc-fail refuses the hook's Pod: change the Pod as its message asks, or ask its owners.",
       ].join('\n'),
     },
@@ -197,7 +197,7 @@ describe('hookguard why job/NAME and pod/NAME: one line per fact, the exit statu
       status: 0,
       text: [
         'Job shop/db-migrate: Running (FailedCreate) since TIME (AGE)',
-        '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
+        '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-q8w2t" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
         '  next step: Wait: it is called stuck after 300s.',
       ].join('\n'),
     },
