@@ -67,13 +67,11 @@ interface Wanted {
   reason: string;
   /** More for why: --stuck-after-seconds, say. */
   args?: string[];
-  env?: Record<string, string>;
-  target?: string;
 }
 
 /** Polls why on NS's hook until it says STATE (REASON); the Job controller's FailureTarget is not yet Failed. */
 async function explained(ns: string, wanted: Wanted, seconds = 90): Promise<Why> {
-  const args = [wanted.target ?? 'job/db-migrate', '-n', ns, ...(wanted.args ?? [])];
+  const args = ['job/db-migrate', '-n', ns, ...(wanted.args ?? [])];
   const says = (hook: Json) =>
     hook.state === wanted.state &&
     hook.reason === wanted.reason &&
@@ -82,10 +80,10 @@ async function explained(ns: string, wanted: Wanted, seconds = 90): Promise<Why>
     `why to say ${wanted.state} (${wanted.reason}) in ${ns}`,
     async () => {
       // Polled through the JSON alone (one process a look, on two shared cores); then text and JSON together.
-      const json = await run(process.execPath, [cliPath, 'why', ...args, '-o', 'json'], { env: wanted.env });
+      const json = await run(process.execPath, [cliPath, 'why', ...args, '-o', 'json']);
       const hook = ((JSON.parse(json.stdout || '{}') as Json).hooks as Json[] | undefined)?.[0] ?? {};
       if (!says(hook)) throw new Error(`${json.stdout} ${json.stderr}`);
-      const answer = await why(args, wanted.env);
+      const answer = await why(args);
       if (!says(answer.hook)) throw new Error(JSON.stringify(answer.hook));
       return answer;
     },
