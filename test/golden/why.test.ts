@@ -35,12 +35,12 @@ const EXPECTED: Record<string, HookExplanation> = {
     state: 'Blocked',
     reason: 'FailedCreate',
     message:
-      'Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "migrate" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "migrate" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "migrate" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "migrate" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
+      'Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-x7k2p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "migrate" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "migrate" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "migrate" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "migrate" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
     nextStep: "Make the hook's Pod meet shop's Pod Security level (each field is named above).",
     since: '2026-11-27T09:40:00Z',
     forSeconds: 1200,
     quoted:
-      'Error creating: pods "db-migrate-" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "migrate" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "migrate" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "migrate" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "migrate" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
+      'Error creating: pods "db-migrate-x7k2p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "migrate" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "migrate" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "migrate" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "migrate" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
     quotedFrom: 'Event FailedCreate (job-controller)',
     blockedBy: 'PodSecurity',
   },
@@ -51,12 +51,12 @@ const EXPECTED: Record<string, HookExplanation> = {
     state: 'Blocked',
     reason: 'FailedCreate',
     message:
-      'Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
+      'Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-zmmz4" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
     nextStep: "Raise ResourceQuota compute-resources in shop or lower the hook's requests and limits.",
     since: '2026-11-27T09:40:00Z',
     forSeconds: 1200,
     quoted:
-      'Error creating: pods "db-migrate-" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
+      'Error creating: pods "db-migrate-zmmz4" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
     quotedFrom: 'Event FailedCreate (job-controller)',
     blockedBy: 'ResourceQuota',
   },
@@ -67,13 +67,13 @@ const EXPECTED: Record<string, HookExplanation> = {
     state: 'Blocked',
     reason: 'FailedCreate',
     message:
-      'Job db-migrate cannot create its Pod: Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: resource Pod/shop/db-migrate- was blocked due to the following policies require-requests-limits: validate-resources: \'validation error: CPU and memory resource requests and limits are required. rule validate-resources failed at path /spec/containers/0/resources/limits/cpu/\'',
+      'Job db-migrate cannot create its Pod: Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: resource Pod/shop/db-migrate-5v9hn was blocked due to the following policies require-requests-limits: validate-resources: \'validation error: CPU and memory resource requests and limits are required. rule validate-resources failed at path /spec/containers/0/resources/limits/cpu/\'',
     nextStep:
       "Webhook validate.kyverno.svc-fail refuses the hook's Pod: change the Pod as its message asks, or ask its owners.",
     since: '2026-11-27T09:40:00Z',
     forSeconds: 1200,
     quoted:
-      'Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: \n\nresource Pod/shop/db-migrate- was blocked due to the following policies \n\nrequire-requests-limits:\n  validate-resources: \'validation error: CPU and memory resource requests and limits are required. rule validate-resources failed at path /spec/containers/0/resources/limits/cpu/\'\n',
+      'Error creating: admission webhook "validate.kyverno.svc-fail" denied the request: \n\nresource Pod/shop/db-migrate-5v9hn was blocked due to the following policies \n\nrequire-requests-limits:\n  validate-resources: \'validation error: CPU and memory resource requests and limits are required. rule validate-resources failed at path /spec/containers/0/resources/limits/cpu/\'\n',
     quotedFrom: 'Event FailedCreate (job-controller)',
     blockedBy: 'AdmissionWebhook',
   },
@@ -172,12 +172,12 @@ const EXPECTED: Record<string, HookExplanation> = {
     state: 'Running',
     reason: 'FailedCreate',
     message:
-      'Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
+      'Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-q8w2t" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
     nextStep: 'Wait: it is called stuck after 300s.',
     since: '2026-11-27T09:59:20Z',
     forSeconds: 40,
     quoted:
-      'Error creating: pods "db-migrate-" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
+      'Error creating: pods "db-migrate-q8w2t" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=4000Mi, limited: limits.memory=4Gi',
     quotedFrom: 'Event FailedCreate (job-controller)',
     blockedBy: 'ResourceQuota',
   },

@@ -6,7 +6,7 @@ import type { HookEvidence } from '../../src/core/explain/index.js';
 import type { FakeApiServer } from './fake-apiserver.js';
 import { repoRoot } from './k8s-tools.js';
 
-export const WHY_FIXTURES = join(repoRoot, 'test', 'golden', 'why');
+const WHY_FIXTURES = join(repoRoot, 'test', 'golden', 'why');
 
 export interface WhyFixture extends HookEvidence {
   provenance: string[];

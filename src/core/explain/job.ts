@@ -17,6 +17,7 @@ import {
   runningStep,
   text,
   timed,
+  uncombined,
 } from './readers.js';
 import { blockedStep, refuser } from './refusals.js';
 import type { Base, Finding, HookExplanation, HookReason, HookState, JobConditionSummary, Json } from './types.js';
@@ -109,17 +110,19 @@ export function explainJob(base: Base, job: Json, podValues: readonly unknown[])
       .sort()
       .at(0);
     const timing = timed(options, firstRefusal);
-    const blockedBy = refuser(refusal.note);
+    // What the latest try was told, without the event recorder's "(combined from similar events): ".
+    const note = uncombined(refusal.note);
+    const blockedBy = refuser(note);
     return {
       ...head,
       state: overdue(options, timing) ? 'Blocked' : 'Running',
       reason: 'FailedCreate',
       ...timing,
       blockedBy,
-      message: `Job ${base.name} cannot create its Pod: ${oneLine(refusal.note)}`,
-      quoted: quote(refusal.note),
+      message: `Job ${base.name} cannot create its Pod: ${oneLine(note)}`,
+      quoted: quote(note),
       quotedFrom: quotedEvent(refusal),
-      nextStep: overdue(options, timing) ? blockedStep(base, blockedBy, refusal.note) : runningStep(options),
+      nextStep: overdue(options, timing) ? blockedStep(base, blockedBy, note) : runningStep(options),
     };
   }
   if (lastFailed) {

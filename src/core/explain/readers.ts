@@ -24,6 +24,19 @@ export function quote(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   return value.length > QUOTE_LIMIT ? `${value.slice(0, QUOTE_LIMIT)}…` : value;
 }
+/**
+ * client-go's event recorder folds the tenth and later Events of one object, reason and type whose messages differ
+ * (a refused Pod's generated name differs at each try) into one Event: this prefix and the latest message, counted
+ * (k8s.io/client-go v0.37.2 tools/record/events_cache.go, EventAggregatorByReasonMessageFunc; 10 within 600 s). A Job
+ * refused for more than about four minutes is quoted so; why says what the latest try was told.
+ */
+const COMBINED = '(combined from similar events): ';
+
+/** An Event's note without the recorder's `(combined from similar events): `. */
+export function uncombined(note: string): string {
+  return note.startsWith(COMBINED) ? note.slice(COMBINED.length) : note;
+}
+
 /** A component's text on one line, for `message`. */
 export function oneLine(value: string): string {
   return value.replace(/\s*\n\s*/g, ' ').trim();

@@ -238,6 +238,20 @@ describe('Events', () => {
     expect(at(fixture, 300)).toMatchObject({ state: 'Blocked', since: '2026-11-27T09:50:00.000000Z', forSeconds: 600 });
   });
 
+  it("the recorder's combined Event (the tenth refusal on): what the latest try was told, without the recorder's prefix", () => {
+    const fixture = whyFixture('blocked-quota');
+    const [event] = fixture.events as Array<Record<string, unknown>>;
+    const note = String(event?.note);
+    fixture.events = [{ ...event, note: `(combined from similar events): ${note}`, deprecatedCount: 16 }];
+    expect(at(fixture, 300)).toMatchObject({
+      state: 'Blocked',
+      blockedBy: 'ResourceQuota',
+      message: `Job db-migrate cannot create its Pod: ${note}`,
+      quoted: note,
+      nextStep: "Raise ResourceQuota compute-resources in shop or lower the hook's requests and limits.",
+    });
+  });
+
   it('an Event about another object is not quoted', () => {
     const fixture = whyFixture('stuck-image-pull');
     for (const event of fixture.events as Array<Record<string, Record<string, unknown>>>) {
