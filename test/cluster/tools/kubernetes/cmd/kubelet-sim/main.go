@@ -392,6 +392,10 @@ func (s *simulator) run(ctx context.Context, pod *corev1.Pod) error {
 			status.Phase = corev1.PodSucceeded
 			if exitCode != 0 {
 				status.Phase = corev1.PodFailed
+				// The kubelet's reason for a failed Pod's readiness (v1.37.2 pkg/kubelet/status/generate.go
+				// generateContainersReadyConditionForTerminalPhase): PodFailed, PodCompleted only for a Succeeded one.
+				setCondition(status, corev1.ContainersReady, corev1.ConditionFalse, "PodFailed")
+				setCondition(status, corev1.PodReady, corev1.ConditionFalse, "PodFailed")
 			}
 			setCondition(status, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "")
 			return s.writeStatus(ctx, pod)
