@@ -33,7 +33,7 @@ describe('hookguard serve with discovery (the built CLI)', () => {
     writeFileSync(kubeconfig, server.kubeConfig('hookguard').exportConfig());
     const config = join(dir, 'config.yaml');
     // No drain delay on SIGTERM: no endpoints controller needs time to drop this process.
-    // The self-test has a test of its own (serve-self-test.test.ts).
+    // The self-test has a test of its own (test/cluster/self-test.test.ts).
     writeFileSync(
       config,
       'discovery:\n  backoffInitialMs: 20\n  backoffMaxMs: 100\nserver:\n  shutdownDelayMs: 0\nselfTest:\n  enabled: false\nrules:\n  meshSidecar:\n    action: "off"\n  minRuntime:\n    openshift: "true"\n',
