@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { apiFailure } from '../../src/kube/api-failure.js';
 import { advisoriesOfTool } from '../../src/core/argocd-version.js';
@@ -141,6 +141,9 @@ async function world(
 }
 
 const probeLines = (w: World) => w.webhook.lines.filter((line) => line.msg === 'self-test probe decided');
+
+// Each test waits mostly on the API server and on hookguard: all of them side by side (vitest's default is 5).
+vi.setConfig({ maxConcurrency: 16 });
 
 const INTERVAL_SECONDS = 1;
 const LEASE_DURATION_SECONDS = 2;
