@@ -698,6 +698,11 @@ export const KEYS = {
       format: NOT_EMPTY,
       doc: 'Namespace of the probe Job: one the webhooks select and excludedNamespaces does not list.',
     }),
+    statusObject: text({
+      default: 'hookguard',
+      format: NOT_EMPTY,
+      doc: 'The cluster-scoped HookGuard object whose status the leader writes: the one the Helm chart creates (and grants `update` of its status by name).',
+    }),
     certificateWarningDays: integer({
       default: 14,
       min: 0,

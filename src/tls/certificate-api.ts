@@ -68,6 +68,9 @@ export interface CertificateApi {
 const fromBase64 = (value: string): string =>
   capped(Buffer.from(value.slice(0, Math.ceil(MAX_PEM_BYTES / 3) * 4), 'base64').toString('utf8'));
 
+/** The manager the API server records for hookguard's writes (managedFields); else client-node's user agent, node-fetch. */
+const FIELD_MANAGER = 'hookguard';
+
 const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 function decoded(secret: V1Secret): CertificateData {
@@ -120,8 +123,11 @@ export function kubeCertificateApi(
       };
       const written =
         resourceVersion === undefined
-          ? await core.createNamespacedSecret({ namespace, body }, abortWith(signal))
-          : await core.replaceNamespacedSecret({ name, namespace, body }, abortWith(signal));
+          ? await core.createNamespacedSecret({ namespace, body, fieldManager: FIELD_MANAGER }, abortWith(signal))
+          : await core.replaceNamespacedSecret(
+              { name, namespace, body, fieldManager: FIELD_MANAGER },
+              abortWith(signal),
+            );
       return written.metadata?.resourceVersion ?? '';
     },
     async getWebhooks(kind, signal) {
@@ -172,7 +178,7 @@ export function kubeCertificateApi(
             value: encoded,
           }))),
     ];
-    const request = { name: webhookName, body };
+    const request = { name: webhookName, body, fieldManager: FIELD_MANAGER };
     const patched =
       kind === 'MutatingWebhookConfiguration'
         ? await admission.patchMutatingWebhookConfiguration(request, jsonPatch(signal))

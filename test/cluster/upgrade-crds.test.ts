@@ -22,6 +22,7 @@ import {
   newNamespace,
   run,
 } from './support/cluster.js';
+import { FaultProxy } from './support/fault-proxy.js';
 
 const CHART_NAME = 'hookguards.hookguard.io';
 /** The cluster's hookguard server's own identity: bound to nothing about CRDs. */
@@ -37,6 +38,8 @@ describeCluster('hookguard chart-hook upgrade-crds against the real API server',
   let lifecycleKubeconfig = '';
   let patchOnlyKubeconfig = '';
   const clusterScoped: string[] = [];
+  /** The webhook configurations the lifecycle identity may delete: this test's. */
+  const lifecycleWebhooks = () => `${ns}-lifecycle`;
 
   /** A kubeconfig for `account` of the test namespace, bound to `rules` at the cluster scope. */
   async function identity(account: string, rules: Manifest[]): Promise<string> {
@@ -82,9 +85,22 @@ describeCluster('hookguard chart-hook upgrade-crds against the real API server',
     clusterScoped.push(`customresourcedefinition/${name}`);
     // The chart's lifecycle ClusterRole, its CRD rule naming this test's CRD.
     const lifecycle = find(objects, 'ClusterRole', 'hookguard-lifecycle').rules as Manifest[];
+    // Its webhook rule names this test's webhook configurations, so that it can never delete the cluster's.
     const rules = lifecycle.map((rule) =>
-      rule.resources?.includes('customresourcedefinitions') ? { ...rule, resourceNames: [name] } : rule,
+      rule.resources?.includes('customresourcedefinitions')
+        ? { ...rule, resourceNames: [name] }
+        : rule.resources?.includes('mutatingwebhookconfigurations')
+          ? { ...rule, resourceNames: [lifecycleWebhooks()] }
+          : rule,
     );
+    expect(rules.filter((rule) => rule.resourceNames?.[0] === lifecycleWebhooks())).toEqual([
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+        resourceNames: [lifecycleWebhooks()],
+        verbs: ['delete'],
+      },
+    ]);
     expect(rules.filter((rule) => rule.resourceNames?.[0] === name)).toEqual([
       {
         apiGroups: ['apiextensions.k8s.io'],
@@ -231,5 +247,58 @@ describeCluster('hookguard chart-hook upgrade-crds against the real API server',
       `hookguard chart-hook: cannot delete ValidatingWebhookConfiguration and MutatingWebhookConfiguration ${webhooks} (kubeconfig ${serverKubeconfig}): HTTP 403: validatingwebhookconfigurations.admissionregistration.k8s.io "${webhooks}" is forbidden: User "system:serviceaccount:hookguard:hookguard" cannot delete resource "validatingwebhookconfigurations" in API group "admissionregistration.k8s.io" at the cluster scope\n`,
     ]);
     await kubectl(['get', 'validatingwebhookconfiguration,mutatingwebhookconfiguration', webhooks]);
+  });
+  it('delete-webhooks (the pre-delete hook) as the chart lifecycle identity deletes both, and takes those gone as deleted', async () => {
+    for (const kind of ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']) {
+      await kubectl(
+        ['create', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind,
+          metadata: { name: lifecycleWebhooks() },
+        }),
+      );
+      clusterScoped.push(`${kind.toLowerCase()}/${lifecycleWebhooks()}`);
+    }
+    const deleteWebhooks = async () => {
+      const result = await run(process.execPath, [cliPath, 'chart-hook', 'delete-webhooks', lifecycleWebhooks()], {
+        env: { KUBECONFIG: lifecycleKubeconfig, HOME: dir },
+      });
+      return [result.status, result.stdout, result.stderr];
+    };
+    expect(await deleteWebhooks()).toEqual([
+      0,
+      `deleted ValidatingWebhookConfiguration and MutatingWebhookConfiguration ${lifecycleWebhooks()}\n`,
+      '',
+    ]);
+    const left = await run(kubectlPath, [
+      'get',
+      'validatingwebhookconfiguration,mutatingwebhookconfiguration',
+      lifecycleWebhooks(),
+      '--ignore-not-found',
+      '-o',
+      'name',
+    ]);
+    expect([left.status, left.stdout]).toEqual([0, '']);
+    // Run again (a retried hook, or an uninstall after someone deleted them): the API server's 404s count as done.
+    expect(await deleteWebhooks()).toEqual([
+      0,
+      `deleted ValidatingWebhookConfiguration and MutatingWebhookConfiguration ${lifecycleWebhooks()}\n`,
+      '',
+    ]);
+  });
+
+  it('upgrade-crds with no API server answering (the fault proxy stopped) says the request failed and why, exit 1', async () => {
+    const proxy = await FaultProxy.start();
+    const proxyKubeconfig = join(dir, 'kubeconfig-gone');
+    // No request gets through, so the kubeconfig needs no real identity.
+    writeFileSync(proxyKubeconfig, proxy.kubeConfig('no-token').exportConfig());
+    await proxy.stop();
+    const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+    expect(await upgrade(proxyKubeconfig)).toEqual([
+      1,
+      '',
+      `hookguard chart-hook: cannot apply CustomResourceDefinition ${name} (kubeconfig ${proxyKubeconfig}): request to ${proxy.url}${path}?fieldManager=hookguard-chart&force=true failed, reason: connect ECONNREFUSED 127.0.0.1:${proxy.port}\n`,
+    ]);
   });
 });

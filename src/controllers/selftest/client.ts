@@ -34,7 +34,14 @@ export interface SelfTestClient {
   writeStatus(object: KubeObject, signal: AbortSignal): Promise<KubeObject>;
 }
 
-export function kubeSelfTestClient(kubeConfig: KubeConfig): SelfTestClient {
+/**
+ * The self-test's API calls as `kubeConfig`'s identity; `resource` names the HookGuard object whose status it reads and
+ * writes (the chart's by default; a test gives one of its own, beside the cluster's).
+ */
+export function kubeSelfTestClient(
+  kubeConfig: KubeConfig,
+  resource: typeof HOOKGUARD_RESOURCE = HOOKGUARD_RESOURCE,
+): SelfTestClient {
   const batch = kubeConfig.makeApiClient(BatchV1Api);
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   return {
@@ -48,7 +55,7 @@ export function kubeSelfTestClient(kubeConfig: KubeConfig): SelfTestClient {
     },
     async readStatusObject(signal) {
       try {
-        return plainObject(await custom.getClusterCustomObject(HOOKGUARD_RESOURCE, abortWith(signal)));
+        return plainObject(await custom.getClusterCustomObject(resource, abortWith(signal)));
       } catch (error) {
         if (apiFailure(error).status === 404) return undefined;
         throw error;
@@ -57,7 +64,7 @@ export function kubeSelfTestClient(kubeConfig: KubeConfig): SelfTestClient {
     async writeStatus(object, signal) {
       return plainObject(
         await custom.replaceClusterCustomObjectStatus(
-          { ...HOOKGUARD_RESOURCE, body: object, fieldManager: FIELD_MANAGER },
+          { ...resource, body: object, fieldManager: FIELD_MANAGER },
           abortWith(signal),
         ),
       );

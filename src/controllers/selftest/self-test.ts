@@ -32,6 +32,8 @@ export interface SelfTestSettings {
   certificateWarningDays: number;
   pinnedArgocdVersion: string | null;
   advisories: readonly Advisory[];
+  /** The HookGuard object's name (selfTest.statusObject), for the log line when it is missing; `hookguard` unless given. */
+  statusObject?: string;
 }
 
 /** What the self-test reads from the running server at each run. */
@@ -150,7 +152,8 @@ export class SelfTest {
       // helm upgrade creates a rendered object that is missing from the cluster (helm v3.21.4 and v4.3.2
       // pkg/kube/client.go Update); Helm installs crds/ on first install only.
       this.logger.warn(
-        'the HookGuard object "hookguard" does not exist or cannot be read: the Helm chart creates it (helm upgrade ' +
+        `the HookGuard object "${this.settings.statusObject ?? 'hookguard'}" does not exist or cannot be read: the Helm ` +
+          'chart creates it (helm upgrade ' +
           'the release to recreate it); if its CRD hookguards.hookguard.io is missing too, first kubectl apply -f ' +
           'charts/hookguard/crds/ (Helm installs crds/ on first install only)',
       );

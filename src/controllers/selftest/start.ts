@@ -4,7 +4,7 @@ import type { Config } from '../../config/keys.js';
 import { advisoriesOfTool } from '../../core/argocd-version.js';
 import { ConfigError } from '../../errors.js';
 import type { LeaderLoop, LeaderTask } from '../leader-loop.js';
-import { kubeSelfTestClient } from './client.js';
+import { HOOKGUARD_RESOURCE, kubeSelfTestClient } from './client.js';
 import type { SelfTestOutcome } from './probe.js';
 import { SelfTest, type OutcomeObserver, type SelfTestSources } from './self-test.js';
 
@@ -61,7 +61,7 @@ export function selfTestController(
 ): { task: LeaderTask; view: SelfTestView } {
   const { selfTest } = config;
   const test = new SelfTest(
-    kubeSelfTestClient(kubeConfig),
+    kubeSelfTestClient(kubeConfig, { ...HOOKGUARD_RESOURCE, name: selfTest.statusObject }),
     {
       mode: config.mode,
       namespace: selfTest.namespace,
@@ -71,6 +71,7 @@ export function selfTestController(
       pinnedArgocdVersion: config.argocd.version,
       // The Argo CD advisories: the status lists those affecting a discovered Argo CD (Helm's are for render time).
       advisories: advisoriesOfTool(config.advisories, 'argocd'),
+      statusObject: selfTest.statusObject,
     },
     sources,
     observe,
