@@ -1,7 +1,7 @@
 // A stand-in for kube-apiserver at cluster scale, for `npm run bench:sweep` and its correctness test: N Jobs and N Pods
 // of about 5 KB each, generated from their index whenever they are asked for, so the stand-in itself stays small
-// however large N is. It answers what the sweep asks as kube-apiserver does (test/support/fake-apiserver.ts answers
-// the same requests for hand-made objects): paged lists with `limit` and an opaque `continue` token, metadata only for
+// however large N is. It answers what the sweep asks as kube-apiserver does (the bodies: test/support/api-bodies.ts;
+// the same requests on the real control plane: test/cluster/): paged lists with `limit` and an opaque `continue` token, metadata only for
 // `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`, 410 Expired for a token it is told to
 // expire; GET of one object; JSON patches whose failed `test` op answers 422; an object deleted once its last
 // finalizer is gone; Workflows (argoproj.io/v1alpha1) by name; events.k8s.io/v1 Events, checked. Only what a
@@ -35,12 +35,12 @@ import {
   eventProblems,
   kubeConfigOptions,
   partialObjectMetadataList,
-  statusBody,
   CONTINUE_EXPIRED,
   eventsServed,
   wantsMetadataList,
   type KubeItem,
-} from './fake-apiserver.js';
+} from './api-bodies.js';
+import { statusBody } from './api-status.js';
 import {
   badRequestStatus,
   parseLabelSelector,

@@ -3,7 +3,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HookEvidence } from '../../src/core/explain/index.js';
-import type { FakeApiServer } from './fake-apiserver.js';
 import { repoRoot } from './k8s-tools.js';
 
 const WHY_FIXTURES = join(repoRoot, 'test', 'golden', 'why');
@@ -49,17 +48,4 @@ export function relocated(fixture: WhyFixture, now: number, namespace = 'shop'):
     return value;
   };
   return move(fixture) as WhyFixture;
-}
-
-/** Stores the hook, its Pods and its Events (each Event once: both APIs serve the same object). */
-export function seedWhy(server: FakeApiServer, fixture: WhyFixture): void {
-  const seen = new Set<string>();
-  for (const object of [fixture.hook, ...fixture.pods, ...fixture.events] as Array<Record<string, unknown>>) {
-    const uid = (object.metadata as { uid?: string }).uid;
-    if (object.kind === 'Event' && uid !== undefined) {
-      if (seen.has(uid)) continue;
-      seen.add(uid);
-    }
-    server.put(object);
-  }
 }
