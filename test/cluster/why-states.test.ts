@@ -54,12 +54,15 @@ const JOB_LABELS = ['batch.kubernetes.io/controller-uid', 'batch.kubernetes.io/j
 
 /**
  * OBJECT without what the API server sets, and its status apart. A Pod is bound to no Node and names a scheduler there
- * is none of, so it stays where its status says it is (see the top of the file).
+ * is none of, so it stays where its status says it is (see the top of the file), and carries no finalizer.
  */
 function fresh(object: Json): { object: Json; status: Json | undefined } {
   const copy = structuredClone(object);
   for (const field of SERVER_FIELDS) delete copy.metadata[field];
   if (copy.kind === 'Pod') {
+    // The Job controller's batch.kubernetes.io/job-tracking: with no controller to remove it, the Pod and its
+    // namespace would never go. hookguard why reads no finalizer.
+    delete copy.metadata.finalizers;
     delete copy.spec.nodeName;
     copy.spec.schedulerName = MANAGED_BY;
   }
