@@ -1,10 +1,9 @@
 // hookguard operated as the chart installs it, on the real control plane: the caBundle it writes is the one the API
 // server trusts, the self-test writes the HookGuard status, two replicas share one Lease and serve the same
 // certificate, neither a new CA after the Secret is lost nor a stale trust record fails a create, a hung hookguard
-// costs a create at most the chart's timeoutSeconds under its failurePolicy (Ignore), and the sweep frees a namespace
-// stuck deleting on hook finalizers.
+// costs a create at most the chart's timeoutSeconds under its failurePolicy (Ignore). (The sweep freeing a namespace
+// stuck deleting on hook finalizers, as the chart's sweep identity: test/cluster/sweep.test.ts.)
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
@@ -19,7 +18,6 @@ import {
   kubectl,
   kubectlJson,
   newNamespace,
-  run,
   waitUntil,
 } from './support/cluster.js';
 
@@ -251,57 +249,6 @@ describeCluster('hookguard operated on the real control plane', () => {
     }
     await waitUntil('hookguard to mutate again', async () =>
       (await createCleanupHook(ns, `after-${Date.now()}`)).command.includes('--ignore-not-found'),
-    );
-  });
-
-  it('the sweep frees a namespace stuck deleting on a hook finalizer nothing removes', async () => {
-    const stuck = await newNamespace('stuck');
-    await kubectl(
-      ['create', '-n', stuck, '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: {
-          name: 'presync',
-          annotations: { 'argocd.argoproj.io/hook': 'PreSync' },
-          finalizers: ['argocd.argoproj.io/hook-finalizer'],
-        },
-        spec: { restartPolicy: 'Never', containers: [{ name: 'job', image: 'busybox:1.37', command: ['true'] }] },
-      }),
-    );
-    await waitUntil(
-      'the hook Pod to finish',
-      async () =>
-        (await kubectl(['get', 'pod', 'presync', '-n', stuck, '-o', 'jsonpath={.status.phase}'])) === 'Succeeded',
-    );
-    await kubectl(['delete', 'namespace', stuck, '--wait=false']);
-    // Stuck: the namespace controller deleted the Pod, which its finalizer keeps. (Its conditions do not say so: with
-    // Pods remaining, v1.37.2 writes them before counting finalizers, pkg/controller/namespace/deletion/
-    // namespaced_resources_deleter.go deleteAllContent, so NamespaceFinalizersRemaining stays False.)
-    await waitUntil('the namespace to be stuck on the finalizer', async () => {
-      const pod = await kubectlJson<{ metadata: { deletionTimestamp?: string; finalizers?: string[] } }>([
-        'get',
-        'pod',
-        'presync',
-        '-n',
-        stuck,
-      ]);
-      const phase = await kubectl(['get', 'namespace', stuck, '-o', 'jsonpath={.status.phase}']);
-      return (
-        pod.metadata.deletionTimestamp !== undefined &&
-        (pod.metadata.finalizers ?? []).includes('argocd.argoproj.io/hook-finalizer') &&
-        phase === 'Terminating'
-      );
-    });
-    // A finished hook deleted a moment ago: no grace for Argo CD to remove its finalizer itself (the default 300 s).
-    const config = join(clusterDir, 'sweep-now.yaml');
-    await writeFile(config, 'sweep:\n  finishedGraceSeconds: 0\n');
-    const sweep = await run(process.execPath, [cliPath, 'sweep', '--namespace', stuck, '--apply', '--config', config]);
-    expect(sweep.status, sweep.stderr).toBe(0);
-    await waitUntil(
-      'the namespace to be gone',
-      async () => (await run('kubectl', ['get', 'namespace', stuck])).status !== 0,
-      60,
     );
   });
 });
