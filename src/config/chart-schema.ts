@@ -6,7 +6,10 @@ import { ADVISORIES_DOC } from './advisories.js';
 import { KEYS } from './keys.js';
 import { camelCaseKey, jsonSchemaOf, type JsonSchema } from './schema.js';
 
-/** The config keys the chart's own values set (templates/_helpers.tpl, hookguard.config), and the value to use. */
+/**
+ * The config keys the chart's own values set (templates/_helpers.tpl, hookguard.config), and the value to use; or,
+ * starting with "the ", what the chart fixes them to.
+ */
 export const CHART_OWNED: Readonly<Record<string, string>> = {
   mode: 'mode',
   excludedNamespaces: 'excludedNamespaces',
@@ -20,6 +23,8 @@ export const CHART_OWNED: Readonly<Record<string, string>> = {
   'leaderElection.leaseNamespace': 'the release namespace',
   'selfTest.enabled': 'selfTest.enabled',
   'selfTest.namespace': 'selfTest.namespace',
+  // templates/self-test.yaml creates the HookGuard object `hookguard` and grants `update` of its status by that name.
+  'selfTest.statusObject': "the chart's HookGuard object, hookguard",
   'sweep.profiles': 'sweep.profiles',
   'policyParams.enabled': 'admission.mode',
   'policyParams.namespace': 'the release namespace',
@@ -58,8 +63,7 @@ export function chartConfigSchema(): JsonSchema {
     const names = path.split('.');
     const last = names.pop()!;
     const parent = names.reduce((at, name) => propertiesOf(at)[name]!, schema);
-    const message =
-      value === 'the release namespace' ? '(not here: the release namespace)' : `(not here: set ${value})`;
+    const message = value.startsWith('the ') ? `(not here: ${value})` : `(not here: set ${value})`;
     propertiesOf(parent)[last] = refused(message);
   }
   return {
