@@ -210,7 +210,9 @@ describeCluster('hookguard chart-hook upgrade-crds against the real API server',
     // A retried hook, or the next upgrade of the same chart: nothing is written.
     expect(await upgrade(lifecycleKubeconfig)).toEqual([0, applied, '']);
     expect((await stored()).metadata.resourceVersion).toBe(after.metadata.resourceVersion);
-  });
+    // Its first step, `kubectl delete crd --wait` of the CRD the case before created, once took 161 s in a loaded
+    // .ci/run (12 s elsewhere): the API server's CRD finalizer had not let go of it sooner. Cause not yet found.
+  }, 300_000);
 
   it('a CRD that drops a version objects are stored in: the 422 in one line, exit 1, the CRD unchanged', async () => {
     const before = await stored();
