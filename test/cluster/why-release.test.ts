@@ -92,6 +92,23 @@ async function why(args: string[], env: Record<string, string> = {}): Promise<Wh
   return { status: json.status, json: JSON.parse(json.stdout) as Json, text: text.stdout };
 }
 
+/**
+ * Polls why --release until both its answers call the release Stuck. The JSON and the text are two processes run
+ * side by side; at the stuck-after boundary one may read 29 s and the other 30 s, so each is checked.
+ */
+function whyOnceStuck(release: string, what: string, seconds: number): Promise<Why> {
+  return waitUntil(
+    `why to call the release Stuck ${what}`,
+    async () => {
+      const answer = await why(['--release', release]);
+      if (answer.json.releases?.[0]?.state !== 'Stuck' || !answer.text.includes(': Stuck ('))
+        throw new Error(`${JSON.stringify(answer.json.releases?.[0])}\n${answer.text}`);
+      return answer;
+    },
+    seconds,
+  );
+}
+
 function declared(report: Json, name: string): Json | undefined {
   return (report.releases?.[0]?.hooks as Json[] | undefined)?.find((hook) => hook.name === name);
 }
@@ -237,15 +254,7 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
     const install = await helm(helm4Path, ['install', 'web', chart, '-n', ns]);
     expect(install.status, install.stderr).toBe(0);
     const kill = helmInBackground(helm4Path, ['upgrade', 'web', chart, '-n', ns, '--set', 'migrateImagePull=fail']);
-    const report = await waitUntil(
-      'why to call the release Stuck on its hook',
-      async () => {
-        const answer = await why(['--release', `${ns}/web`]);
-        if (answer.json.releases?.[0]?.state !== 'Stuck') throw new Error(JSON.stringify(answer.json.releases?.[0]));
-        return answer;
-      },
-      120,
-    );
+    const report = await whyOnceStuck(`${ns}/web`, 'on its hook', 120);
     kill();
     expect(report.status).toBe(1);
     expect(report.json.releases?.[0]).toMatchObject({ revision: 2, status: 'pending-upgrade', state: 'Stuck' });
@@ -283,15 +292,7 @@ describeCluster('hookguard why --release on what the real Helm leaves', () => {
       /^pending-install: Helm waits on hook Job web-setup, which is Running/,
     );
 
-    const stuck = await waitUntil(
-      'why to call the release Stuck with no hook running',
-      async () => {
-        const answer = await why(['--release', `${ns}/web`]);
-        if (answer.json.releases?.[0]?.state !== 'Stuck') throw new Error(JSON.stringify(answer.json.releases?.[0]));
-        return answer;
-      },
-      90,
-    );
+    const stuck = await whyOnceStuck(`${ns}/web`, 'with no hook running', 90);
     expect(stuck.status).toBe(1);
     expect(stuck.json.releases?.[0].message).toBe(
       'pending-install with no hook running: the Helm that started it has not finished it, and Helm refuses any other install, upgrade or rollback ("another operation (install/upgrade/rollback) is in progress") until it ends',
