@@ -14,7 +14,15 @@ import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 import { fixtureFiles, fixturePath } from '../support/fixtures.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import { PROFILES } from '../support/resource-profiles.js';
-import { deleteNamespace, describeCluster, kubectl, kubectlPath, newNamespace, run } from './support/cluster.js';
+import {
+  allowArgoCdController,
+  deleteNamespace,
+  describeCluster,
+  kubectl,
+  kubectlPath,
+  newNamespace,
+  run,
+} from './support/cluster.js';
 
 type Json = Record<string, unknown>;
 type ResourceMap = Record<string, string>;
@@ -208,17 +216,7 @@ describeCluster('admissibility: the guard never keeps a hook Pod from starting (
   const namespace = async (prefix: string, labels: Record<string, string> = {}) => {
     const ns = await newNamespace(prefix, labels);
     namespaces.push(ns);
-    // Argo CD's application controller creates the hooks (hookguard's guard is for the hooks Argo CD applies).
-    const [, saNamespace, saName] = ARGOCD_CONTROLLER.split(':').slice(1);
-    await kubectl([
-      'create',
-      'rolebinding',
-      'argocd',
-      '--clusterrole=admin',
-      `--serviceaccount=${saNamespace}:${saName}`,
-      '-n',
-      ns,
-    ]);
+    await allowArgoCdController(ns);
     for (const account of serviceAccounts) await kubectl(['create', 'serviceaccount', account, '-n', ns]);
     return ns;
   };
@@ -422,16 +420,7 @@ describeCluster('min-runtime with pod-level resources (the real API server)', ()
   let ns = '';
   beforeAll(async () => {
     ns = await newNamespace('admissibility-pod-level');
-    const [, saNamespace, saName] = ARGOCD_CONTROLLER.split(':').slice(1);
-    await kubectl([
-      'create',
-      'rolebinding',
-      'argocd',
-      '--clusterrole=admin',
-      `--serviceaccount=${saNamespace}:${saName}`,
-      '-n',
-      ns,
-    ]);
+    await allowArgoCdController(ns);
   });
   afterAll(async () => {
     if (ns) await deleteNamespace(ns);

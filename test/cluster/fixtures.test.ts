@@ -93,7 +93,7 @@ describeCluster('every hook fixture through the real API server and hookguard (e
     for (const name of namespaces) await deleteNamespace(name);
   });
 
-  it.each(fixtureFiles())('%s', async (file) => {
+  it.concurrent.each(fixtureFiles())('%s', async (file) => {
     const ns = await newNamespace('fixture');
     namespaces.push(ns);
     const checked = await check(file);
@@ -216,7 +216,7 @@ describeCluster('every hook fixture through a hookguard in audit mode', () => {
     await rm(workDir, { recursive: true, force: true });
   });
 
-  it.each(fixtureFiles())('%s: stored as written, with the warnings', async (file) => {
+  it.concurrent.each(fixtureFiles())('%s: stored as written, with the warnings', async (file) => {
     const ns = await newNamespace('audit', { [AUDIT_NAMESPACE_LABEL]: 'true' });
     namespaces.push(ns);
     const checked = await check(file);

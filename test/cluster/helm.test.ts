@@ -81,7 +81,7 @@ describeCluster('Helm runs every hook of a chart on the real control plane', () 
     await rm(helmHome, { recursive: true, force: true });
   });
 
-  it.each(CASES)('$name: install, upgrade, rollback and uninstall', async (which) => {
+  it.concurrent.each(CASES)('$name: install, upgrade, rollback and uninstall', async (which) => {
     const ns = await newNamespace('helm');
     namespaces.push(ns);
 
@@ -114,7 +114,7 @@ describeCluster('Helm runs every hook of a chart on the real control plane', () 
     ).not.toBe(0);
   });
 
-  it('a failing hook: Helm fails, the Job controller gives up, why and the watcher say why', async () => {
+  it.concurrent('a failing hook: Helm fails, the Job controller gives up, why and the watcher say why', async () => {
     const ns = await newNamespace('helm-fail');
     namespaces.push(ns);
     const install = await helm(CASES[0]!, ['install', 'rel', chart, '-n', ns, '--set', 'failing=true']);

@@ -9,9 +9,9 @@ import { fixtureText } from '../support/fixtures.js';
 import { stripNullFields } from '../support/k8s-schema.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
+  allowArgoCdController,
   deleteNamespace,
   describeCluster,
-  kubectl,
   kubectlPath,
   newNamespace,
   run,
@@ -33,15 +33,7 @@ describeCluster('hooks that never finish, through the real API server', () => {
   beforeAll(async () => {
     // In hookguard's reach, Istio's injection on, and Argo CD's controller allowed to create there.
     ns = await newNamespace('never-finish', { 'istio-injection': 'enabled' });
-    await kubectl([
-      'create',
-      'rolebinding',
-      'argocd',
-      '--clusterrole=admin',
-      `--serviceaccount=argocd:argocd-application-controller`,
-      '-n',
-      ns,
-    ]);
+    await allowArgoCdController(ns);
   });
   beforeAll(async () => {
     // hookguard reads the namespace's labels from its watch: a create just after the namespace may come before.

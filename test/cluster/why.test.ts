@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { cliPath } from '../support/cli.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
+  allowArgoCdController,
   deleteNamespace,
   describeCluster,
   kubectl,
@@ -228,17 +229,7 @@ describeCluster('hookguard why on what the real components write', () => {
       expect,
     }) => {
       const ns = await namespace();
-      // The guard goes on hooks Argo CD's application controller creates (rule min-runtime).
-      const [, saNamespace, saName] = ARGOCD_CONTROLLER.split(':').slice(1);
-      await kubectl([
-        'create',
-        'rolebinding',
-        'argocd',
-        '--clusterrole=admin',
-        `--serviceaccount=${saNamespace}:${saName}`,
-        '-n',
-        ns,
-      ]);
+      await allowArgoCdController(ns);
       await createJob(
         ns,
         {

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, inject } from 'vitest';
 import { repoRoot } from '../../support/k8s-tools.js';
+import { ARGOCD_CONTROLLER } from '../../support/objects.js';
 import { waitUntil } from '../../support/wait-until.js';
 
 export { waitUntil };
@@ -95,6 +96,23 @@ export async function newNamespace(prefix: string, labels: Record<string, string
     async () => (await run(kubectlPath, ['get', 'serviceaccount', 'default', '-n', name])).status === 0,
   );
   return name;
+}
+
+/**
+ * Lets Argo CD's application controller (its ServiceAccount, impersonated by the tests) create in `ns`: hookguard's
+ * guard (rule min-runtime) is for the hooks Argo CD applies.
+ */
+export async function allowArgoCdController(ns: string): Promise<void> {
+  const serviceAccount = ARGOCD_CONTROLLER.split(':').slice(2).join(':');
+  await kubectl([
+    'create',
+    'rolebinding',
+    'argocd',
+    '--clusterrole=admin',
+    `--serviceaccount=${serviceAccount}`,
+    '-n',
+    ns,
+  ]);
 }
 
 export async function deleteNamespace(name: string): Promise<void> {
