@@ -11,8 +11,22 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // test:update-goldens` (`-u`) writes them. A skipped golden test fails the run (test/support/no-skipped-goldens.ts).
 const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/property/**/*.test.ts'];
 // `npm run test:cluster`: against a real control plane (test/cluster/cluster.js, docs/testing.md), started by its
-// global setup; `npm test` runs them too.
+// global setup; `npm test` runs them too. One cluster, two cores: files that change what the cluster's own hookguard
+// decides for everyone (the Argo CD and Flux it discovers, its Secret and process, cluster-wide admission policies,
+// CRDs) or that put the machine under load take turns, after the others; the others, each test in a namespace of
+// its own, run two files at a time.
 const CLUSTER = ['test/cluster/**/*.test.ts'];
+const CLUSTER_ALONE = [
+  'argo-sync',
+  'chart-policies',
+  'discovery',
+  'faults-under-load',
+  'flux',
+  'hook-watcher',
+  'operations',
+  'policies',
+  'upgrade-crds',
+].map((name) => `test/cluster/${name}.test.ts`);
 
 export default defineConfig({
   test: {
@@ -36,11 +50,26 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: CLUSTER,
+          exclude: [...configDefaults.exclude, ...CLUSTER_ALONE],
           globalSetup: ['test/support/fresh-build.ts', 'test/cluster/support/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
-          // One cluster, two cores: the files take turns, each test in a namespace of its own.
+          maxWorkers: 2,
+          // After the fast and slow tests (group 0, one worker on two cores).
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'cluster-alone',
+          include: CLUSTER_ALONE,
+          // The same setup: the cluster is started once (cluster.js up finds it running) and stopped by the first.
+          globalSetup: ['test/support/fresh-build.ts', 'test/cluster/support/global-setup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
           fileParallelism: false,
+          sequence: { groupOrder: 2 },
         },
       },
     ],

@@ -530,11 +530,6 @@ function renderChart(dirs, mode) {
       `webhook.namespaceSelector.matchExpressions[0].key=${AUDIT_NAMESPACE_LABEL}`,
       '--set',
       'webhook.namespaceSelector.matchExpressions[0].operator=DoesNotExist',
-      // The Secret re-read every 5 s, not 30: a new CA reaches the serving certificate after 2 refreshes and a request
-      // timeout (src/controllers/certificates/keeper.ts), 16 s instead of 71 s in operations.test.ts; the logic is
-      // the same at any interval.
-      '--set',
-      'config.certificates.refreshIntervalMs=5000',
       '--kube-version',
       KUBERNETES_VERSION.slice(1),
     ],
@@ -543,7 +538,7 @@ function renderChart(dirs, mode) {
 }
 
 async function startHookguard(dirs, state) {
-  const { parseAllDocuments } = await import('yaml');
+  const { parse, parseAllDocuments, stringify } = await import('yaml');
   const mode = process.env.HOOKGUARD_CLUSTER_MODE || 'enforce';
   if (mode !== 'enforce' && mode !== 'audit')
     throw new Error(`cluster: HOOKGUARD_CLUSTER_MODE must be enforce or audit, not ${mode}`);
@@ -556,6 +551,12 @@ async function startHookguard(dirs, state) {
     (object) => !object.metadata?.annotations?.['helm.sh/hook'] && object.kind !== 'Deployment',
   );
   const config = installed.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'hookguard-config');
+  // The Secret re-read every 5 s, not the default 30 (the chart fixes the certificates keys, so it is set here): a new
+  // CA reaches the serving certificate after two refreshes and a request timeout (src/controllers/certificates/
+  // keeper.ts), 16 s instead of 71 s in operations.test.ts; the logic is the same at any interval.
+  const settings = parse(config.data['config.yaml']);
+  settings.certificates = { ...settings.certificates, refreshIntervalMs: 5000 };
+  config.data['config.yaml'] = stringify(settings);
   const port = state.ports.hookguard;
   for (const object of installed) {
     // The Service reaches the process on this machine: an ExternalName Service resolves to localhost (k8s.io/apiserver
@@ -574,7 +575,6 @@ async function startHookguard(dirs, state) {
   kubectl(dirs, ['create', 'namespace', HOOKGUARD_NAMESPACE]);
   for (const crd of crds) kubectl(dirs, ['apply', '--server-side', '-f', crd]);
   kubectl(dirs, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
-  const { stringify } = await import('yaml');
   kubectl(
     dirs,
     ['apply', '--server-side', '--force-conflicts', '-f', '-'],
