@@ -52,6 +52,8 @@ export interface CertificateObserver {
  */
 export class CertificateSwitcher {
   private lastRejected: string | undefined;
+  /** Why the first pair is not trusted yet, as last said. */
+  private lastWaitedFor: string | undefined;
   private server: TlsServer | undefined;
   private observer: CertificateObserver | undefined;
 
@@ -80,7 +82,9 @@ export class CertificateSwitcher {
 
   /**
    * Switches to `pair` when it is new, usable and, when `untrustedBecause` is given, trusted (it says why not);
-   * true when it did (the first pair included).
+   * true when it did (the first pair included). A first pair not trusted yet is waited for, not refused: on a first
+   * install the keeper writes the Secret's pair before the caBundles that trust its CA (src/controllers/certificates/
+   * keeper.ts), and a replica reading in between has no previous certificate to keep and nothing went wrong.
    */
   offer(pair: KeyPair, untrustedBecause?: () => string | undefined): boolean {
     if (this.serves(pair)) return false;
@@ -91,6 +95,15 @@ export class CertificateSwitcher {
       return false;
     }
     const untrusted = untrustedBecause?.();
+    if (untrusted !== undefined && this.current === undefined) {
+      if (untrusted !== this.lastWaitedFor)
+        this.logger.info(
+          { ...this.source, reason: untrusted },
+          'certificates: waiting for every caBundle to trust the serving certificate',
+        );
+      this.lastWaitedFor = untrusted;
+      return false;
+    }
     if (untrusted !== undefined) {
       this.refuse(new Error(untrusted), 'untrusted');
       return false;

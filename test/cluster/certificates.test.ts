@@ -31,6 +31,7 @@ import {
   type CertificateData,
 } from '../../src/tls/authority.js';
 import { kubeCertificateApi, type CertificateApi, type WebhookKind } from '../../src/tls/certificate-api.js';
+import type { KeyPair } from '../../src/tls/certificates.js';
 import { bundleCertificates } from '../../src/tls/pem.js';
 import { SecretCertificateReader } from '../../src/tls/secret-reader.js';
 import type { CertificateObserver } from '../../src/tls/switcher.js';
@@ -183,8 +184,12 @@ class World {
     return world;
   }
 
-  /** The Secret as an earlier hookguard left it, and every caBundle. */
-  async seed(data: CertificateData, bundle?: string): Promise<void> {
+  /**
+   * The Secret as an earlier hookguard left it (the serving pair `serving`, the CA `ca` and its key, ca.crt `cas`), and
+   * every caBundle `cas`.
+   */
+  async seed(ca: KeyPair, serving: KeyPair, cas = ca.cert): Promise<void> {
+    const data: CertificateData = { 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': cas, 'ca.key': ca.key };
     const encoded = Object.fromEntries(
       Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
     );
@@ -198,7 +203,19 @@ class World {
         data: encoded,
       }),
     );
-    if (bundle !== undefined) await setCaBundles(this.install.name, KINDS, bundle);
+    await setCaBundles(this.install.name, KINDS, cas);
+  }
+
+  /**
+   * Seeded with a CA that has less than a third of its validity left and a serving certificate it signed that is
+   * still good; the caBundles hold that CA (no record: as a version before the record left them).
+   */
+  async seedAgingCa(): Promise<{ oldCa: KeyPair; oldServing: KeyPair }> {
+    const now = Date.now();
+    const oldCa = await issueCa({ ...this.settings, caValidityDays: 2 }, now - 40 * HOUR_MS);
+    const oldServing = await issueServingCertificate(this.settings, oldCa, now);
+    await this.seed(oldCa, oldServing);
+    return { oldCa, oldServing };
   }
 
   secret = () => secretData(this.ns);
@@ -406,15 +423,7 @@ describeCluster('certificates hookguard manages itself, against the real API ser
       onTestFinished,
     }) => {
       const w = await World.create(worlds, onTestFinished);
-      // A CA with less than a third of its validity left, and a serving certificate it signed that is still good.
-      const now = Date.now();
-      const oldCa = await issueCa({ ...w.settings, caValidityDays: 2 }, now - 40 * HOUR_MS);
-      const oldServing = await issueServingCertificate(w.settings, oldCa, now);
-      // The caBundles as they were before: the old CA (no record: as a version before the record left them).
-      await w.seed(
-        { 'tls.crt': oldServing.cert, 'tls.key': oldServing.key, 'ca.crt': oldCa.cert, 'ca.key': oldCa.key },
-        oldCa.cert,
-      );
+      const { oldCa } = await w.seedAgingCa();
       const follower = await w.replica(false, { service: true });
       await w.trusted();
       const load = w.underLoad();
@@ -476,7 +485,7 @@ describeCluster('certificates hookguard manages itself, against the real API ser
       const now = Date.now();
       const ca = await issueCa(w.settings, now);
       const due = await issueServingCertificate({ ...w.settings, certValidityDays: 1 }, ca, now - 20 * HOUR_MS);
-      await w.seed({ 'tls.crt': due.cert, 'tls.key': due.key, 'ca.crt': ca.cert, 'ca.key': ca.key }, ca.cert);
+      await w.seed(ca, due);
       const leader = await w.replica(true);
       await eventually(async () => (await w.secret())[SECRET_KEYS.cert] !== due.cert, 'a new serving certificate');
       const data = await w.secret();
@@ -699,7 +708,7 @@ describeCluster('certificates hookguard manages itself, against the real API ser
       const serving = await issueServingCertificate(w.settings, ca, now);
       const foreign = await issueCa({ ...w.settings, caValidityDays: 36_500 }, now);
       const bundle = pemBundle([ca.cert, foreign.cert]);
-      await w.seed({ 'tls.crt': serving.cert, 'tls.key': serving.key, 'ca.crt': bundle, 'ca.key': ca.key }, bundle);
+      await w.seed(ca, serving, bundle);
       const leader = await w.replica(true);
       await eventually(
         async () => (await w.caBundles()).every((written) => written === ca.cert),
@@ -885,13 +894,7 @@ describeCluster('certificates hookguard manages itself, against the real API ser
       onTestFinished,
     }) => {
       const w = await World.create(worlds, onTestFinished);
-      const now = Date.now();
-      const oldCa = await issueCa({ ...w.settings, caValidityDays: 2 }, now - 40 * HOUR_MS);
-      const oldServing = await issueServingCertificate(w.settings, oldCa, now);
-      await w.seed(
-        { 'tls.crt': oldServing.cert, 'tls.key': oldServing.key, 'ca.crt': oldCa.cert, 'ca.key': oldCa.key },
-        oldCa.cert,
-      );
+      const { oldCa, oldServing } = await w.seedAgingCa();
       await annotate(w.install.name, TRUST_ANNOTATION, renderTrustRecord(bundleCertificates(oldCa.cert), new Set()));
       const follower = await w.replica(false, { service: true });
       await w.trusted();

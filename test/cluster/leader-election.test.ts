@@ -94,6 +94,17 @@ async function candidate(where: { namespace: string; token: string }, name: stri
   return { elector, proxy, lines, terms };
 }
 
+/** a leading, then b started beside it and seeing a as the leader. */
+async function twoCandidates(where: { namespace: string; token: string }): Promise<[Candidate, Candidate]> {
+  const a = await candidate(where, 'a');
+  a.elector.start();
+  await eventually(() => a.elector.isLeader, 'a leads', 10_000);
+  const b = await candidate(where, 'b');
+  b.elector.start();
+  await eventually(() => b.elector.leader === 'a', 'b sees a as the leader', 10_000);
+  return [a, b];
+}
+
 const lease = async (namespace: string) =>
   (await kubectlJson<{ spec: LeaseSpec }>(['get', 'lease', SETTINGS.leaseName, '-n', namespace])).spec;
 
@@ -109,12 +120,7 @@ describeCluster('leader election (client-go protocol) over a real Lease', () => 
   describe.concurrent('two candidates', () => {
     it('one of two candidates leads; the other waits; the Lease says who, with times in microseconds', async () => {
       const where = await leaseNamespace();
-      const a = await candidate(where, 'a');
-      a.elector.start();
-      await eventually(() => a.elector.isLeader, 'a leads', 10_000);
-      const b = await candidate(where, 'b');
-      b.elector.start();
-      await eventually(() => b.elector.leader === 'a', 'b sees a as the leader', 10_000);
+      const [a, b] = await twoCandidates(where);
       await pause(2.5 * SETTINGS.retryPeriodMs);
       expect([a.elector.isLeader, b.elector.isLeader]).toEqual([true, false]);
       const spec = await lease(where.namespace);
@@ -134,12 +140,7 @@ describeCluster('leader election (client-go protocol) over a real Lease', () => 
 
     it('hands over at once when the leader stops: it releases the Lease, and the count of transitions goes up', async () => {
       const where = await leaseNamespace();
-      const a = await candidate(where, 'a');
-      a.elector.start();
-      await eventually(() => a.elector.isLeader, 'a leads', 10_000);
-      const b = await candidate(where, 'b');
-      b.elector.start();
-      await eventually(() => b.elector.leader === 'a', 'b sees a', 10_000);
+      const [a, b] = await twoCandidates(where);
       const stopped = performance.now();
       await a.elector.stop();
       expect(messages(a)).toContain('released the Lease');
@@ -152,12 +153,7 @@ describeCluster('leader election (client-go protocol) over a real Lease', () => 
 
     it('a leader that cannot renew stops within renewDeadlineMs, before anyone else may take over', async () => {
       const where = await leaseNamespace();
-      const a = await candidate(where, 'a');
-      a.elector.start();
-      await eventually(() => a.elector.isLeader, 'a leads', 10_000);
-      const b = await candidate(where, 'b');
-      b.elector.start();
-      await eventually(() => b.elector.leader === 'a', 'b sees a', 10_000);
+      const [a, b] = await twoCandidates(where);
       // a's requests fail from now on (a partition between a and the API server); b's go through.
       a.proxy.fail({ pathIncludes: '/leases', status: 503, times: 1_000 });
       const cut = performance.now();

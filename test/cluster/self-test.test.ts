@@ -208,6 +208,13 @@ describeCluster('the self-test through the real API server', () => {
       install,
       replicas,
       object,
+      /** The replicas' Lease as stored (the chart's leaseName, in the installation's namespace). */
+      lease: async () =>
+        (await kubectlJson<{ spec: Json }>(['get', 'lease', 'hookguard', '-n', install.ns])).spec as {
+          holderIdentity: string;
+          acquireTime: string;
+          renewTime: string;
+        },
       condition: async (type: string) =>
         ((await object()).status?.conditions as Json[] | undefined)?.find((each) => each.type === type),
       start: async () => {
@@ -519,22 +526,29 @@ describeCluster('the self-test through the real API server', () => {
       expect(await b.waitForLog((line) => line.msg === 'another replica leads')).toMatchObject({
         leader: identityOf(a),
       });
-      // Only the leader probes: b has not led after a few intervals, and the API server called the webhooks (behind
-      // the Service: either replica) for a's dry runs.
+      // Only the leader probes: b has not led while a ran two more self-tests (an interval apart, or longer on a
+      // loaded machine: counted, not timed), and the API server called the webhooks (behind the Service: either
+      // replica, whose lines may come a moment after a's) for a's dry runs, two webhooks per probe.
       const judged = () =>
         w.replicas.flatMap((replica) => replica.lines).filter((line) => line.msg === 'self-test probe decided').length;
-      const before = judged();
-      await new Promise((resolve) => setTimeout(resolve, 2 * INTERVAL_SECONDS * 1000));
+      const before = { selfTests: selfTests(a), judged: judged() };
+      await eventually(
+        () => selfTests(a) >= before.selfTests + 2 && judged() >= before.judged + 2 * 2,
+        "two more of a's self-tests, each judged by both webhooks",
+        20_000,
+      );
       expect(leading(b)).toBe(false);
       expect(b.lines.filter((line) => line.msg === 'self-test')).toEqual([]);
-      // Two webhooks per probe.
-      expect(judged() - before).toBeGreaterThanOrEqual(2 * 2);
 
-      // SIGTERM: a releases the Lease while it drains; b takes over at its next try.
-      const signalled = performance.now();
+      // SIGTERM: a releases the Lease while it drains; b takes over at its next try, well before a's Lease would
+      // have expired. Timed by the processes' own log lines, not by when they reach this busy test process.
       w.kill(a, 'SIGTERM');
       await eventually(() => leading(b), 'b leads', 5000);
-      expect(performance.now() - signalled).toBeLessThan(LEASE_DURATION_SECONDS * 1000);
+      const signalled = await a.waitForLog((line) => line.signal === 'SIGTERM');
+      const tookOver = await b.waitForLog((line) => line.msg === 'leading: acquired the Lease');
+      expect(Date.parse(String(tookOver.time)) - Date.parse(String(signalled.time))).toBeLessThan(
+        LEASE_DURATION_SECONDS * 1000,
+      );
       expect(await a.exitWithin(5000), lastLines(a)).toBe(0);
       expect(a.lines.map((line) => line.msg)).toContain('released the Lease');
       await eventually(async () => (await w.object()).status?.leader === identityOf(b), 'b writes the status', 10_000);
@@ -543,10 +557,18 @@ describeCluster('the self-test through the real API server', () => {
       // SIGKILL: no release; c waits until b's record has not changed for the lease duration.
       const c = await w.start();
       await eventually(() => c.lines.some((line) => line.msg === 'another replica leads'), 'c sees b', 5000);
-      const killed = performance.now();
+      // What b last wrote before the kill (it may renew again after this read, which only makes c's wait longer).
+      const held = await w.lease();
+      expect(held.holderIdentity).toBe(identityOf(b));
       w.kill(b, 'SIGKILL');
       await eventually(() => leading(c), 'c leads', 10_000);
-      expect(performance.now() - killed).toBeGreaterThan(LEASE_DURATION_SECONDS * 1000 - 500);
+      // c takes the Lease a whole lease duration after it last saw b's record change: its acquireTime, written by c
+      // when its taking request began, is that long after any renewTime b wrote (one clock: the same machine).
+      const taken = await w.lease();
+      expect(taken.holderIdentity).toBe(identityOf(c));
+      expect(Date.parse(taken.acquireTime) - Date.parse(held.renewTime)).toBeGreaterThanOrEqual(
+        LEASE_DURATION_SECONDS * 1000,
+      );
       await eventually(async () => (await w.object()).status?.leader === identityOf(c), 'c writes the status', 10_000);
       expect(selfTests(c)).toBeGreaterThan(0);
       expect(warnedSelfTests(c)).toBe(0); // Called outcomes log at debug: nothing went wrong

@@ -2,7 +2,8 @@
 // real control plane of test/cluster/cluster.js, building what is missing, and stops it after the run if it started
 // it (a cluster that `npm run cluster:up` left running is used as it is, and left running). Without Go the tests
 // skip, but under CI=true, where a skipped suite would pass a change nobody tested against Kubernetes, the run fails.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -19,12 +20,19 @@ declare module 'vitest' {
 const clusterScript = join(repoRoot, 'test', 'cluster', 'cluster.js');
 const statePath = join(repoRoot, '.cluster', 'state.json');
 
-function runCluster(command: 'up' | 'down'): void {
-  const result = spawnSync(process.execPath, [clusterScript, command], { cwd: repoRoot, stdio: 'inherit' });
-  if (result.status !== 0) throw new Error(`node test/cluster/cluster.js ${command} failed (exit ${result.status})`);
+/**
+ * Runs cluster.js without blocking this process: vitest runs the global teardown while it is still stopping the last
+ * test file's worker, and a `down` that held the event loop past that stop's 10 s teardownTimeout (stopping the
+ * control plane, removing .cluster) made it report "[vitest-pool]: Timeout terminating forks worker for test files …"
+ * of a worker that had exited at once.
+ */
+async function runCluster(command: 'up' | 'down'): Promise<void> {
+  const child = spawn(process.execPath, [clusterScript, command], { cwd: repoRoot, stdio: 'inherit' });
+  const [status] = (await once(child, 'close')) as [number | null];
+  if (status !== 0) throw new Error(`node test/cluster/cluster.js ${command} failed (exit ${status})`);
 }
 
-export default function setup(project: TestProject): (() => void) | undefined {
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
   if (!goOnPath()) {
     if (process.env.CI === 'true')
       throw new Error(
@@ -34,11 +42,11 @@ export default function setup(project: TestProject): (() => void) | undefined {
     return undefined;
   }
   const wasRunning = existsSync(statePath);
-  runCluster('up');
+  await runCluster('up');
   project.provide('clusterUnavailable', '');
-  return () => {
+  return async () => {
     const refused = refusedCalls();
-    if (!wasRunning) runCluster('down');
+    if (!wasRunning) await runCluster('down');
     if (refused.length > 0)
       throw new Error(
         `the chart's RBAC refused hookguard ${refused.length} call(s) during the cluster tests:\n${refused.slice(0, 10).join('\n')}`,

@@ -1,6 +1,9 @@
-// The rounds every certificate reader and the keeper share (src/tls/switcher.ts, issue 25 finding 12).
+// The rounds every certificate reader and the keeper share (src/tls/switcher.ts, issue 25 finding 12), and the switch
+// to a new pair.
 import { describe, expect, it } from 'vitest';
-import { coalesced } from '../../../src/tls/switcher.js';
+import { issueCa, issueServingCertificate } from '../../../src/tls/authority.js';
+import { CertificateSwitcher, coalesced } from '../../../src/tls/switcher.js';
+import { capturedLogger } from '../../support/log-sink.js';
 
 describe('coalesced rounds', () => {
   it('a call while a round runs asks for one more round after it, however many calls', async () => {
@@ -28,5 +31,32 @@ describe('coalesced rounds', () => {
     await expect(round()).resolves.toBeUndefined();
     await expect(round()).resolves.toBeUndefined();
     expect(rounds).toBe(3);
+  });
+});
+
+describe('the switch to a pair the caBundles must trust (certificates.mode self)', () => {
+  const SETTINGS = { serviceName: 'hookguard', namespace: 'demo', caValidityDays: 1825, certValidityDays: 365 };
+  const NOT_YET = "tls.crt is signed by no CA that every webhook's caBundle holds (issuer CN=hookguard-ca)";
+
+  it('a first pair not trusted yet is waited for, said once at info; once trusted it is taken; a later one is refused', async () => {
+    const ca = await issueCa(SETTINGS, Date.now());
+    const [first, second] = [
+      await issueServingCertificate(SETTINGS, ca, Date.now()),
+      await issueServingCertificate(SETTINGS, ca, Date.now()),
+    ];
+    const { logger, lines } = capturedLogger('debug');
+    const switcher = new CertificateSwitcher({ secret: 'demo/hookguard-tls' }, logger);
+    // Read between the keeper's Secret write and its caBundle writes, twice.
+    expect(switcher.offer(first, () => NOT_YET)).toBe(false);
+    expect(switcher.offer(first, () => NOT_YET)).toBe(false);
+    expect(switcher.pair).toBeUndefined();
+    expect(switcher.offer(first, () => undefined)).toBe(true);
+    expect(switcher.pair).toBe(first);
+    expect(switcher.offer(second, () => NOT_YET)).toBe(false);
+    expect(switcher.pair).toBe(first);
+    expect(lines.map((line) => [line.level, line.msg, line.reason])).toEqual([
+      [30, 'certificates: waiting for every caBundle to trust the serving certificate', NOT_YET],
+      [50, 'certificate reload failed: keeping the previous certificate', 'untrusted'],
+    ]);
   });
 });
