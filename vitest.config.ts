@@ -13,18 +13,21 @@ const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/proper
 // `npm run test:cluster`: against a real control plane (test/cluster/cluster.js, docs/testing.md), started by its
 // global setup; `npm test` runs them too. One cluster, two cores: files that change what the cluster's own hookguard
 // decides for everyone (the Argo CD and Flux it discovers, its Secret and process, cluster-wide admission policies,
-// CRDs) or that put the machine under load take turns, after the others; the others, each test in a namespace of
-// its own, run two files at a time.
+// CRDs), that put the machine under load, or whose timings (certificate rotations, leases) a neighbour's load would
+// stretch take turns, after the others; the others, each test in a namespace of its own, run two files at a time.
 const CLUSTER = ['test/cluster/**/*.test.ts'];
 const CLUSTER_ALONE = [
   'argo-sync',
+  'certificates',
   'chart-policies',
   'discovery',
   'faults-under-load',
   'flux',
   'hook-watcher',
+  'leader-election',
   'operations',
   'policies',
+  'self-test',
   'upgrade-crds',
 ].map((name) => `test/cluster/${name}.test.ts`);
 
