@@ -1,0 +1,200 @@
+// What the cluster tests of Argo CD's own sync engine share (argo-sync.test.ts, argo-sync-races.test.ts): argo-sync
+// (test/cluster/tools/argo-sync, one binary per Argo CD release's gitops-engine, built by cluster:up) run as the
+// application controller's ServiceAccount, "Argo CD VERSION" installed where hookguard's discovery finds it, hook Jobs
+// as charts ship them, and namespaces in and out of hookguard's reach.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { ARGOCD_CONTROLLER } from '../../support/objects.js';
+import {
+  AUDIT_NAMESPACE_LABEL,
+  binDir,
+  clusterDir,
+  deleteNamespace,
+  kubectl,
+  kubectlPath,
+  newNamespace,
+  run,
+  waitUntil,
+} from './cluster.js';
+import { releaseFinalizers } from './sweep.js';
+
+export const argoSync = join(binDir, 'argo-sync');
+
+/** What argo-sync prints: the operation's phase and message, and each hook's result, in the engine's words. */
+export interface Operation {
+  phase: string;
+  message: string;
+  hooks: Array<{ kind: string; name: string; phase: string; message: string }>;
+}
+
+/** What the engine reports of a sync whose one hook, a Job, succeeded. */
+export function succeeded(hook: string): Operation {
+  return {
+    phase: 'Succeeded',
+    message: 'successfully synced (all tasks run)',
+    hooks: [{ kind: 'Job', name: hook, phase: 'Succeeded', message: 'Reached expected number of succeeded pods' }],
+  };
+}
+
+/**
+ * A hook Job (a PreSync one unless told) whose one container runs `seconds` (kubelet-sim's run-seconds), with no
+ * delete policy (Argo CD's default then: BeforeHookCreation), as a chart would ship it.
+ */
+export function hookJob(name: string, { phase = 'PreSync', seconds = 1, ttl }: { phase?: string; seconds?: number; ttl?: number } = {}) {
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name, annotations: { 'argocd.argoproj.io/hook': phase } },
+    spec: {
+      backoffLimit: 0,
+      ...(ttl === undefined ? {} : { ttlSecondsAfterFinished: ttl }),
+      template: {
+        metadata: { annotations: { 'test.hookguard.io/run-seconds': String(seconds) } },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'migrate', image: 'busybox:1.36', command: ['sh', '-c', 'echo migrated'] }],
+        },
+      },
+    },
+  };
+}
+
+const CONTROLLER_BINDING = 'argo-sync-controller';
+
+/**
+ * Binds the application controller's ServiceAccount to cluster-admin, as upstream's ClusterRole
+ * argocd-application-controller grants * on * (the engine's cluster cache lists every kind in the namespace), in
+ * namespace argocd, where hookguard's discovery looks for the controller. Applied, so a binding a stopped run left
+ * is taken over.
+ */
+export async function grantControllerRole(): Promise<void> {
+  await kubectl(['create', 'namespace', 'argocd']).catch(() => undefined);
+  const [, , namespace, name] = ARGOCD_CONTROLLER.split(':');
+  await kubectl(
+    ['apply', '-f', '-'],
+    stringify({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: CONTROLLER_BINDING },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', namespace, name }],
+    }),
+  );
+}
+
+/**
+ * Takes away the binding and the controller's StatefulSet: without it, hookguard knows no Argo CD. The namespace
+ * stays (a next run would find it terminating).
+ */
+export async function removeArgoCd(): Promise<void> {
+  await run(kubectlPath, ['delete', 'clusterrolebinding', CONTROLLER_BINDING, '--ignore-not-found']);
+  await run(kubectlPath, [
+    'delete',
+    'statefulset',
+    'argocd-application-controller',
+    '-n',
+    'argocd',
+    '--ignore-not-found',
+  ]);
+}
+
+type Json = Record<string, unknown>;
+
+/** Installs "Argo CD VERSION" (its controller's StatefulSet) and waits until hookguard's discovery reports it. */
+export async function installArgoCd(version: string): Promise<void> {
+  await kubectl(
+    ['apply', '-f', '-'],
+    stringify({
+      apiVersion: 'apps/v1',
+      kind: 'StatefulSet',
+      metadata: {
+        name: 'argocd-application-controller',
+        namespace: 'argocd',
+        labels: { 'app.kubernetes.io/component': 'application-controller', 'app.kubernetes.io/part-of': 'argocd' },
+      },
+      spec: {
+        replicas: 0,
+        serviceName: 'argocd-application-controller',
+        selector: { matchLabels: { 'app.kubernetes.io/name': 'argocd-application-controller' } },
+        template: {
+          metadata: { labels: { 'app.kubernetes.io/name': 'argocd-application-controller' } },
+          spec: {
+            serviceAccountName: 'argocd-application-controller',
+            containers: [{ name: 'controller', image: `quay.io/argoproj/argocd:v${version}` }],
+          },
+        },
+      },
+    }),
+  );
+  const state = JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as {
+    ports: { hookguardProbe: number };
+  };
+  const probePort = state.ports.hookguardProbe;
+  await waitUntil(`hookguard's discovery to report Argo CD ${version}`, async () => {
+    const ready = (await (await fetch(`http://127.0.0.1:${probePort}/readyz`)).json()) as Json;
+    const instances = ((ready.discovery as Json | undefined)?.instances ?? []) as Json[];
+    return instances.some((instance) => instance.namespace === 'argocd' && instance.version === version);
+  });
+}
+
+/** Syncs DIR's manifests into NS with the engine of Argo CD ENGINE, as its controller; the operation as printed. */
+export async function sync(
+  engine: string,
+  ns: string,
+  dir: string,
+  timeoutSeconds: number,
+  extra: readonly string[] = [],
+): Promise<Operation> {
+  const result = await run(argoSync, [
+    ...extra,
+    '--argocd',
+    engine,
+    '--namespace',
+    ns,
+    '--timeout',
+    String(timeoutSeconds),
+    '--as',
+    ARGOCD_CONTROLLER,
+    dir,
+  ]);
+  if (result.status !== 0) throw new Error(`argo-sync failed (${result.status}): ${result.stderr.slice(-2000)}`);
+  return JSON.parse(result.stdout) as Operation;
+}
+
+/** The namespaces and manifest folders one test file makes, and their removal once it is done. */
+export interface Scratch {
+  /** A new namespace: one hookguard's webhooks see, or one out of their reach. */
+  namespace(withHookguard: boolean): Promise<string>;
+  /** A folder holding the objects as one manifest file, as an Argo CD directory source. */
+  manifests(...objects: object[]): string;
+  cleanup(): Promise<void>;
+}
+
+export function scratch(): Scratch {
+  const namespaces: string[] = [];
+  const dirs: string[] = [];
+  return {
+    async namespace(withHookguard) {
+      const ns = await newNamespace(
+        withHookguard ? 'argo-sync' : 'argo-sync-bare',
+        withHookguard ? {} : { [AUDIT_NAMESPACE_LABEL]: 'argo-sync' },
+      );
+      namespaces.push(ns);
+      return ns;
+    },
+    manifests(...objects) {
+      const dir = mkdtempSync(join(tmpdir(), 'argo-sync-'));
+      dirs.push(dir);
+      writeFileSync(join(dir, 'app.yaml'), objects.map((object) => stringify(object)).join('---\n'));
+      return dir;
+    },
+    async cleanup() {
+      // A test that failed half-way may leave a hook finalizer: the namespace must not stay Terminating for ever.
+      for (const ns of namespaces) await releaseFinalizers(ns);
+      await Promise.all(namespaces.map(deleteNamespace));
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
