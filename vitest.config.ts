@@ -18,6 +18,7 @@ const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/proper
 const CLUSTER = ['test/cluster/**/*.test.ts'];
 const CLUSTER_ALONE = [
   'argo-sync',
+  'argo-sync-races',
   'certificates',
   'chart-policies',
   'discovery',

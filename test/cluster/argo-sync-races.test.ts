@@ -28,19 +28,22 @@ import { HOOK_FINALIZER, jobsFinished, steady, sweepToken, SWEEP_ACTOR } from '.
 
 const HOOK = 'migrate';
 
-/** A ConfigMap of the hook's wave: first with a key the API server refuses (client-side dry-run lets it by), then fixed. */
-const settings = (key: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings' }, data: { [key]: 'on' } });
-
-/** kubectl names the temporary file the engine applied from (a new one each time); the rest is compared exactly. */
-function withoutTempFile(operation: Operation): Operation {
-  return { ...operation, message: operation.message.replace(/"\/[^"]*"/g, '"FILE"') };
-}
+/**
+ * A ConfigMap of the hook's wave: first with a key the API server refuses (client-side dry-run lets it by), then fixed.
+ * Its value is no YAML 1.1 boolean (`on` would be read as true by the engine's YAML 1.1 and refused as not a string).
+ */
+const settings = (key: string) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'settings' },
+  data: { [key]: 'enabled' },
+});
 
 /** The first sync: the ConfigMap refused, the operation Failed, the hook Job created and left running. */
 const FAILED: Operation = {
   phase: 'Failed',
   message:
-    'one or more objects failed to apply, reason: error when creating "FILE": ConfigMap "settings" is invalid: data[feature flag]: Invalid value: "feature flag": a valid config key must consist of alphanumeric characters, \'-\', \'_\' or \'.\' (e.g. \'key.name\',  or \'KEY_NAME\',  or \'key-name\', regex used for validation is \'[-._a-zA-Z0-9]+\')',
+    "one or more objects failed to apply, reason: ConfigMap \"settings\" is invalid: data[feature flag]: Invalid value: \"feature flag\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
   hooks: [{ kind: 'Job', name: HOOK, phase: 'Running', message: `job.batch/${HOOK} created` }],
 };
 
@@ -80,7 +83,7 @@ describeCluster('A sync that fails while its hook Job runs (the real gitops-engi
   /** The first sync fails; the hook Job completes after it, and keeps the finalizer or not. */
   async function failWhileHookRuns(engine: string, ns: string): Promise<{ operation: Operation; live: LiveJob }> {
     const dir = space.manifests(hookJob(HOOK, { phase: 'Sync' }), settings('feature flag'));
-    const operation = withoutTempFile(await sync(engine, ns, dir, 60));
+    const operation = await sync(engine, ns, dir, 60);
     await jobsFinished(ns, { [HOOK]: 'Complete' });
     return { operation, live: await job(ns) };
   }
@@ -100,7 +103,7 @@ describeCluster('A sync that fails while its hook Job runs (the real gitops-engi
 
   const swept = (ns: string) =>
     [
-      `Job ${ns}/${HOOK}: removed ${HOOK_FINALIZER} (Argo CD Sync hook; Job Complete; deleting for AGE, at least 0s); finalizers [${HOOK_FINALIZER}] -> []`,
+      `Job ${ns}/${HOOK}: removed ${HOOK_FINALIZER} (Argo CD Sync hook; Job Complete; deleting for AGE, at least 0s; no Application found (argocd/argo-sync, openshift-gitops/argo-sync)); finalizers [${HOOK_FINALIZER}] -> []`,
       `applied over namespace ${ns} as ${SWEEP_ACTOR}: 1 removed, 0 already gone, 0 left alone, 0 failed`,
       '',
     ].join('\n');
@@ -128,7 +131,7 @@ describeCluster('A sync that fails while its hook Job runs (the real gitops-engi
     WAITING,
     [true, [HOOK_FINALIZER]],
     swept(ns),
-    succeeded(HOOK),
+    succeeded(HOOK, 'no more tasks'),
   ];
 
   describe.concurrent('Argo CD 3.0.0 known to hookguard', () => {
@@ -151,7 +154,7 @@ describeCluster('A sync that fails while its hook Job runs (the real gitops-engi
         expect([operation, live.metadata.finalizers, await sync(engine, ns, fixed, 60)]).toEqual([
           FAILED,
           [HOOK_FINALIZER],
-          succeeded(HOOK),
+          succeeded(HOOK, 'no more tasks'),
         ]);
       },
     );
@@ -176,7 +179,7 @@ describeCluster('A sync that fails while its hook Job runs (the real gitops-engi
     expect([operation, live.metadata.finalizers, await sync('2.14.3', ns, fixed, 60)]).toEqual([
       FAILED,
       undefined,
-      succeeded(HOOK),
+      succeeded(HOOK, 'no more tasks'),
     ]);
   });
 });

@@ -3,104 +3,41 @@
 // impersonating the controller's ServiceAccount. Each seed runs twice: in a namespace out of hookguard's reach, and in
 // one hookguard's webhooks see. hookguard learns the Argo CD version as in a real cluster, from the application
 // controller's image (a StatefulSet at zero replicas in namespace argocd, which discovery watches).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { GUARD_CONTAINER_NAME } from '../../src/core/annotations.js';
 import { cliPath } from '../support/cli.js';
-import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
-  AUDIT_NAMESPACE_LABEL,
-  binDir,
-  clusterDir,
-  deleteNamespace,
-  describeCluster,
-  kubectl,
-  kubectlJson,
-  kubectlPath,
-  newNamespace,
-  run,
-  waitUntil,
-} from './support/cluster.js';
-
-const argoSync = join(binDir, 'argo-sync');
-
-/** What the engine reports of a sync whose one PreSync hook Job succeeded. */
-function succeeded(hook: string): Operation {
-  return {
-    phase: 'Succeeded',
-    message: 'successfully synced (all tasks run)',
-    hooks: [{ kind: 'Job', name: hook, phase: 'Succeeded', message: 'Reached expected number of succeeded pods' }],
-  };
-}
-
-interface Operation {
-  phase: string;
-  message: string;
-  hooks: Array<{ kind: string; name: string; phase: string; message: string }>;
-}
+  argoSync,
+  grantControllerRole,
+  hookJob,
+  installArgoCd,
+  removeArgoCd,
+  scratch,
+  succeeded,
+  sync,
+} from './support/argo-sync.js';
+import { describeCluster, kubectl, kubectlJson, run, waitUntil } from './support/cluster.js';
 
 interface LiveJob {
   metadata: { finalizers?: string[]; deletionTimestamp?: string };
   spec: { template: { spec: { initContainers?: Array<{ name: string }> } }; ttlSecondsAfterFinished?: number };
 }
 
-/** A PreSync hook Job whose one container runs `seconds` (kubelet-sim's run-seconds), as a chart would ship it. */
-function hookJob(name: string, { seconds = 1, ttl }: { seconds?: number; ttl?: number } = {}) {
-  return {
-    apiVersion: 'batch/v1',
-    kind: 'Job',
-    metadata: { name, annotations: { 'argocd.argoproj.io/hook': 'PreSync' } },
-    spec: {
-      backoffLimit: 0,
-      ...(ttl === undefined ? {} : { ttlSecondsAfterFinished: ttl }),
-      template: {
-        metadata: { annotations: { 'test.hookguard.io/run-seconds': String(seconds) } },
-        spec: {
-          restartPolicy: 'Never',
-          containers: [{ name: 'migrate', image: 'busybox:1.36', command: ['sh', '-c', 'echo migrated'] }],
-        },
-      },
-    },
-  };
-}
-
 const appConfig = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app' }, data: { ready: 'true' } };
 
 describeCluster("Argo CD's sync engine with and without hookguard (the real gitops-engine)", () => {
-  const namespaces: string[] = [];
-  const dirs: string[] = [];
+  const space = scratch();
   let engines: string[] = [];
 
   beforeAll(async () => {
     engines = (await run(argoSync, ['--versions'])).stdout.trim().split('\n');
-    // Argo CD's application controller may act on any resource (upstream's ClusterRole argocd-application-controller
-    // grants * on *): the engine's cluster cache lists every kind in the namespace.
-    await kubectl(['create', 'namespace', 'argocd']).catch(() => undefined);
-    await kubectl([
-      'create',
-      'clusterrolebinding',
-      'argo-sync-controller',
-      '--clusterrole=cluster-admin',
-      `--serviceaccount=${ARGOCD_CONTROLLER.split(':').slice(2).join(':')}`,
-    ]);
+    await grantControllerRole();
   });
 
   afterAll(async () => {
-    await run(kubectlPath, ['delete', 'clusterrolebinding', 'argo-sync-controller', '--ignore-not-found']);
-    // The namespace stays (a next run would find it terminating); without the controller, hookguard knows no Argo CD.
-    await run(kubectlPath, [
-      'delete',
-      'statefulset',
-      'argocd-application-controller',
-      '-n',
-      'argocd',
-      '--ignore-not-found',
-    ]);
-    await Promise.all(namespaces.map(deleteNamespace));
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    await removeArgoCd();
+    await space.cleanup();
   });
 
   /**
@@ -117,81 +54,8 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
     return turn;
   }
 
-  /** Installs "Argo CD VERSION" (its controller's StatefulSet) and waits until hookguard's discovery reports it. */
-  async function installArgoCd(version: string): Promise<void> {
-    await kubectl(
-      ['apply', '-f', '-'],
-      stringify({
-        apiVersion: 'apps/v1',
-        kind: 'StatefulSet',
-        metadata: {
-          name: 'argocd-application-controller',
-          namespace: 'argocd',
-          labels: { 'app.kubernetes.io/component': 'application-controller', 'app.kubernetes.io/part-of': 'argocd' },
-        },
-        spec: {
-          replicas: 0,
-          serviceName: 'argocd-application-controller',
-          selector: { matchLabels: { 'app.kubernetes.io/name': 'argocd-application-controller' } },
-          template: {
-            metadata: { labels: { 'app.kubernetes.io/name': 'argocd-application-controller' } },
-            spec: {
-              serviceAccountName: 'argocd-application-controller',
-              containers: [{ name: 'controller', image: `quay.io/argoproj/argocd:v${version}` }],
-            },
-          },
-        },
-      }),
-    );
-    const state = JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as {
-      ports: { hookguardProbe: number };
-    };
-    const probePort = state.ports.hookguardProbe;
-    await waitUntil(`hookguard's discovery to report Argo CD ${version}`, async () => {
-      const ready = (await (await fetch(`http://127.0.0.1:${probePort}/readyz`)).json()) as Json;
-      const instances = ((ready.discovery as Json | undefined)?.instances ?? []) as Array<Json>;
-      return instances.some((instance) => instance.namespace === 'argocd' && instance.version === version);
-    });
-  }
-
-  async function namespaceFor(withHookguard: boolean): Promise<string> {
-    const ns = await newNamespace(
-      withHookguard ? 'argo-sync' : 'argo-sync-bare',
-      withHookguard ? {} : { [AUDIT_NAMESPACE_LABEL]: 'argo-sync' },
-    );
-    namespaces.push(ns);
-    return ns;
-  }
-
-  function manifests(...objects: object[]): string {
-    const dir = mkdtempSync(join(tmpdir(), 'argo-sync-'));
-    dirs.push(dir);
-    writeFileSync(join(dir, 'app.yaml'), objects.map((object) => stringify(object)).join('---\n'));
-    return dir;
-  }
-
-  async function sync(
-    engine: string,
-    ns: string,
-    dir: string,
-    timeoutSeconds: number,
-    extra: string[] = [],
-  ): Promise<Operation> {
-    const result = await run(argoSync, [
-      ...extra,
-      '--argocd',
-      engine,
-      '--namespace',
-      ns,
-      '--timeout',
-      String(timeoutSeconds),
-      '--as',
-      ARGOCD_CONTROLLER,
-      dir,
-    ]);
-    if (result.status !== 0) throw new Error(`argo-sync failed (${result.status}): ${result.stderr.slice(-2000)}`);
-    return JSON.parse(result.stdout) as Operation;
-  }
+  const namespaceFor = (withHookguard: boolean) => space.namespace(withHookguard);
+  const manifests = (...objects: object[]) => space.manifests(...objects);
 
   const job = (ns: string, name: string) => kubectlJson<LiveJob>(['get', 'job', name, '-n', ns]);
 

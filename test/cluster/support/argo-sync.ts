@@ -29,11 +29,16 @@ export interface Operation {
   hooks: Array<{ kind: string; name: string; phase: string; message: string }>;
 }
 
-/** What the engine reports of a sync whose one hook, a Job, succeeded. */
-export function succeeded(hook: string): Operation {
+/**
+ * What the engine reports of a sync whose one hook, a Job, succeeded. `lastRound` is how the engine words the round
+ * that ended it (gitops-engine pkg/sync/sync_context.go Sync): "all tasks run" when that round applied the last task
+ * (a PreSync hook, then the resources), "no more tasks" when it found nothing left (a Sync hook applied with the
+ * resources, complete a round later).
+ */
+export function succeeded(hook: string, lastRound: 'all tasks run' | 'no more tasks' = 'all tasks run'): Operation {
   return {
     phase: 'Succeeded',
-    message: 'successfully synced (all tasks run)',
+    message: `successfully synced (${lastRound})`,
     hooks: [{ kind: 'Job', name: hook, phase: 'Succeeded', message: 'Reached expected number of succeeded pods' }],
   };
 }
@@ -42,7 +47,10 @@ export function succeeded(hook: string): Operation {
  * A hook Job (a PreSync one unless told) whose one container runs `seconds` (kubelet-sim's run-seconds), with no
  * delete policy (Argo CD's default then: BeforeHookCreation), as a chart would ship it.
  */
-export function hookJob(name: string, { phase = 'PreSync', seconds = 1, ttl }: { phase?: string; seconds?: number; ttl?: number } = {}) {
+export function hookJob(
+  name: string,
+  { phase = 'PreSync', seconds = 1, ttl }: { phase?: string; seconds?: number; ttl?: number } = {},
+) {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
