@@ -1038,7 +1038,12 @@ describeCluster('Argo CD discovery of real controllers', () => {
 
     await through.stop();
     expect(await logged(LOST)).toMatchObject({ level: 40 });
-    expect(await readyz(serve.port)).toMatchObject({
+    // The warning comes as the watch ends; /readyz says so once the watch's state follows (a moment later, loaded).
+    const notWatching = async () => {
+      const answer = await readyz(serve.port);
+      return (answer.body as { discovery?: { watching?: boolean } }).discovery?.watching === false ? answer : undefined;
+    };
+    expect(await eventually(notWatching, 'discovery to say it is not watching', 15_000)).toMatchObject({
       status: 200,
       body: { discovery: { synced: true, watching: false, instances: [{ namespace: ns, version: '2.14.4' }] } },
     });
