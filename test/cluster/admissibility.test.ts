@@ -16,6 +16,7 @@ import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import { PROFILES } from '../support/resource-profiles.js';
 import {
   allowArgoCdController,
+  createServiceAccounts,
   deleteNamespace,
   describeCluster,
   kubectl,
@@ -217,7 +218,7 @@ describeCluster('admissibility: the guard never keeps a hook Pod from starting (
     const ns = await newNamespace(prefix, labels);
     namespaces.push(ns);
     await allowArgoCdController(ns);
-    for (const account of serviceAccounts) await kubectl(['create', 'serviceaccount', account, '-n', ns]);
+    await createServiceAccounts(ns, serviceAccounts);
     return ns;
   };
 
@@ -324,7 +325,10 @@ describeCluster('admissibility: the guard never keeps a hook Pod from starting (
     }
   });
 
-  it.each(LIMIT_RANGES.map(([name, limits], index) => ({ name, limits, expected: EXPECTED_LIMIT_RANGES[index] })))(
+  // Side by side: a case's time is kubectl's dry-runs, one API round trip per Pod after another, not CPU.
+  it.concurrent.each(
+    LIMIT_RANGES.map(([name, limits], index) => ({ name, limits, expected: EXPECTED_LIMIT_RANGES[index] })),
+  )(
     'under LimitRange $name: admitted stays admitted, refused is refused alike, the QoS class is unchanged',
     async ({ name, limits, expected }) => {
       const ns = await namespace('admissibility-lr');

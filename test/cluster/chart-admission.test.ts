@@ -5,7 +5,15 @@
 // warning. `kubectl create --dry-run=server`: admitted, defaulted, stored nowhere.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { find, renderChart, type Manifest } from '../support/manifests.js';
-import { deleteNamespace, describeCluster, kubectl, kubectlPath, newNamespace, run } from './support/cluster.js';
+import {
+  createServiceAccounts,
+  deleteNamespace,
+  describeCluster,
+  kubectl,
+  kubectlPath,
+  newNamespace,
+  run,
+} from './support/cluster.js';
 
 /** Values that turn on every workload and pod-level knob the chart has (a PriorityClass of its own is left out). */
 const EVERYTHING_ON = {
@@ -108,7 +116,7 @@ describeCluster("the chart's objects through the real API server", () => {
     const pods = podsOf(objects());
     expect(pods.map((pod) => pod.metadata.name)).toEqual(names);
     const accounts = new Set(pods.map((pod) => pod.spec.serviceAccountName as string | undefined).filter(Boolean));
-    for (const account of accounts) await kubectl(['create', 'serviceaccount', account!, '-n', ns]);
+    await createServiceAccounts(ns, [...accounts] as string[]);
     for (const pod of pods) {
       const created = await dryRunCreate(ns, pod);
       expect([pod.metadata.name, created.status, created.stderr]).toEqual([pod.metadata.name, 0, '']);

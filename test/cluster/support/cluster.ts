@@ -115,6 +115,13 @@ export async function allowArgoCdController(ns: string): Promise<void> {
   ]);
 }
 
+/** ServiceAccounts of these names in `ns`, made by one kubectl (a kubectl each costs a tenth of a second of CPU). */
+export async function createServiceAccounts(ns: string, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  const items = names.map((name) => ({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: ns } }));
+  await kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+}
+
 export async function deleteNamespace(name: string): Promise<void> {
   await run(kubectlPath, ['delete', 'namespace', name, '--wait=false', '--ignore-not-found']);
 }
