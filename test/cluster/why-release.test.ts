@@ -28,6 +28,7 @@ import {
   waitUntil,
   type Run,
 } from './support/cluster.js';
+import { whyJson } from './support/why.js';
 
 type Json = Record<string, any>;
 
@@ -100,6 +101,9 @@ function whyOnceStuck(release: string, what: string, seconds: number): Promise<W
   return waitUntil(
     `why to call the release Stuck ${what}`,
     async () => {
+      // Polled in this process; then the CLI, text and JSON together.
+      const quick = await whyJson(['--release', release, '--stuck-after-seconds', STUCK_AFTER]);
+      if (quick.releases?.[0]?.state !== 'Stuck') throw new Error(JSON.stringify(quick.releases?.[0]));
       const answer = await why(['--release', release]);
       if (answer.json.releases?.[0]?.state !== 'Stuck' || !answer.text.includes(': Stuck ('))
         throw new Error(`${JSON.stringify(answer.json.releases?.[0])}\n${answer.text}`);

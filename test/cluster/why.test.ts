@@ -30,6 +30,7 @@ import {
   reader,
   startDenyingWebhook,
   why,
+  whyJson,
   type DenyingWebhook,
   type HookJob,
   type Json,
@@ -80,10 +81,10 @@ async function explained(ns: string, wanted: Wanted, seconds = 90): Promise<Why>
   return waitUntil(
     `why to say ${wanted.state} (${wanted.reason}) in ${ns}`,
     async () => {
-      // Polled through the JSON alone (one process a look, on two shared cores); then text and JSON together.
-      const json = await run(process.execPath, [cliPath, 'why', ...args, '-o', 'json']);
-      const hook = ((JSON.parse(json.stdout || '{}') as Json).hooks as Json[] | undefined)?.[0] ?? {};
-      if (!says(hook)) throw new Error(`${json.stdout} ${json.stderr}`);
+      // Polled in this process; then the CLI, text and JSON together.
+      const json = await whyJson(args);
+      const hook = (json.hooks as Json[] | undefined)?.[0] ?? {};
+      if (!says(hook)) throw new Error(JSON.stringify(json));
       const answer = await why(args);
       if (!says(answer.hook)) throw new Error(JSON.stringify(answer.hook));
       return answer;

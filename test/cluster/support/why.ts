@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { generate } from 'selfsigned';
 import { cliPath } from '../../support/cli.js';
-import { kubectl, kubectlJson, run } from './cluster.js';
+import { runCommand } from '../../support/command.js';
+import { kubeconfig, kubectl, kubectlJson, run } from './cluster.js';
 import { serviceAccountToken } from './fault-proxy.js';
 
 export type Json = Record<string, any>;
@@ -51,6 +52,17 @@ export async function why(args: readonly string[], env: Record<string, string> =
     json: parsed,
     hook: ((parsed.hooks as Json[] | undefined) ?? [])[0] ?? {},
   };
+}
+
+/**
+ * `hookguard why ARGS -o json` run in this process (test/support/command.ts), as the admin unless ENV says otherwise:
+ * what a wait polls. The CLI as a process spends most of a second of CPU loading @kubernetes/client-node, so a poll of
+ * it every half second kept a core busy; a wait polls this, then asks the real CLI (why()) for the answers it checks.
+ */
+export async function whyJson(args: readonly string[], env: Record<string, string> = {}): Promise<Json> {
+  const answer = await runCommand(['why', ...args, '-o', 'json'], undefined, { KUBECONFIG: kubeconfig, ...env });
+  if (answer.stdout === '') throw new Error(`why printed nothing (exit ${answer.status}): ${answer.stderr}`);
+  return JSON.parse(answer.stdout) as Json;
 }
 
 /** The name the API server gives a Job's Pod (generateName `JOB-` and five of apimachinery's rand.String letters). */
