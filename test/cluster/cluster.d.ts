@@ -6,8 +6,17 @@ export type ToolName = 'kubernetes' | 'etcd' | 'helm4' | 'celcost' | 'argo-sync'
 /** Is there a Go to build with? */
 export function goOnPath(): boolean;
 
-/** Builds the named tools (all by default) that are missing from the cache; the folder of each one's binaries. */
-export function build<Name extends ToolName>(names?: readonly Name[]): Record<Name, string>;
+/** Every tool `cluster.js up` needs. */
+export const ALL_TOOLS: readonly ToolName[];
+
+/**
+ * Builds the named tools (all by default) that are missing from the cache; the folder of each one's binaries. The Go
+ * modules of the tools named in `alsoFetch` (and of those built after the first) download meanwhile.
+ */
+export function build<Name extends ToolName>(
+  names?: readonly Name[],
+  options?: { alsoFetch?: readonly ToolName[] },
+): Record<Name, string>;
 
 /** The folder of each named tool's binaries, built before; throws, naming the first one missing, and never builds. */
 export function built<Name extends ToolName>(names: readonly Name[]): Record<Name, string>;

@@ -3,7 +3,7 @@
 // the binaries up. From the cache it takes under a second; on a new machine it compiles them (about 15 minutes with
 // the module downloads). Without Go it warns, and the tests that need a binary not built before skip (toolsOrSkip) or
 // fail naming it; under CI=true, as in the cluster tests' global setup, the run fails here instead.
-import { build, goOnPath } from '../cluster/cluster.js';
+import { ALL_TOOLS, build, goOnPath } from '../cluster/cluster.js';
 import { K8S_TOOLS } from './k8s-tools.js';
 
 export function setup(): void {
@@ -13,5 +13,7 @@ export function setup(): void {
     console.warn(`${why}: those built before serve, and the tests that need one not built are skipped or fail`);
     return;
   }
-  build(K8S_TOOLS);
+  // In `npm test` the cluster tests' global setup comes next and builds the other tools: on a new machine their modules
+  // download while these compile.
+  build(K8S_TOOLS, { alsoFetch: ALL_TOOLS });
 }
