@@ -54,9 +54,6 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
     return turn;
   }
 
-  const namespaceFor = (withHookguard: boolean) => space.namespace(withHookguard);
-  const manifests = (...objects: object[]) => space.manifests(...objects);
-
   const job = (ns: string, name: string) => kubectlJson<LiveJob>(['get', 'job', name, '-n', ns]);
 
   it('lists the engines it carries', () => {
@@ -70,16 +67,16 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
     'Argo CD %s: a PreSync hook Job done in one second completes, and leaves no finalizer',
     { timeout: 300_000 },
     async (engine, { expect }) => {
-      const dir = manifests(hookJob('fast-hook'), appConfig);
+      const dir = space.manifests(hookJob('fast-hook'), appConfig);
       const syncIn = async (ns: string) => {
         expect(await sync(engine, ns, dir, 90)).toEqual(succeeded('fast-hook'));
         const live = await job(ns, 'fast-hook');
         expect(live.metadata.finalizers ?? []).toEqual([]);
         return (live.spec.template.spec.initContainers ?? []).map((container) => container.name);
       };
-      expect(await syncIn(await namespaceFor(false))).toEqual([]);
+      expect(await syncIn(await space.namespace(false))).toEqual([]);
       // hookguard's guard (min-runtime), on the versions that carry the finalizer.
-      const guarded = await namespaceFor(true);
+      const guarded = await space.namespace(true);
       expect(await withArgoCd(engine, () => syncIn(guarded))).toEqual([GUARD_CONTAINER_NAME]);
     },
   );
@@ -89,14 +86,14 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
   it.concurrent(
     'Argo CD 2.14.21 (no hook finalizer): a hook Job with ttlSecondsAfterFinished 0 hangs the sync; the TTL floor ends it',
     async ({ expect }) => {
-      const dir = manifests(hookJob('short-lived', { ttl: 0 }), appConfig);
-      const bare = await namespaceFor(false);
+      const dir = space.manifests(hookJob('short-lived', { ttl: 0 }), appConfig);
+      const bare = await space.namespace(false);
       expect(await sync('2.14.21', bare, dir, 45, ['--observe-every', '5'])).toEqual({
         phase: 'Running',
         message: 'waiting for completion of hook batch/Job/short-lived',
         hooks: [{ kind: 'Job', name: 'short-lived', phase: 'Running', message: 'job.batch/short-lived created' }],
       });
-      const guarded = await namespaceFor(true);
+      const guarded = await space.namespace(true);
       expect(await withArgoCd('2.14.21', () => sync('2.14.21', guarded, dir, 90, ['--observe-every', '5']))).toEqual(
         succeeded('short-lived'),
       );
@@ -111,8 +108,8 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
     'Argo CD %s: the hook finalizer keeps a ttlSecondsAfterFinished 0 Job until the engine has read it',
     { timeout: 240_000 },
     async (engine, { expect }) => {
-      const dir = manifests(hookJob('short-lived', { ttl: 0 }), appConfig);
-      const bare = await namespaceFor(false);
+      const dir = space.manifests(hookJob('short-lived', { ttl: 0 }), appConfig);
+      const bare = await space.namespace(false);
       expect(await sync(engine, bare, dir, 60, ['--observe-every', '5'])).toEqual(succeeded('short-lived'));
     },
   );
@@ -121,7 +118,7 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
   // (or, for a Job another controller manages, left alone by it), read by each engine's GetResourceHealth and by
   // `hookguard why`.
   it.concurrent('says of each Job state what hookguard says Argo CD reports', async ({ expect }) => {
-    const ns = await namespaceFor(false);
+    const ns = await space.namespace(false);
     const jobs: Array<[string, object]> = [
       ['suspended', { suspend: true }],
       // The built-in controller leaves a Job managed by another alone (KEP-4368): suspended, it never gets a condition.

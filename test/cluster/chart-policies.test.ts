@@ -4,8 +4,6 @@
 // reaches. test/manifests/chart-policies.test.ts holds the rendered objects equal to `hookguard policies`; this holds
 // that the API server accepts them and applies them: parameters in the release namespace read through the
 // binding's paramRef, the chart's labels, the excluded namespaces.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -15,7 +13,7 @@ import { discoveryOff } from '../../src/discovery/discovery.js';
 import { find, renderChart, type Manifest } from '../support/manifests.js';
 import {
   AUDIT_NAMESPACE_LABEL,
-  clusterDir,
+  clusterState,
   deleteNamespace,
   describeCluster,
   kubeconfig,
@@ -198,9 +196,7 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
     // touches) says whether the webhook made the change.
     const reached = await newNamespace('chart-policies-both');
     try {
-      const state = JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as {
-        ports: { hookguardProbe: number };
-      };
+      const state = clusterState();
       const changes = async () => {
         const text = await (await fetch(`http://127.0.0.1:${state.ports.hookguardProbe}/metrics`)).text();
         const line = /^hookguard_rule_actions_total\{rule="hook-pod-restart-policy",action="mutate"\} (\d+)$/m.exec(

@@ -13,6 +13,7 @@ import { cliPath } from '../support/cli.js';
 import { freePort } from '../support/serve-process.js';
 import {
   clusterDir,
+  clusterState,
   deleteNamespace,
   describeCluster,
   kubectl,
@@ -22,16 +23,6 @@ import {
 } from './support/cluster.js';
 
 type Json = Record<string, any>;
-
-interface ClusterState {
-  pids: Record<string, number>;
-  ports: Record<string, number>;
-}
-
-async function clusterState(): Promise<ClusterState> {
-  const { readFile } = await import('node:fs/promises');
-  return JSON.parse(await readFile(join(clusterDir, 'state.json'), 'utf8')) as ClusterState;
-}
 
 /** A hook Job hookguard mutates (a cleanup hook with kubectl delete): what it stored shows whether hookguard was called. */
 function cleanupHook(name: string): string {
@@ -166,7 +157,7 @@ describeCluster('hookguard operated on the real control plane', () => {
   });
 
   it('a new CA, after the Secret is lost, fails none of the creates going on meanwhile', async () => {
-    const state = await clusterState();
+    const state = clusterState();
     const oldCa = await secretField('ca.crt');
     await kubectl(['delete', 'secret', 'hookguard-tls', '-n', 'hookguard']);
     const commands: string[][] = [];
@@ -191,7 +182,7 @@ describeCluster('hookguard operated on the real control plane', () => {
   });
 
   it('a trust record naming none of the CAs in use ({"cas":[]}, as a GitOps tool re-applies it) drops no CA: no create fails', async () => {
-    const state = await clusterState();
+    const state = clusterState();
     const kinds = ['mutatingwebhookconfiguration', 'validatingwebhookconfiguration'];
     const recordOf = (kind: string) =>
       kubectl([
@@ -226,7 +217,7 @@ describeCluster('hookguard operated on the real control plane', () => {
   });
 
   it('a hung hookguard costs a create at most timeoutSeconds, and the hook goes through as written (failurePolicy Ignore)', async () => {
-    const state = await clusterState();
+    const state = clusterState();
     const pid = state.pids.hookguard!;
     const timeout = Number(
       await kubectl([

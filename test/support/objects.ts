@@ -9,7 +9,9 @@ import type { RuleContext, Stage } from '../../src/core/rule.js';
 import type { KubeObject } from '../../src/core/types.js';
 import { GUARD_CONTAINER_NAME } from '../../src/rules/min-runtime.js';
 
-export const ARGOCD_CONTROLLER = 'system:serviceaccount:argocd:argocd-application-controller';
+/** Argo CD's application controller: its ServiceAccount, and the user it is to the API server. */
+export const ARGOCD_CONTROLLER_ACCOUNT = { namespace: 'argocd', name: 'argocd-application-controller' } as const;
+export const ARGOCD_CONTROLLER = `system:serviceaccount:${ARGOCD_CONTROLLER_ACCOUNT.namespace}:${ARGOCD_CONTROLLER_ACCOUNT.name}`;
 export const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
 
 /** A small hook Job of our own: override any part with `patch`. */

@@ -2,15 +2,15 @@
 // (test/cluster/tools/argo-sync, one binary per Argo CD release's gitops-engine, built by cluster:up) run as the
 // application controller's ServiceAccount, "Argo CD VERSION" installed where hookguard's discovery finds it, hook Jobs
 // as charts ship them, and namespaces in and out of hookguard's reach.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ARGOCD_CONTROLLER } from '../../support/objects.js';
+import { ARGOCD_CONTROLLER, ARGOCD_CONTROLLER_ACCOUNT } from '../../support/objects.js';
 import {
   AUDIT_NAMESPACE_LABEL,
   binDir,
-  clusterDir,
+  clusterState,
   deleteNamespace,
   kubectl,
   kubectlPath,
@@ -79,7 +79,7 @@ const CONTROLLER_BINDING = 'argo-sync-controller';
  */
 export async function grantControllerRole(): Promise<void> {
   await kubectl(['create', 'namespace', 'argocd']).catch(() => undefined);
-  const [, , namespace, name] = ARGOCD_CONTROLLER.split(':');
+  const { namespace, name } = ARGOCD_CONTROLLER_ACCOUNT;
   await kubectl(
     ['apply', '-f', '-'],
     stringify({
@@ -136,10 +136,7 @@ export async function installArgoCd(version: string): Promise<void> {
       },
     }),
   );
-  const state = JSON.parse(readFileSync(join(clusterDir, 'state.json'), 'utf8')) as {
-    ports: { hookguardProbe: number };
-  };
-  const probePort = state.ports.hookguardProbe;
+  const probePort = clusterState().ports.hookguardProbe;
   await waitUntil(`hookguard's discovery to report Argo CD ${version}`, async () => {
     const ready = (await (await fetch(`http://127.0.0.1:${probePort}/readyz`)).json()) as Json;
     const instances = ((ready.discovery as Json | undefined)?.instances ?? []) as Json[];
