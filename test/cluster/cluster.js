@@ -182,6 +182,7 @@ const buildsOf = (tool) => tool.builds ?? [{ output: tool.output, ldflags: [] }]
 function prefetchModules(tools) {
   const children = tools.flatMap((tool) =>
     buildsOf(tool).map(({ modfile }) =>
+      // A fetch that cannot start or fails costs nothing but time: the build fetches what it lacks itself.
       spawn(
         'go',
         [
@@ -191,7 +192,7 @@ function prefetchModules(tools) {
           ...(tool.tags ? ['-tags', tool.tags] : []),
         ].concat(tool.packages),
         { cwd: join(toolsDir, tool.name), stdio: 'ignore', env: GO_ENV },
-      ),
+      ).on('error', () => {}),
     ),
   );
   return () => {
