@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Server as TlsServer } from 'node:tls';
-import { BatchV1Api, KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -51,7 +51,7 @@ import {
   WEBHOOK_KINDS,
   type OwnInstall,
 } from './support/certs.js';
-import { describeCluster, kubeconfig, kubectl } from './support/cluster.js';
+import { adminKubeConfig, describeCluster, kubectl } from './support/cluster.js';
 import { FaultProxy } from './support/fault-proxy.js';
 
 type Json = Record<string, any>;
@@ -79,11 +79,7 @@ const CLEANUP_HOOK = (ns: string): V1Job => ({
 });
 const MUTATED = 'kubectl delete configmap foo --ignore-not-found';
 
-const adminBatch = (() => {
-  const config = new KubeConfig();
-  config.loadFromFile(kubeconfig);
-  return config.makeApiClient(BatchV1Api);
-})();
+const adminBatch = adminKubeConfig().makeApiClient(BatchV1Api);
 
 const fingerprints = (bundle: string | undefined) => bundleCertificates(bundle).map((ca) => ca.fingerprint256);
 const fingerprintOf = (pem: string | undefined) => fingerprints(pem)[0];

@@ -4,7 +4,6 @@
 // reaches. test/manifests/chart-policies.test.ts holds the rendered objects equal to `hookguard policies`; this holds
 // that the API server accepts them and applies them: parameters in the release namespace read through the
 // binding's paramRef, the chart's labels, the excluded namespaces.
-import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
@@ -12,11 +11,11 @@ import { kubePolicyParamsClient, policyParamsTask } from '../../src/controllers/
 import { discoveryOff } from '../../src/discovery/discovery.js';
 import { find, renderChart, type Manifest } from '../support/manifests.js';
 import {
+  adminKubeConfig,
   AUDIT_NAMESPACE_LABEL,
   clusterState,
   deleteNamespace,
   describeCluster,
-  kubeconfig,
   kubectl,
   kubectlJson,
   kubectlPath,
@@ -81,8 +80,7 @@ describeCluster("the chart's admission.mode policies on kube-apiserver 1.37.2", 
     await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: applied }));
     // What the chart's server does on its Lease holder (config policyParams, which the chart turns on): one write of
     // the parameters into the release namespace, here with discovery off (argocd.version null: unknown).
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(kubeconfig);
+    const kubeConfig = adminKubeConfig();
     const written = new AbortController();
     const task = policyParamsTask(
       loadConfig({ overrides: { 'policyParams.enabled': true, 'policyParams.namespace': release } }),

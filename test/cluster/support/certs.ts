@@ -11,10 +11,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import {
   AUDIT_NAMESPACE_LABEL,
+  adminCoreApi,
+  adminKubeConfig,
   deleteNamespace,
   kubeconfig,
   kubectl,
@@ -152,9 +154,7 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
     // ones only, so nothing it does can reach those.
     kubectl(['delete', 'clusterrolebinding', ...NAMED_CLUSTER_ROLES.map((role) => `${ns}-${role}`)]),
   ]);
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(kubeconfig);
-  const cluster = kubeConfig.getCurrentCluster();
+  const cluster = adminKubeConfig().getCurrentCluster();
   if (!cluster) throw new Error(`${kubeconfig} names no cluster`);
   const own = new KubeConfig();
   own.loadFromOptions({
@@ -217,17 +217,12 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
   };
 }
 
-/** The administrator's clients, in this process (quicker to poll with than kubectl). */
-function admin() {
-  const config = new KubeConfig();
-  config.loadFromFile(kubeconfig);
-  return { admission: config.makeApiClient(AdmissionregistrationV1Api), core: config.makeApiClient(CoreV1Api) };
-}
-let adminClients: ReturnType<typeof admin> | undefined;
-const clients = () => (adminClients ??= admin());
+let adminAdmission: AdmissionregistrationV1Api | undefined;
+/** The administrator's webhook configurations API, in this process (quicker to poll with than kubectl). */
+const admissionApi = () => (adminAdmission ??= adminKubeConfig().makeApiClient(AdmissionregistrationV1Api));
 
 async function configurationOf(kind: WebhookKind, name: string): Promise<Json> {
-  const { admission } = clients();
+  const admission = admissionApi();
   return kind === 'MutatingWebhookConfiguration'
     ? await admission.readMutatingWebhookConfiguration({ name })
     : await admission.readValidatingWebhookConfiguration({ name });
@@ -273,7 +268,7 @@ export async function annotate(name: string, key: string, value: string): Promis
 /** The Secret `name` in `ns` decoded, {} when it does not exist. */
 export async function secretData(ns: string, name = 'hookguard-tls'): Promise<Record<string, string>> {
   try {
-    const secret = await clients().core.readNamespacedSecret({ name, namespace: ns });
+    const secret = await adminCoreApi().readNamespacedSecret({ name, namespace: ns });
     return Object.fromEntries(
       Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]),
     );
@@ -285,7 +280,7 @@ export async function secretData(ns: string, name = 'hookguard-tls'): Promise<Re
 
 /** The Secret as stored (type, labels, managedFields), as the administrator reads it. */
 export async function storedSecret(ns: string, name = 'hookguard-tls'): Promise<Json> {
-  return await clients().core.readNamespacedSecret({ name, namespace: ns });
+  return await adminCoreApi().readNamespacedSecret({ name, namespace: ns });
 }
 
 /** Replaces keys of the Secret's data, as an administrator (or an attacker holding that right) would. */

@@ -76,28 +76,31 @@ export async function kubectlJson<T = Record<string, unknown>>(args: readonly st
   return JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
 }
 
+/** The admin's KubeConfig, straight to the API server. */
+export function adminKubeConfig(): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfig);
+  return config;
+}
+
 let adminCore: CoreV1Api | undefined;
 
 /**
  * The admin's core API client in this process, for what nearly every test does (its namespace, made and waited for,
- * then deleted): a kubectl process costs a tenth of a second of CPU, and those were a fifth of the kubectl runs.
+ * then deleted) and what tests poll: a kubectl process costs a tenth of a second of CPU, and the namespaces' were a
+ * fifth of the kubectl runs.
  */
-function coreApi(): CoreV1Api {
-  if (!adminCore) {
-    const config = new KubeConfig();
-    config.loadFromFile(kubeconfig);
-    adminCore = config.makeApiClient(CoreV1Api);
-  }
-  return adminCore;
+export function adminCoreApi(): CoreV1Api {
+  return (adminCore ??= adminKubeConfig().makeApiClient(CoreV1Api));
 }
 
 /** A namespace of its own for one test, with a name no other test takes. */
 export async function newNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
-  await coreApi().createNamespace({ body: { metadata: { name, labels } } });
+  await adminCoreApi().createNamespace({ body: { metadata: { name, labels } } });
   // The ServiceAccount controller makes `default` a moment later; Pods that name no ServiceAccount need it.
   await waitUntil(`ServiceAccount default in ${name}`, () =>
-    coreApi().readNamespacedServiceAccount({ name: 'default', namespace: name }),
+    adminCoreApi().readNamespacedServiceAccount({ name: 'default', namespace: name }),
   );
   return name;
 }
@@ -129,7 +132,7 @@ export async function createServiceAccounts(ns: string, names: readonly string[]
 /** Starts deleting namespace NAME, if it is there, without waiting for it to go. */
 export async function deleteNamespace(name: string): Promise<void> {
   try {
-    await coreApi().deleteNamespace({ name });
+    await adminCoreApi().deleteNamespace({ name });
   } catch (error) {
     if (!(error instanceof ApiException && (error.code === 404 || error.code === 409))) throw error;
   }

@@ -16,7 +16,7 @@ import { Agent, request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { statusBody } from '../../support/api-status.js';
-import { kubeconfig, kubectl } from './cluster.js';
+import { adminKubeConfig, kubeconfig, kubectl } from './cluster.js';
 
 export interface InjectedFailure {
   method?: string;
@@ -121,9 +121,7 @@ function subjectOf(authorization: string | undefined): string {
 }
 
 function upstreamOf(): { host: string; port: number; agent: Agent } {
-  const config = new KubeConfig();
-  config.loadFromFile(kubeconfig);
-  const cluster = config.getCurrentCluster();
+  const cluster = adminKubeConfig().getCurrentCluster();
   if (!cluster?.caFile) throw new Error(`${kubeconfig} names no cluster with a certificate-authority file`);
   const server = new URL(cluster.server);
   return {

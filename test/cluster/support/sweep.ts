@@ -7,7 +7,7 @@ import { HOOKGUARD_NAMESPACE } from '../cluster.js';
 import { kubeSweepClient } from '../../../src/sweep/client.js';
 import { sweep, type SweepOptions } from '../../../src/sweep/sweep.js';
 import { capturedLogger } from '../../support/log-sink.js';
-import { kubeconfig, kubectl, kubectlJson, run, kubectlPath, waitUntil } from './cluster.js';
+import { kubectl, kubectlJson, run, kubectlPath, waitUntil } from './cluster.js';
 import { serviceAccountToken } from './fault-proxy.js';
 
 export const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
@@ -187,13 +187,6 @@ export async function sweepOnce(kubeConfig: KubeConfig, overrides: Partial<Sweep
   const report = await sweep(kubeSweepClient(kubeConfig), sweepOptions(overrides), logger);
   const outcome = Object.fromEntries(report.results.map((result) => [result.name, result.action]));
   return { report, outcome, lines };
-}
-
-/** The admin's KubeConfig, straight to the API server. */
-export function adminKubeConfig(): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromFile(kubeconfig);
-  return config;
 }
 
 /** Ages change from run to run; everything else is compared exactly. */
