@@ -207,54 +207,46 @@ function prefetchModules(tools) {
 export function build(names = ALL_TOOLS, { alsoFetch = [] } = {}) {
   if (!goOnPath())
     throw new Error('cluster: go is not on PATH (the cluster tests build Kubernetes from its Go modules)');
-  const missing = (tool) => !existsSync(join(cacheDirOf(tool), '.complete'));
-  const toBuild = toolsNamed(names).filter(missing);
-  const fetchedAlongside = [...toBuild.slice(1), ...toolsNamed(alsoFetch).filter(missing)];
-  const stopPrefetch = prefetchModules(
-    fetchedAlongside.filter((tool, index) => fetchedAlongside.indexOf(tool) === index),
-  );
+  const dirs = Object.fromEntries(toolsNamed([...names, ...alsoFetch]).map((tool) => [tool.name, cacheDirOf(tool)]));
+  const missing = (tool) => !existsSync(join(dirs[tool.name], '.complete'));
+  const wanted = toolsNamed(names);
+  const toBuild = wanted.filter(missing);
+  const stopPrefetch = prefetchModules([...new Set([...toBuild.slice(1), ...toolsNamed(alsoFetch).filter(missing)])]);
   try {
-    return buildMissing(names);
+    for (const tool of toBuild) buildInto(tool, dirs[tool.name]);
   } finally {
     stopPrefetch();
   }
+  return Object.fromEntries(wanted.map((tool) => [tool.name, dirs[tool.name]]));
 }
 
-function buildMissing(names) {
-  const dirs = {};
-  for (const tool of toolsNamed(names)) {
-    const dir = cacheDirOf(tool);
-    dirs[tool.name] = dir;
-    if (existsSync(join(dir, '.complete'))) continue;
-    const started = Date.now();
-    say(
-      `building ${tool.name} ${tool.version} into ${dir} (first time only; Kubernetes takes 20-30 minutes on 2 cores)`,
-    );
-    const partial = `${dir}.partial-${process.pid}`;
-    rmSync(partial, { recursive: true, force: true });
-    mkdirSync(partial, { recursive: true });
-    for (const { output, modfile, ldflags } of buildsOf(tool)) {
-      const out = output && tool.packages.length === 1 ? join(partial, output) : `${partial}/`;
-      const args = ['build', '-trimpath', '-ldflags', ['-s', '-w', ...tool.ldflags, ...ldflags].join(' '), '-o', out];
-      if (modfile) args.push(`-modfile=${modfile}`);
-      if (tool.tags) args.push('-tags', tool.tags);
-      const result = spawnSync('go', [...args, ...tool.packages], {
-        cwd: join(toolsDir, tool.name),
-        stdio: ['ignore', 'inherit', 'inherit'],
-        env: GO_ENV,
-      });
-      if (result.status !== 0)
-        throw new Error(`cluster: go build of ${tool.name} ${output ?? ''} failed (exit ${result.status})`);
-    }
-    writeFileSync(
-      join(partial, '.complete'),
-      `${new Date().toISOString()} ${Math.round((Date.now() - started) / 1000)} s\n`,
-    );
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(partial, dir);
-    say(`built ${tool.name} in ${Math.round((Date.now() - started) / 1000)} s`);
+/** Builds TOOL's binaries into DIR, through a folder of its own that becomes DIR once every build is done. */
+function buildInto(tool, dir) {
+  const started = Date.now();
+  say(`building ${tool.name} ${tool.version} into ${dir} (first time only; Kubernetes takes 20-30 minutes on 2 cores)`);
+  const partial = `${dir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  for (const { output, modfile, ldflags } of buildsOf(tool)) {
+    const out = output && tool.packages.length === 1 ? join(partial, output) : `${partial}/`;
+    const args = ['build', '-trimpath', '-ldflags', ['-s', '-w', ...tool.ldflags, ...ldflags].join(' '), '-o', out];
+    if (modfile) args.push(`-modfile=${modfile}`);
+    if (tool.tags) args.push('-tags', tool.tags);
+    const result = spawnSync('go', [...args, ...tool.packages], {
+      cwd: join(toolsDir, tool.name),
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: GO_ENV,
+    });
+    if (result.status !== 0)
+      throw new Error(`cluster: go build of ${tool.name} ${output ?? ''} failed (exit ${result.status})`);
   }
-  return dirs;
+  writeFileSync(
+    join(partial, '.complete'),
+    `${new Date().toISOString()} ${Math.round((Date.now() - started) / 1000)} s\n`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(partial, dir);
+  say(`built ${tool.name} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**
