@@ -55,12 +55,12 @@ export async function why(args: readonly string[], env: Record<string, string> =
 }
 
 /**
- * `hookguard why ARGS -o json` run in this process (test/support/command.ts), as the admin unless ENV says otherwise:
- * what a wait polls. The CLI as a process spends most of a second of CPU loading @kubernetes/client-node, so a poll of
- * it every half second kept a core busy; a wait polls this, then asks the real CLI (why()) for the answers it checks.
+ * `hookguard why ARGS -o json` run in this process (test/support/command.ts), as the admin: what a wait polls. The CLI
+ * as a process spends most of a second of CPU loading @kubernetes/client-node, so a poll of it every half second kept a
+ * core busy; a wait polls this, then asks the real CLI (why()) for the answers it checks.
  */
-export async function whyJson(args: readonly string[], env: Record<string, string> = {}): Promise<Json> {
-  const answer = await runCommand(['why', ...args, '-o', 'json'], undefined, { KUBECONFIG: kubeconfig, ...env });
+export async function whyJson(args: readonly string[]): Promise<Json> {
+  const answer = await runCommand(['why', ...args, '-o', 'json'], undefined, { KUBECONFIG: kubeconfig });
   if (answer.stdout === '') throw new Error(`why printed nothing (exit ${answer.status}): ${answer.stderr}`);
   return JSON.parse(answer.stdout) as Json;
 }
