@@ -66,7 +66,10 @@ function diffValue(oldValue: unknown, newValue: unknown, key: string | number, d
 function diffArrays(before: unknown[], after: unknown[], diff: Diff): void {
   let deleted = false;
   for (let index = before.length - 1; index >= 0; index--) {
-    if (Object.hasOwn(after, index)) diffValue(before[index], after[index], index, diff);
+    const oldItem = before[index];
+    const newItem = after[index];
+    if (oldItem === newItem && oldItem !== undefined) continue;
+    if (Object.hasOwn(after, index)) diffValue(oldItem, newItem, index, diff);
     else {
       diff.patch.push({ op: 'remove', path: pathOf(diff, index) });
       deleted = true;
@@ -97,6 +100,9 @@ function diffInto(before: Container, after: Container, diff: Diff): void {
     const key = oldKeys[index]!;
     const oldValue = oldRecord[key];
     const newValue = newRecord[key];
+    // The usual key: the same value, shared with the copy or equal as a primitive (undefined excepted, which may be
+    // a key the copy lacks).
+    if (oldValue === newValue && oldValue !== undefined) continue;
     if (Object.hasOwn(after, key) && !(newValue === undefined && oldValue !== undefined && !afterIsArray)) {
       diffValue(oldValue, newValue, key, diff);
     } else if (Array.isArray(before) === afterIsArray) {

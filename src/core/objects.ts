@@ -146,6 +146,12 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (keys.length !== Object.keys(b).length) return false;
   const left = a as Record<string, unknown>;
   const right = b as Record<string, unknown>;
-  for (const key of keys) if (!Object.hasOwn(right, key) || !jsonEqual(left[key], right[key])) return false;
+  for (const key of keys) {
+    const leftValue = left[key];
+    const rightValue = right[key];
+    // A shared subtree or an equal primitive, the usual case, without a call (undefined may be a missing key).
+    if (leftValue === rightValue && leftValue !== undefined) continue;
+    if (!Object.hasOwn(right, key) || !jsonEqual(leftValue, rightValue)) return false;
+  }
   return true;
 }
