@@ -90,6 +90,8 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
       continue;
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
+    // Most rules report nothing about most objects: their advisory is looked up only for a finding.
+    if (outcome.mutations.length === 0 && outcome.warnings.length === 0 && !outcome.unmet) continue;
     const advisory = outcome.advisory ?? context.advisoriesFor(rule.id)[0]?.id;
     for (const message of outcome.mutations) findings.push(ruleFinding(rule.id, 'mutate', message, advisory));
     if (outcome.warnings.length > 0) {
