@@ -125,6 +125,8 @@ function guardResources(podSpec: PodSpec, template: GuardTemplate): Container['r
   const podLevel = podLevelResources(podSpec);
   const requests: Record<string, string> = {};
   const limits: Record<string, string> = {};
+  let requested = false;
+  let limited = false;
   for (const resource of GUARD_RESOURCES) {
     const smallest = smallestAsk(containers, resource);
     if (smallest === undefined) continue;
@@ -132,16 +134,18 @@ function guardResources(podSpec: PodSpec, template: GuardTemplate): Container['r
     // Pod-level resources bound every container of the Pod: the guard stays within them too.
     const podRequest = podLevel.requests.get(resource) ?? podLevel.limits.get(resource);
     const podLimit = podLevel.limits.get(resource);
+    requested = true;
     if (smallest.limit === undefined) {
       requests[resource] = atMost(smallest.request, podRequest).text;
       continue;
     }
+    limited = true;
     requests[resource] = atMost(atMost(smallest.request, cap?.request), podRequest).text;
     limits[resource] = atMost(atMost(smallest.request, cap?.limit), podLimit).text;
   }
   // A limit is only ever set beside its request.
-  if (Object.keys(requests).length === 0) return undefined;
-  return Object.keys(limits).length > 0 ? { requests, limits } : { requests };
+  if (!requested) return undefined;
+  return limited ? { requests, limits } : { requests };
 }
 
 /**
@@ -153,16 +157,29 @@ function guardResources(podSpec: PodSpec, template: GuardTemplate): Container['r
  * ComputePodQOS). The guard already asks at most what one container asks, which those bounds allow; it reads them
  * anyway and never asks more, and where no container sets a resource it sets none, sharing the Pod's budget.
  */
-function podLevelResources(podSpec: PodSpec): { requests: Map<string, Quantity>; limits: Map<string, Quantity> } {
-  const resources = isRecord(podSpec.resources) ? podSpec.resources : {};
-  const listOf = (list: unknown) =>
-    new Map(
-      Object.entries(isRecord(list) ? list : {}).flatMap(([resource, value]) => {
-        const quantity = quantityOf(value);
-        return quantity === undefined ? [] : [[resource, quantity] as const];
-      }),
-    );
-  return { requests: listOf(resources.requests), limits: listOf(resources.limits) };
+function podLevelResources(podSpec: PodSpec): PodLevelResources {
+  const resources = podSpec.resources;
+  // Most Pods set none: they share one empty budget, which nothing writes to.
+  if (!isRecord(resources)) return NO_POD_LEVEL_RESOURCES;
+  return { requests: quantitiesOf(resources.requests), limits: quantitiesOf(resources.limits) };
+}
+
+interface PodLevelResources {
+  requests: ReadonlyMap<string, Quantity>;
+  limits: ReadonlyMap<string, Quantity>;
+}
+
+const NO_POD_LEVEL_RESOURCES: PodLevelResources = Object.freeze({ requests: new Map(), limits: new Map() });
+
+/** A resource list's quantities; a value the API server would refuse is left out. */
+function quantitiesOf(list: unknown): Map<string, Quantity> {
+  const quantities = new Map<string, Quantity>();
+  if (!isRecord(list)) return quantities;
+  for (const [resource, value] of Object.entries(list)) {
+    const quantity = quantityOf(value);
+    if (quantity !== undefined) quantities.set(resource, quantity);
+  }
+  return quantities;
 }
 
 /** A user or group id the Pod sets for all its containers; root (0) is never taken over. */
@@ -176,14 +193,16 @@ function podId(podSpec: PodSpec, field: 'runAsUser' | 'runAsGroup'): number | un
 function podRunsAsNonRoot(podSpec: PodSpec): boolean {
   const context = podSpec.securityContext;
   if (isRecord(context) && context.runAsNonRoot === true) return true;
-  const all = [podSpec.initContainers, podSpec.containers].flatMap((list) => (Array.isArray(list) ? list : []));
-  return (
-    all.length > 0 &&
-    all.every(
-      (container) =>
-        isRecord(container) && isRecord(container.securityContext) && container.securityContext.runAsNonRoot === true,
-    )
-  );
+  let containers = 0;
+  for (const list of [podSpec.initContainers, podSpec.containers]) {
+    if (!Array.isArray(list)) continue;
+    for (const container of list) {
+      containers++;
+      if (!isRecord(container) || !isRecord(container.securityContext)) return false;
+      if (container.securityContext.runAsNonRoot !== true) return false;
+    }
+  }
+  return containers > 0;
 }
 
 /**
@@ -213,16 +232,18 @@ function guardSecurityContext(
   const podRunsAsRoot = isRecord(podSpec.securityContext) && podSpec.securityContext.runAsUser === 0;
   const runAsNonRoot =
     runAsUser !== undefined || podRunsAsNonRoot(podSpec) || (template.imageRunsAsNonRoot && !podRunsAsRoot);
-  return {
+  // Assigned in the order the patch writes them (the goldens'), with no key at all where there is no value.
+  const securityContext: Record<string, unknown> = {
     allowPrivilegeEscalation: false,
     capabilities: { drop: ['ALL'] },
     privileged: false,
     readOnlyRootFilesystem: true,
-    ...(runAsNonRoot ? { runAsNonRoot: true } : {}),
-    ...(runAsUser !== undefined ? { runAsUser } : {}),
-    ...(runAsGroup !== undefined ? { runAsGroup } : {}),
-    seccompProfile: { type: 'RuntimeDefault' },
   };
+  if (runAsNonRoot) securityContext.runAsNonRoot = true;
+  if (runAsUser !== undefined) securityContext.runAsUser = runAsUser;
+  if (runAsGroup !== undefined) securityContext.runAsGroup = runAsGroup;
+  securityContext.seccompProfile = { type: 'RuntimeDefault' };
+  return securityContext;
 }
 
 /**
@@ -237,14 +258,15 @@ export function guardContainer(
 ): Container {
   const template = templateOf(settings);
   const resources = guardResources(podSpec, template);
-  return {
+  const guard: Container = {
     name: GUARD_CONTAINER_NAME,
     image: template.image,
     imagePullPolicy: 'IfNotPresent',
     command: [...template.command, String(seconds)],
-    ...(resources ? { resources } : {}),
-    securityContext: guardSecurityContext(podSpec, template, platformAssignsIds),
   };
+  if (resources) guard.resources = resources;
+  guard.securityContext = guardSecurityContext(podSpec, template, platformAssignsIds);
+  return guard;
 }
 
 /**
