@@ -72,6 +72,8 @@ const NAMESPACE_EXCLUDED = fixedPassThrough('namespace excluded');
 
 interface Mutation {
   mutated: KubeObject;
+  /** Whether a rule reported a change (RuleReport.mutations): if none did, the copy is the object as received. */
+  changed: boolean;
   findings: Finding[];
   rules: string[];
 }
@@ -80,6 +82,7 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
   const mutated = cloneForRules(object);
   const findings: Finding[] = [];
   const rules: string[] = [];
+  let changed = false;
   for (const rule of ruleSet.mutations) {
     if (
       !rule.stages.includes(context.stage) ||
@@ -92,6 +95,7 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     const outcome = rule.mutate(mutated, context);
     // Most rules report nothing about most objects: their advisory is looked up only for a finding.
     if (outcome.mutations.length === 0 && outcome.warnings.length === 0 && !outcome.unmet) continue;
+    if (outcome.mutations.length > 0) changed = true;
     const advisory = outcome.advisory ?? context.advisoriesFor(rule.id)[0]?.id;
     for (const message of outcome.mutations) findings.push(ruleFinding(rule.id, 'mutate', message, advisory));
     if (outcome.warnings.length > 0) {
@@ -102,7 +106,7 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     }
     if (outcome.unmet) findings.push(ruleFinding(rule.id, 'warn', outcome.unmet, advisory));
   }
-  return { mutated, findings, rules };
+  return { mutated, changed, findings, rules };
 }
 
 /** A rule's finding, naming the advisory it concerns when there is one (no key otherwise). */
@@ -257,7 +261,7 @@ export function decide(request: AdmissionRequest, endpoint: Endpoint, context: D
 
   if (endpoint === 'mutate') {
     const mutation = applyMutations(object, ruleContext, ruleSet);
-    const patch = compare(object, mutation.mutated);
+    const patch = mutation.changed ? compare(object, mutation.mutated) : [];
     // Said once per object, here rather than also at /validate.
     return conclude(judged, mutation.rules, [...unknownSkipFindings(hook, ruleSet), ...mutation.findings], patch);
   }

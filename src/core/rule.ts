@@ -148,7 +148,10 @@ export interface RuleContext {
 export type RuleGate = 'always' | 'argocd' | 'argocd-known' | 'helm-and-argocd' | 'argocd-delete' | 'helm-controller';
 
 export interface RuleReport {
-  /** What the rule changed, one line each. */
+  /**
+   * What the rule changed, one line each: a rule that changes the object says so here, every time (decide() and
+   * version-race take a report without one as "unchanged", and diff nothing).
+   */
   mutations: string[];
   /** Things the user should know that the rule did not change. */
   warnings: string[];

@@ -24,8 +24,9 @@ function shortfallOf(rule: MutationRule, object: KubeObject, context: RuleContex
 
 /**
  * What each mitigating rule lacks. The usual object was mutated by hookguard already and is compliant: every rule
- * runs on one copy and one comparison shows none changed it. Only when one would change it is each rule judged
- * alone, to name the ones that would (none of them undoes another's change).
+ * runs on one copy and none reports a change (a rule reports every change it makes: MutationRule, held on every
+ * fixture by test/unit/decide-reference.test.ts). Only when one reports a change is each rule judged alone, by
+ * comparison, to name the ones that would change it (none of them undoes another's change).
  */
 function shortfalls(
   rules: readonly MutationRule[],
@@ -33,8 +34,14 @@ function shortfalls(
   context: RuleContext,
 ): (Shortfall | undefined)[] {
   const probe = cloneForRules(object);
-  const unmet = rules.map((rule) => rule.mutate(probe, context).unmet);
-  if (jsonEqual(probe, object)) return unmet.map((reason) => (reason ? { kind: 'unmet', reason } : undefined));
+  const unmet: (string | undefined)[] = [];
+  let changed = false;
+  for (const rule of rules) {
+    const outcome = rule.mutate(probe, context);
+    unmet.push(outcome.unmet);
+    if (outcome.mutations.length > 0) changed = true;
+  }
+  if (!changed) return unmet.map((reason) => (reason ? { kind: 'unmet', reason } : undefined));
   return rules.map((rule) => shortfallOf(rule, object, context));
 }
 

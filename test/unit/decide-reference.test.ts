@@ -4,6 +4,7 @@
 // each rule a private deep copy of everything (so the diff and the comparison walk the whole object, as a clone of
 // the whole object made them do) and sees every script scanned afresh. The answers must be the same to the byte:
 // patch, warnings, allowed, messages, findings, reason, rules.
+import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -11,6 +12,7 @@ import type { DecisionContext } from '../../src/core/context.js';
 import { decide, type Decision } from '../../src/core/decide.js';
 import { applyPatch } from '../../src/core/json-patch.js';
 import { makeKubectlDeletesIdempotent } from '../../src/core/kubectl-delete.js';
+import { objectLabel } from '../../src/core/objects.js';
 import type { Stage } from '../../src/core/rule.js';
 import type { AdmissionRequest, Endpoint, KubeObject } from '../../src/core/types.js';
 import { loadFixtures } from '../support/fixtures.js';
@@ -19,7 +21,10 @@ import { admissionReview } from '../support/reviews.js';
 
 const REQUESTERS = { helm: 'kubernetes-admin', argocd: ARGOCD_CONTROLLER } as const;
 
-/** Every rule runs on a deep copy of its own: nothing of the object it edits is shared with the request. */
+/**
+ * Every rule runs on a deep copy of its own: nothing of the object it edits is shared with the request. And each is
+ * held to what decide() and version-race take on trust: a rule that changes the object reports the change.
+ */
 function straightforward(context: DecisionContext): DecisionContext {
   return {
     ...context,
@@ -29,7 +34,11 @@ function straightforward(context: DecisionContext): DecisionContext {
         ...rule,
         mutate(object: KubeObject, ruleContext: Parameters<typeof rule.mutate>[1]) {
           for (const key of Object.keys(object)) object[key] = structuredClone(object[key]);
-          return rule.mutate(object, ruleContext);
+          const before = structuredClone(object);
+          const outcome = rule.mutate(object, ruleContext);
+          if (outcome.mutations.length === 0 && !isDeepStrictEqual(before, object))
+            throw new Error(`${rule.id} changed ${objectLabel(object)} and reported no change`);
+          return outcome;
         },
       })),
     },
