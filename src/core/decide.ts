@@ -1,10 +1,10 @@
 import { ARGOCD_HOOK_FINALIZER, HOOKGUARD_SKIP } from './annotations.js';
 import { chooseArgoVersion, judgedVersions, type VersionChoice } from './argocd-instances.js';
 import { ruleContextFor, type DecisionContext } from './context.js';
-import { hookNaming, readHook, type HookInfo } from './hook.js';
+import { hookNaming, readHook, type HookInfo, type HookKind } from './hook.js';
 import { compare } from './json-patch.js';
 import { cloneForRules, finalizersOf, isRecord, metadataOf } from './objects.js';
-import { gateOpen, type RuleContext, type RuleSet, type Stage } from './rule.js';
+import { gateOpen, type MutationRule, type RuleContext, type RuleSet, type Stage } from './rule.js';
 import type { AdmissionRequest, Endpoint, Finding, KubeObject, Mode, Operation } from './types.js';
 import { renderWarnings } from './warnings.js';
 
@@ -83,14 +83,8 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
   const findings: Finding[] = [];
   const rules: string[] = [];
   let changed = false;
-  for (const rule of ruleSet.mutations) {
-    if (
-      !rule.stages.includes(context.stage) ||
-      !rule.kinds.includes(context.hook.kind) ||
-      !gateOpen(rule, context) ||
-      context.hook.skip.has(rule.id)
-    )
-      continue;
+  for (const rule of mutationsFor(ruleSet, context.stage, context.hook.kind)) {
+    if (!gateOpen(rule, context) || context.hook.skip.has(rule.id)) continue;
     rules.push(rule.id);
     const outcome = rule.mutate(mutated, context);
     // Most rules report nothing about most objects: their advisory is looked up only for a finding.
@@ -107,6 +101,23 @@ function applyMutations(object: KubeObject, context: RuleContext, ruleSet: RuleS
     if (outcome.unmet) findings.push(ruleFinding(rule.id, 'warn', outcome.unmet, advisory));
   }
   return { mutated, changed, findings, rules };
+}
+
+// The mutations that take effect at each stage on each kind, in the rule set's order: listed once per rule set.
+const mutationsByStageAndKind = new WeakMap<RuleSet, Record<Stage, Record<HookKind, readonly MutationRule[]>>>();
+
+function mutationsFor(ruleSet: RuleSet, stage: Stage, kind: HookKind): readonly MutationRule[] {
+  let lists = mutationsByStageAndKind.get(ruleSet);
+  if (!lists) {
+    const at = (stage: Stage) => {
+      const of = (kind: HookKind) =>
+        ruleSet.mutations.filter((rule) => rule.stages.includes(stage) && rule.kinds.includes(kind));
+      return { Job: of('Job'), Pod: of('Pod'), Other: of('Other') };
+    };
+    lists = { admission: at('admission'), render: at('render') };
+    mutationsByStageAndKind.set(ruleSet, lists);
+  }
+  return lists[stage][kind];
 }
 
 /** A rule's finding, naming the advisory it concerns when there is one (no key otherwise). */
