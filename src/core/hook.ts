@@ -62,6 +62,11 @@ export function hookKindOf(object: KubeObject): HookKind | undefined {
 
 function splitList(value: string | undefined): string[] {
   if (value === undefined) return [];
+  // Most hooks name one type: no list to split.
+  if (!value.includes(',')) {
+    const trimmed = value.trim();
+    return trimmed === '' ? [] : [trimmed];
+  }
   const items: string[] = [];
   for (const item of value.split(',')) {
     const trimmed = item.trim();
