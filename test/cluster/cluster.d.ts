@@ -6,7 +6,7 @@ export type ToolName = 'kubernetes' | 'etcd' | 'helm4' | 'celcost' | 'argo-sync'
 /** Is there a Go to build with? */
 export function goOnPath(): boolean;
 
-/** Every tool `cluster.js up` needs. */
+/** Every tool cluster.js builds: the cluster's own, and the oracles only the cluster tests run. */
 export const ALL_TOOLS: readonly ToolName[];
 
 /**

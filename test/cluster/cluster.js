@@ -21,6 +21,7 @@ import {
   openSync,
   readFileSync,
   readdirSync,
+  readlinkSync,
   renameSync,
   rmSync,
   statSync,
@@ -164,8 +165,15 @@ function toolsNamed(names) {
   return TOOLS.filter((tool) => names.includes(tool.name));
 }
 
-/** Every tool `cluster.js up` needs. */
+/** Every tool cluster.js builds: the cluster's own, and the oracles only the cluster tests run. */
 export const ALL_TOOLS = TOOLS.map((tool) => tool.name);
+
+/**
+ * What `cluster.js up` builds and runs: the control plane, kubectl and both Helms. The cluster tests' global setup
+ * builds the rest (the CEL cost meter, Argo CD's sync engines, Flux's helm-controller) before it starts the cluster:
+ * a new machine's first `npm run cluster:up` does not wait for oracles it never runs.
+ */
+export const CLUSTER_TOOLS = ['kubernetes', 'etcd', 'helm4', 'helm3'];
 
 /** How every go command here runs: go.sum is the lock (-mod=readonly: nothing new is resolved), and no other Go is fetched. */
 const GO_ENV = { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly' };
@@ -264,6 +272,15 @@ export function built(names) {
     dirs[tool.name] = dir;
   }
   return dirs;
+}
+
+/** The folder of each named tool that is built; the others are left out. */
+function builtSoFar(names) {
+  return Object.fromEntries(
+    toolsNamed(names)
+      .map((tool) => [tool.name, cacheDirOf(tool)])
+      .filter(([, dir]) => existsSync(join(dir, '.complete'))),
+  );
 }
 
 function readState() {
@@ -457,7 +474,7 @@ function httpGet(url) {
   return fetch(url, { signal: AbortSignal.timeout(5000) });
 }
 
-export function kubectlPath(dirs = build()) {
+export function kubectlPath(dirs) {
   return join(dirs.kubernetes, 'kubectl');
 }
 
@@ -670,10 +687,11 @@ function ensureBuilt() {
   }
 }
 
-function linkBinaries(dirs) {
+/** Links the cluster's binaries into .cluster/bin (`clusterDirs`: CLUSTER_TOOLS'), and the test oracles built so far. */
+function linkBinaries(clusterDirs) {
   const binDir = join(clusterDir, 'bin');
-  rmSync(binDir, { recursive: true, force: true });
   mkdirSync(binDir, { recursive: true });
+  const dirs = { ...clusterDirs, ...builtSoFar(ALL_TOOLS.filter((name) => !CLUSTER_TOOLS.includes(name))) };
   const links = {
     kubectl: join(dirs.kubernetes, 'kubectl'),
     helm: join(dirs.helm4, 'helm'),
@@ -683,14 +701,29 @@ function linkBinaries(dirs) {
     'kube-controller-manager': join(dirs.kubernetes, 'kube-controller-manager'),
     'kube-scheduler': join(dirs.kubernetes, 'kube-scheduler'),
     'kubelet-sim': join(dirs.kubernetes, 'kubelet-sim'),
-    celcost: join(dirs.celcost, 'celcost'),
-    // argo-sync runs its siblings for the other engines: they sit in the same cache folder, linked here too.
-    'argo-sync': join(dirs['argo-sync'], `argo-sync-${ARGO_SYNC_ENGINES.at(-1)}`),
-    ...Object.fromEntries(
-      ARGO_SYNC_ENGINES.map((argocd) => [`argo-sync-${argocd}`, join(dirs['argo-sync'], `argo-sync-${argocd}`)]),
-    ),
   };
-  for (const [name, target] of Object.entries(links)) symlinkSync(target, join(binDir, name));
+  if (dirs.celcost) links.celcost = join(dirs.celcost, 'celcost');
+  // argo-sync runs its siblings for the other engines: they sit in the same cache folder, linked here too.
+  if (dirs['argo-sync']) {
+    links['argo-sync'] = join(dirs['argo-sync'], `argo-sync-${ARGO_SYNC_ENGINES.at(-1)}`);
+    for (const argocd of ARGO_SYNC_ENGINES)
+      links[`argo-sync-${argocd}`] = join(dirs['argo-sync'], `argo-sync-${argocd}`);
+  }
+  // Link by link, never the folder at once: tests of a running cluster may be running these binaries meanwhile.
+  for (const [name, target] of Object.entries(links)) {
+    const link = join(binDir, name);
+    if (linkTarget(link) === target) continue;
+    rmSync(link, { force: true });
+    symlinkSync(target, link);
+  }
+}
+
+function linkTarget(path) {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Is the cluster of the state file still whole (every process alive, the API server ready)? */
@@ -708,11 +741,13 @@ export async function up() {
   const started = Date.now();
   const existing = readState();
   if (await running(existing)) {
+    // The oracles the tests built since it started are linked beside the rest.
+    linkBinaries(existing.dirs);
     say(`already running (${kubeconfigPath})`);
     return existing;
   }
   if (existing) await down();
-  const dirs = build();
+  const dirs = build(CLUSTER_TOOLS);
   ensureBuilt();
   mkdirSync(logsDir, { recursive: true });
   makePki();

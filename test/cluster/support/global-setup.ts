@@ -1,6 +1,6 @@
-// The global setup of the cluster tests (`npm run test:cluster`, and `npm test` where Go is installed): it starts the
-// real control plane of test/cluster/cluster.js, building what is missing, and stops it after the run if it started
-// it (a cluster that `npm run cluster:up` left running is used as it is, and left running). Without Go the tests
+// The global setup of the cluster tests (`npm run test:cluster`, and `npm test` where Go is installed): it builds what
+// is missing of test/cluster/cluster.js's tools (the cluster's, and the oracles only these tests run), starts the real
+// control plane, and stops it after the run if it started it (a cluster that `npm run cluster:up` left running is used as it is, and left running). Without Go the tests
 // skip, but under CI=true, where a skipped suite would pass a change nobody tested against Kubernetes, the run fails.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -26,7 +26,7 @@ const statePath = join(repoRoot, '.cluster', 'state.json');
  * control plane, removing .cluster) made it report "[vitest-pool]: Timeout terminating forks worker for test files …"
  * of a worker that had exited at once.
  */
-async function runCluster(command: 'up' | 'down'): Promise<void> {
+async function runCluster(command: 'build' | 'up' | 'down'): Promise<void> {
   const child = spawn(process.execPath, [clusterScript, command], { cwd: repoRoot, stdio: 'inherit' });
   const [status] = (await once(child, 'close')) as [number | null];
   if (status !== 0) throw new Error(`node test/cluster/cluster.js ${command} failed (exit ${status})`);
@@ -42,6 +42,8 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     return undefined;
   }
   const wasRunning = existsSync(statePath);
+  // Every tool, the test oracles included (`up` builds only the cluster's own); `up` links them into .cluster/bin.
+  await runCluster('build');
   await runCluster('up');
   project.provide('clusterUnavailable', '');
   return async () => {
