@@ -11,19 +11,26 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, KubeConfig } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ClusterRole,
+  type V1Role,
+} from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import {
   AUDIT_NAMESPACE_LABEL,
   adminCoreApi,
   adminKubeConfig,
+  adminObjectApi,
+  adminRbacApi,
   deleteNamespace,
+  ignoringNotFound,
   kubeconfig,
   kubectl,
-  kubectlJson,
-  kubectlPath,
   newNamespace,
-  run,
 } from './cluster.js';
 import { chartIdentity, type ChartIdentity } from './identity.js';
 
@@ -48,6 +55,17 @@ const NAMED_CLUSTER_ROLES = ['hookguard-webhook-ca', 'hookguard-status'];
 /** The chart's Role in the self-test's namespace (a dry-run create of Jobs), copied into the test's. */
 const SELF_TEST_ROLE = 'hookguard-self-test';
 const SELF_TEST_NAMESPACE = 'hookguard-selftest';
+
+let chartRolesRead: Promise<{ namedClusterRoles: V1ClusterRole[]; selfTestRole: V1Role }> | undefined;
+
+/** The chart's roles an installation copies, read once per test process: the chart's RBAC does not change in a run. */
+function chartRoles(): Promise<{ namedClusterRoles: V1ClusterRole[]; selfTestRole: V1Role }> {
+  const rbac = adminRbacApi();
+  return (chartRolesRead ??= Promise.all([
+    Promise.all(NAMED_CLUSTER_ROLES.map((name) => rbac.readClusterRole({ name }))),
+    rbac.readNamespacedRole({ name: SELF_TEST_ROLE, namespace: SELF_TEST_NAMESPACE }),
+  ]).then(([namedClusterRoles, selfTestRole]) => ({ namedClusterRoles, selfTestRole })));
+}
 
 export interface OwnInstall {
   /** hookguard's namespace (Secret, Lease, Service) and the self-test's probe namespace. */
@@ -78,7 +96,7 @@ export interface OwnInstall {
 
 /** The cluster hookguard's configuration of this kind as the chart installed it, renamed and aimed at this test. */
 async function webhookConfiguration(kind: WebhookKind, name: string, ns: string, port: number, caBundle?: string) {
-  const installed = await kubectlJson<Json>(['get', kind.toLowerCase(), 'hookguard']);
+  const installed = await configurationOf(kind, 'hookguard');
   return {
     apiVersion: installed.apiVersion,
     kind,
@@ -101,18 +119,16 @@ async function webhookConfiguration(kind: WebhookKind, name: string, ns: string,
 export async function ownInstall(prefix: string, options: { port: number; caBundle?: string }): Promise<OwnInstall> {
   const ns = await newNamespace(prefix, { [AUDIT_NAMESPACE_LABEL]: 'certs' });
   const name = ns;
-  const made: string[][] = [];
   // What it copies from the chart's installation, read while chartIdentity binds the rest.
-  const [identity, chartRoles, selfTestRole, configurations] = await Promise.all([
+  const [identity, { namedClusterRoles, selfTestRole }, configurations] = await Promise.all([
     chartIdentity(ns),
-    kubectlJson<{ items: Json[] }>(['get', 'clusterrole', ...NAMED_CLUSTER_ROLES]),
-    kubectlJson<Json>(['get', 'role', SELF_TEST_ROLE, '-n', SELF_TEST_NAMESPACE]),
+    chartRoles(),
     Promise.all(WEBHOOK_KINDS.map((kind) => webhookConfiguration(kind, name, ns, options.port, options.caBundle))),
   ]);
   const account = { kind: 'ServiceAccount', name: 'hookguard', namespace: ns };
   const rbac = 'rbac.authorization.k8s.io/v1';
   const objects: Json[] = [
-    ...chartRoles.items.flatMap((role) => [
+    ...(namedClusterRoles as Json[]).flatMap((role) => [
       {
         apiVersion: rbac,
         kind: 'ClusterRole',
@@ -146,13 +162,12 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
     ...configurations,
     { apiVersion: 'hookguard.io/v1alpha1', kind: 'HookGuard', metadata: { name }, spec: {} },
   ];
-  for (const object of objects)
-    if (!object.metadata.namespace) made.push([(object.kind as string).toLowerCase(), object.metadata.name as string]);
+  const made = objects.filter((object) => !object.metadata.namespace);
   await Promise.all([
-    kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects })),
+    ...objects.map((object) => adminObjectApi().create(object)),
     // chartIdentity bound the chart's own, naming the cluster hookguard's objects: this installation has the renamed
     // ones only, so nothing it does can reach those.
-    kubectl(['delete', 'clusterrolebinding', ...NAMED_CLUSTER_ROLES.map((role) => `${ns}-${role}`)]),
+    ...NAMED_CLUSTER_ROLES.map((role) => adminRbacApi().deleteClusterRoleBinding({ name: `${ns}-${role}` })),
   ]);
   const cluster = adminKubeConfig().getCurrentCluster();
   if (!cluster) throw new Error(`${kubeconfig} names no cluster`);
@@ -175,25 +190,15 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
     },
     resource: { group: 'hookguard.io', version: 'v1alpha1', plural: 'hookguards', name },
     pointAt: async (port) => {
-      await kubectl([
-        'patch',
-        'service',
-        'hookguard',
-        '-n',
-        ns,
-        '--type=json',
-        '-p',
-        JSON.stringify([{ op: 'replace', path: '/spec/ports/0/port', value: port }]),
-      ]);
-      for (const kind of WEBHOOK_KINDS) {
-        const configuration = await configurationOf(kind, name);
-        const patch = (configuration.webhooks as Json[]).map((_webhook, index) => ({
-          op: 'replace',
-          path: `/webhooks/${index}/clientConfig/service/port`,
-          value: port,
-        }));
-        await kubectl(['patch', kind.toLowerCase(), name, '--type=json', '-p', JSON.stringify(patch)]);
-      }
+      await adminCoreApi().patchNamespacedService(
+        { name: 'hookguard', namespace: ns, body: [{ op: 'replace', path: '/spec/ports/0/port', value: port }] },
+        JSON_PATCH,
+      );
+      await patchEveryWebhook(WEBHOOK_KINDS, name, (index) => ({
+        op: 'replace',
+        path: `/webhooks/${index}/clientConfig/service/port`,
+        value: port,
+      }));
     },
     serveFiles: (dir, settings = {}) => {
       const files = { kubeconfig: join(dir, `kubeconfig-${ns}`), config: join(dir, `config-${ns}.yaml`) };
@@ -210,7 +215,7 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
       return files;
     },
     release: async () => {
-      for (const object of made) await run(kubectlPath, ['delete', ...object, '--ignore-not-found', '--wait=false']);
+      await Promise.all(made.map((object) => ignoringNotFound(adminObjectApi().delete(object))));
       await identity.release();
       await deleteNamespace(ns);
     },
@@ -228,6 +233,20 @@ async function configurationOf(kind: WebhookKind, name: string): Promise<Json> {
     : await admission.readValidatingWebhookConfiguration({ name });
 }
 
+/** client-node sends a merge patch's content type unless told. */
+const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+/** A JSON patch of the configurations of `kinds` named `name`: `operation(index)` on each of their webhooks. */
+async function patchEveryWebhook(kinds: readonly WebhookKind[], name: string, operation: (index: number) => Json) {
+  const admission = admissionApi();
+  for (const kind of kinds) {
+    const body = ((await configurationOf(kind, name)).webhooks as Json[]).map((_webhook, index) => operation(index));
+    if (kind === 'MutatingWebhookConfiguration')
+      await admission.patchMutatingWebhookConfiguration({ name, body }, JSON_PATCH);
+    else await admission.patchValidatingWebhookConfiguration({ name, body }, JSON_PATCH);
+  }
+}
+
 /** Every webhook's caBundle in both configurations named `name`, decoded (undefined where there is none). */
 export async function caBundles(name: string): Promise<(string | undefined)[]> {
   const bundles: (string | undefined)[] = [];
@@ -241,15 +260,11 @@ export async function caBundles(name: string): Promise<(string | undefined)[]> {
 
 /** Sets every webhook's caBundle of the configurations of `kinds` named `name`, as an administrator would. */
 export async function setCaBundles(name: string, kinds: readonly WebhookKind[], bundle: string): Promise<void> {
-  for (const kind of kinds) {
-    const configuration = await configurationOf(kind, name);
-    const patch = (configuration.webhooks as Json[]).map((_webhook, index) => ({
-      op: 'add',
-      path: `/webhooks/${index}/clientConfig/caBundle`,
-      value: Buffer.from(bundle).toString('base64'),
-    }));
-    await kubectl(['patch', kind.toLowerCase(), name, '--type=json', '-p', JSON.stringify(patch)]);
-  }
+  await patchEveryWebhook(kinds, name, (index) => ({
+    op: 'add',
+    path: `/webhooks/${index}/clientConfig/caBundle`,
+    value: Buffer.from(bundle).toString('base64'),
+  }));
 }
 
 /** An annotation of both configurations named `name`. */

@@ -4,7 +4,13 @@ import { execFile, type ExecFileException } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ApiException, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  RbacAuthorizationV1Api,
+} from '@kubernetes/client-node';
 import { describe, inject } from 'vitest';
 import { repoRoot } from '../../support/k8s-tools.js';
 import { ARGOCD_CONTROLLER_ACCOUNT } from '../../support/objects.js';
@@ -92,6 +98,29 @@ let adminCore: CoreV1Api | undefined;
  */
 export function adminCoreApi(): CoreV1Api {
   return (adminCore ??= adminKubeConfig().makeApiClient(CoreV1Api));
+}
+
+let adminRbac: RbacAuthorizationV1Api | undefined;
+
+/** The admin's RBAC API client in this process, for the chart identities' bindings (support/identity.ts). */
+export function adminRbacApi(): RbacAuthorizationV1Api {
+  return (adminRbac ??= adminKubeConfig().makeApiClient(RbacAuthorizationV1Api));
+}
+
+let adminObjects: KubernetesObjectApi | undefined;
+
+/** The admin's client for objects of any kind in this process, as `kubectl create -f` takes them. */
+export function adminObjectApi(): KubernetesObjectApi {
+  return (adminObjects ??= KubernetesObjectApi.makeApiClient(adminKubeConfig()));
+}
+
+/** Waits for a delete, and takes an object already gone for deleted, as `kubectl delete --ignore-not-found` does. */
+export async function ignoringNotFound(deletion: Promise<unknown>): Promise<void> {
+  try {
+    await deletion;
+  } catch (error) {
+    if (!(error instanceof ApiException && error.code === 404)) throw error;
+  }
 }
 
 /** A namespace of its own for one test, with a name no other test takes. */

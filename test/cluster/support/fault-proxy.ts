@@ -16,7 +16,7 @@ import { Agent, request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { statusBody } from '../../support/api-status.js';
-import { adminKubeConfig, kubeconfig, kubectl } from './cluster.js';
+import { adminCoreApi, adminKubeConfig, kubeconfig } from './cluster.js';
 
 export interface InjectedFailure {
   method?: string;
@@ -447,5 +447,13 @@ function keptEvent(line: string, kept: Narrowed): boolean {
 
 /** A token of that ServiceAccount from the TokenRequest API, valid one hour. */
 export async function serviceAccountToken(namespace: string, name: string): Promise<string> {
-  return (await kubectl(['create', 'token', name, '-n', namespace, '--duration=1h'])).trim();
+  const request = await adminCoreApi().createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    // No audiences: the API server's own, as `kubectl create token` asks without --audience.
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error(`the TokenRequest of ServiceAccount ${namespace}/${name} was answered without a token`);
+  return token;
 }
