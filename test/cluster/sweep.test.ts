@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiCallError } from '../../src/errors.js';
 import { MAX_LIST_RESTARTS } from '../../src/sweep/sweep.js';
@@ -16,13 +17,16 @@ import type { SweepProfileId } from '../../src/config/keys.js';
 import { runCliAsync } from '../support/cli.js';
 import {
   AUDIT_NAMESPACE_LABEL,
+  adminBatchApi,
+  adminCoreApi,
+  adminObjectApi,
   deleteNamespace,
   describeCluster,
+  JSON_PATCH,
   kubectl,
   kubectlJson,
-  kubectlPath,
   newNamespace,
-  run,
+  unlessNotFound,
   waitUntil,
 } from './support/cluster.js';
 import { FaultProxy } from './support/fault-proxy.js';
@@ -39,6 +43,7 @@ import {
   podsIn,
   releaseFinalizers,
   REPORTING_INSTANCE,
+  setFinalizers,
   steady,
   stored,
   sweepOnce,
@@ -69,11 +74,10 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
     // Argo CD's Application and Argo Workflows' Workflow, as those projects ship them; left installed, like the
     // other CRDs of the cluster's tests.
     await kubectl(['apply', '--server-side', '-f', applicationCrd, '-f', workflowCrd]);
-    await waitUntil(
-      'the Application and Workflow CRDs to be served',
-      async () =>
-        (await run(kubectlPath, ['get', 'applications.argoproj.io,workflows.argoproj.io', '-A'])).status === 0,
-    );
+    await waitUntil('the Application and Workflow CRDs to be served', async () => {
+      for (const kind of ['Application', 'Workflow']) await adminObjectApi().list('argoproj.io/v1alpha1', kind);
+      return true;
+    });
   });
   afterAll(async () => {
     await Promise.all(proxies.map((proxy) => proxy.stop()));
@@ -489,12 +493,14 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       ]);
       await jobsFinished(ns, { migrate: 'Complete' });
       await podsIn(ns, ['smoke'], 'Succeeded');
-      await kubectl(['delete', 'namespace', ns, '--wait=false']);
+      // Background propagation, as `kubectl delete` asks.
+      await adminCoreApi().deleteNamespace({ name: ns, propagationPolicy: 'Background' });
       const conditions = async () =>
         Object.fromEntries(
-          (((await kubectlJson<Json>(['get', 'namespace', ns])).status?.conditions as Json[] | undefined) ?? []).map(
-            (condition) => [condition.type, `${condition.status}: ${condition.message}`],
-          ),
+          ((await adminCoreApi().readNamespace({ name: ns })).status?.conditions ?? []).map((condition) => [
+            condition.type,
+            `${condition.status}: ${condition.message}`,
+          ]),
         );
       // The namespace controller deletes the Pods first, and nothing else while one remains (kubernetes v1.37.2
       // pkg/controller/namespace/deletion/namespaced_resources_deleter.go deleteAllContent): the Job is not even
@@ -540,7 +546,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       expect(second.outcome).toEqual({ migrate: 'removed' });
       await waitUntil(
         'the namespace to be gone',
-        async () => (await run(kubectlPath, ['get', 'namespace', ns])).status !== 0,
+        async () => (await unlessNotFound(adminCoreApi().readNamespace({ name: ns }))) === undefined,
       );
     });
   });
@@ -556,18 +562,10 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
     }
     /** The admin's JSON patch, as another controller's write. */
     const removeFirstFinalizer = (ns: string, name: string) =>
-      kubectl([
-        'patch',
-        'job',
-        name,
-        '-n',
-        ns,
-        '--type=json',
-        '-p',
-        '[{"op":"remove","path":"/metadata/finalizers/0"}]',
-      ]);
-    const setFinalizers = (ns: string, name: string, finalizers: string[] | null) =>
-      kubectl(['patch', 'job', name, '-n', ns, '--type=merge', '-p', JSON.stringify({ metadata: { finalizers } })]);
+      adminBatchApi().patchNamespacedJob(
+        { name, namespace: ns, body: [{ op: 'remove', path: '/metadata/finalizers/0' }] },
+        JSON_PATCH,
+      );
     const patchStatuses = (proxy: FaultProxy, name: string) =>
       proxy.requests
         .filter((request) => request.method === 'PATCH' && request.path.endsWith(`/jobs/${name}`))
@@ -591,9 +589,9 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
           await removeFirstFinalizer(ns, name);
         }
         if (name === 'argo-removed' && ((await finalizersOf(ns, 'job', name)) as string[]).includes(HOOK_FINALIZER))
-          await setFinalizers(ns, name, [KEEP]);
+          await setFinalizers(ns, 'job', name, [KEEP]);
         if (name === 'keeps-changing') await removeFirstFinalizer(ns, name);
-        if (name === 'gone-before') await setFinalizers(ns, name, null);
+        if (name === 'gone-before') await setFinalizers(ns, 'job', name, null);
       };
       const { report } = await sweepOnce(proxy.kubeConfig(token), { namespace: ns, now: inMinutes(6) });
       const byName = (name: string) => report.results.find((result) => result.name === name);
@@ -854,8 +852,16 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       ]);
       expect(proxy.requests.filter((request) => request.method === 'PATCH')).toEqual([]);
       expect(applicationReads(proxy)).toEqual([[`${ns}/applications/shop`, 200]]);
-      // The controller records the hook's result: the operation goes on, the hook is Succeeded.
-      await kubectl(['apply', '-f', '-'], JSON.stringify(application(ns, 'shop', 'migrate', 'Running', 'Succeeded')));
+      // The controller records the hook's result: the operation goes on, the hook is Succeeded (a merge patch of the
+      // whole Application: its status is no subresource).
+      await adminObjectApi().patch(
+        application(ns, 'shop', 'migrate', 'Running', 'Succeeded'),
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        PatchStrategy.MergePatch,
+      );
       const second = await sweepOnce(proxy.kubeConfig(token), {
         namespace: ns,
         now: inMinutes(6),
@@ -935,7 +941,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       const ns = await ownNamespace(prefix);
       const entries = Object.entries(cases);
       await create(entries.map(([name, shape]) => workflow(ns, name, shape.workflow)));
-      const uids = await Promise.all(entries.map(([name]) => uidOf(ns, 'workflows.argoproj.io', name)));
+      const uids = await Promise.all(entries.map(([name]) => uidOf(ns, 'workflow', name)));
       await create(entries.map(([name, shape], index) => workflowPod(ns, name, uids[index] as string, shape.pod)));
       const running = entries
         .filter(([, shape]) => shape.pod?.runSeconds !== undefined)
@@ -948,11 +954,9 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       await podsIn(ns, running, 'Running');
       for (const [name, shape] of entries) {
         if (shape.then === undefined) continue;
-        await kubectl(['delete', 'workflows.argoproj.io', name, '-n', ns, '--wait=false']);
+        await deleteObjects(ns, 'workflow', [name]);
         if (shape.then === 'replace') {
-          await waitUntil(`Workflow ${name} gone`, async () =>
-            (await run(kubectlPath, ['get', 'workflows.argoproj.io', name, '-n', ns])).stderr.includes('NotFound'),
-          );
+          await waitUntil(`Workflow ${name} gone`, async () => (await stored(ns, 'workflow', name)) === undefined);
           await create([workflow(ns, name)]);
         }
       }
@@ -979,7 +983,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       });
       const firstUid = (((await stored(ns, 'pod', 'wf-other-uid-main'))?.metadata as Json).ownerReferences as Json[])[0]
         ?.uid as string;
-      const replaced = await uidOf(ns, 'workflows.argoproj.io', 'wf-other-uid');
+      const replaced = await uidOf(ns, 'workflow', 'wf-other-uid');
       const proxy = await faultProxy();
       const { report } = await sweepOnce(proxy.kubeConfig(token), {
         namespace: ns,
@@ -1048,16 +1052,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
           'FinalizerRemoved',
         ]),
       );
-      await kubectl([
-        'patch',
-        'workflows.argoproj.io',
-        'wf-deleting',
-        '-n',
-        ns,
-        '--type=merge',
-        '-p',
-        '{"metadata":{"finalizers":null}}',
-      ]);
+      await setFinalizers(ns, 'workflow', 'wf-deleting', null);
     });
 
     it('leaves a pod alone while its Workflow may still need it, and says why; a Workflow it cannot read fails it', async () => {
@@ -1142,7 +1137,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       const ns = await ownNamespace('sweep-profiles');
       // The Workflow is done with its node: its pods qualify for the argo-workflows profile.
       await create([workflow(ns, 'wf', (found) => (found.status.nodes['wf-node'].phase = 'Succeeded'))]);
-      const owner = await uidOf(ns, 'workflows.argoproj.io', 'wf');
+      const owner = await uidOf(ns, 'workflow', 'wf');
       // A workflow step that is also an Argo CD hook: both finalizers, both stuck.
       const stepAndHook = workflowPod(ns, 'wf', owner, {
         finalizers: [HOOK_FINALIZER, KEEP, WORKFLOW_FINALIZER],

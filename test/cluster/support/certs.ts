@@ -11,14 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  AdmissionregistrationV1Api,
-  KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ClusterRole,
-  type V1Role,
-} from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, KubeConfig, type V1ClusterRole, type V1Role } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import {
   AUDIT_NAMESPACE_LABEL,
@@ -28,6 +21,7 @@ import {
   adminRbacApi,
   deleteNamespace,
   ignoringNotFound,
+  JSON_PATCH,
   kubeconfig,
   kubectl,
   newNamespace,
@@ -232,9 +226,6 @@ async function configurationOf(kind: WebhookKind, name: string): Promise<Json> {
     ? await admission.readMutatingWebhookConfiguration({ name })
     : await admission.readValidatingWebhookConfiguration({ name });
 }
-
-/** client-node sends a merge patch's content type unless told. */
-const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 /** A JSON patch of the configurations of `kinds` named `name`: `operation(index)` on each of their webhooks. */
 async function patchEveryWebhook(kinds: readonly WebhookKind[], name: string, operation: (index: number) => Json) {

@@ -6,10 +6,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ApiException,
+  BatchV1Api,
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
+  PatchStrategy,
   RbacAuthorizationV1Api,
+  setHeaderOptions,
 } from '@kubernetes/client-node';
 import { describe, inject } from 'vitest';
 import { repoRoot } from '../../support/k8s-tools.js';
@@ -107,6 +110,13 @@ export function adminRbacApi(): RbacAuthorizationV1Api {
   return (adminRbac ??= adminKubeConfig().makeApiClient(RbacAuthorizationV1Api));
 }
 
+let adminBatch: BatchV1Api | undefined;
+
+/** The admin's batch API client in this process, for a JSON patch of a Job (the object API sends only objects). */
+export function adminBatchApi(): BatchV1Api {
+  return (adminBatch ??= adminKubeConfig().makeApiClient(BatchV1Api));
+}
+
 let adminObjects: KubernetesObjectApi | undefined;
 
 /** The admin's client for objects of any kind in this process, as `kubectl create -f` takes them. */
@@ -114,13 +124,22 @@ export function adminObjectApi(): KubernetesObjectApi {
   return (adminObjects ??= KubernetesObjectApi.makeApiClient(adminKubeConfig()));
 }
 
+/** client-node sends a merge patch's content type unless told. */
+export const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+/** What `request` answers, or undefined when the API server answers 404 (the object is not there). */
+export async function unlessNotFound<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (error) {
+    if (error instanceof ApiException && error.code === 404) return undefined;
+    throw error;
+  }
+}
+
 /** Waits for a delete, and takes an object already gone for deleted, as `kubectl delete --ignore-not-found` does. */
 export async function ignoringNotFound(deletion: Promise<unknown>): Promise<void> {
-  try {
-    await deletion;
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 404)) throw error;
-  }
+  await unlessNotFound(deletion);
 }
 
 /** A namespace of its own for one test, with a name no other test takes. */

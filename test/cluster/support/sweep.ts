@@ -2,12 +2,12 @@
 // really ran (the Job controller and the kubelet simulator wrote their status), deleted and held by Argo CD's hook
 // finalizer; the sweep's own identity, as the chart installs it; a sweep run in this process through the fault
 // proxy, and a way to leave no finalizer behind in the shared cluster.
-import { KubeConfig } from '@kubernetes/client-node';
+import { PatchStrategy, type KubeConfig, type KubernetesObject, type V1Job, type V1Pod } from '@kubernetes/client-node';
 import { HOOKGUARD_NAMESPACE } from '../cluster.js';
 import { kubeSweepClient } from '../../../src/sweep/client.js';
 import { sweep, type SweepOptions } from '../../../src/sweep/sweep.js';
 import { capturedLogger } from '../../support/log-sink.js';
-import { kubectl, kubectlJson, run, kubectlPath, waitUntil } from './cluster.js';
+import { adminObjectApi, unlessNotFound, waitUntil } from './cluster.js';
 import { serviceAccountToken } from './fault-proxy.js';
 
 export const HOOK_FINALIZER = 'argocd.argoproj.io/hook-finalizer';
@@ -86,19 +86,27 @@ export function hookPod(namespace: string, shape: HookShape): Json {
   };
 }
 
-/** Creates the objects as the admin, in one kubectl call. */
+/** The kinds these tests make, as the API names them. */
+const KINDS = {
+  job: { apiVersion: 'batch/v1', kind: 'Job' },
+  pod: { apiVersion: 'v1', kind: 'Pod' },
+  workflow: { apiVersion: 'argoproj.io/v1alpha1', kind: 'Workflow' },
+} as const;
+export type Kind = keyof typeof KINDS;
+
+const header = (namespace: string, kind: Kind, name: string) => ({ ...KINDS[kind], metadata: { name, namespace } });
+
+/** Creates the objects as the admin, one after the other, as `kubectl create -f` does a List. */
 export async function create(objects: Json[]): Promise<void> {
-  await kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  for (const object of objects) await adminObjectApi().create(object);
 }
 
 /** Waits until the Job controller has written `type` (Complete, Failed) on each Job named. */
 export async function jobsFinished(namespace: string, expected: Record<string, 'Complete' | 'Failed'>): Promise<void> {
   await waitUntil(`Jobs ${JSON.stringify(expected)} in ${namespace}`, async () => {
-    const jobs = await kubectlJson<{
-      items: Array<{ metadata: { name: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>;
-    }>(['get', 'jobs', '-n', namespace]);
+    const jobs = await adminObjectApi().list<V1Job>(KINDS.job.apiVersion, KINDS.job.kind, namespace);
     return Object.entries(expected).every(([name, type]) =>
-      (jobs.items.find((job) => job.metadata.name === name)?.status?.conditions ?? []).some(
+      (jobs.items.find((job) => job.metadata?.name === name)?.status?.conditions ?? []).some(
         (condition) => condition.type === type && condition.status === 'True',
       ),
     );
@@ -108,56 +116,60 @@ export async function jobsFinished(namespace: string, expected: Record<string, '
 /** Waits until the kubelet simulator has put each Pod named in `phase`. */
 export async function podsIn(namespace: string, names: string[], phase: string): Promise<void> {
   await waitUntil(`Pods ${names.join(', ')} ${phase} in ${namespace}`, async () => {
-    const pods = await kubectlJson<{ items: Array<{ metadata: { name: string }; status?: { phase?: string } }> }>([
-      'get',
-      'pods',
-      '-n',
-      namespace,
-    ]);
-    return names.every((name) => pods.items.find((pod) => pod.metadata.name === name)?.status?.phase === phase);
+    const pods = await adminObjectApi().list<V1Pod>(KINDS.pod.apiVersion, KINDS.pod.kind, namespace);
+    return names.every((name) => pods.items.find((pod) => pod.metadata?.name === name)?.status?.phase === phase);
   });
 }
 
-/** Deletes the objects as Argo CD or a TTL would (background propagation), without waiting for them to go. */
-export async function deleteObjects(namespace: string, kind: 'job' | 'pod', names: string[]): Promise<void> {
-  await kubectl(['delete', kind, ...names, '-n', namespace, '--wait=false']);
+/**
+ * Deletes the objects as Argo CD or a TTL would (background propagation, as `kubectl delete` asks), one after the
+ * other, without waiting for them to go.
+ */
+export async function deleteObjects(namespace: string, kind: Kind, names: string[]): Promise<void> {
+  for (const name of names)
+    await adminObjectApi().delete(
+      header(namespace, kind, name),
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      'Background',
+    );
 }
 
 /** The object as stored now, or undefined when it is gone. */
-export async function stored(namespace: string, kind: 'job' | 'pod', name: string): Promise<Json | undefined> {
-  const result = await run(kubectlPath, ['get', kind, name, '-n', namespace, '-o', 'json']);
-  if (result.status !== 0) {
-    if (result.stderr.includes('NotFound')) return undefined;
-    throw new Error(`kubectl get ${kind} ${name}: ${result.stderr}`);
-  }
-  return JSON.parse(result.stdout) as Json;
+export async function stored(namespace: string, kind: Kind, name: string): Promise<Json | undefined> {
+  return await unlessNotFound(adminObjectApi().read<Json>(header(namespace, kind, name)));
 }
 
-export async function finalizersOf(namespace: string, kind: 'job' | 'pod', name: string): Promise<unknown> {
+export async function finalizersOf(namespace: string, kind: Kind, name: string): Promise<unknown> {
   return ((await stored(namespace, kind, name))?.metadata as Json | undefined)?.finalizers;
 }
 
+/** Sets the object's finalizers (null: none) with the admin's merge patch, as another controller's write. */
+export async function setFinalizers(
+  namespace: string,
+  kind: Kind,
+  name: string,
+  finalizers: string[] | null,
+): Promise<void> {
+  // null is how a merge patch removes a field, which KubernetesObject's type does not know of.
+  const patch = { ...KINDS[kind], metadata: { name, namespace, finalizers } } as unknown as KubernetesObject;
+  await adminObjectApi().patch(patch, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
+}
+
 /**
- * Takes every finalizer off the Jobs, Pods and Workflows of NAMESPACE, as the admin: a test that failed half-way must not leave
- * objects, or its namespace, Terminating for ever in the shared cluster.
+ * Takes every finalizer off the Jobs, Pods and Workflows of NAMESPACE, as the admin: a test that failed half-way must
+ * not leave objects, or its namespace, Terminating for ever in the shared cluster. Best effort, as a clean-up: a kind
+ * that cannot be listed (no Workflow CRD) is passed over, and a patch that fails (the object gone meanwhile) too.
  */
 export async function releaseFinalizers(namespace: string): Promise<void> {
-  for (const kind of ['jobs', 'pods', 'workflows.argoproj.io']) {
-    const listed = await run(kubectlPath, ['get', kind, '-n', namespace, '-o', 'json']);
-    if (listed.status !== 0) continue;
-    const items = (JSON.parse(listed.stdout) as { items: Array<{ metadata: { name: string; finalizers?: string[] } }> })
-      .items;
-    for (const item of items.filter((object) => (object.metadata.finalizers ?? []).length > 0))
-      await run(kubectlPath, [
-        'patch',
-        kind,
-        item.metadata.name,
-        '-n',
-        namespace,
-        '--type=merge',
-        '-p',
-        '{"metadata":{"finalizers":null}}',
-      ]);
+  for (const kind of Object.keys(KINDS) as Kind[]) {
+    const listed = await adminObjectApi()
+      .list(KINDS[kind].apiVersion, KINDS[kind].kind, namespace)
+      .catch(() => undefined);
+    for (const item of listed?.items.filter((object) => (object.metadata?.finalizers ?? []).length > 0) ?? [])
+      await setFinalizers(namespace, kind, item.metadata?.name as string, null).catch(() => undefined);
   }
 }
 
@@ -267,6 +279,6 @@ export function workflowPod(
 }
 
 /** The uid the API server gave an object. */
-export async function uidOf(namespace: string, resource: string, name: string): Promise<string> {
-  return (await kubectl(['get', resource, name, '-n', namespace, '-o', 'jsonpath={.metadata.uid}'])).trim();
+export async function uidOf(namespace: string, kind: Kind, name: string): Promise<string> {
+  return (await adminObjectApi().read(header(namespace, kind, name))).metadata?.uid as string;
 }
