@@ -109,12 +109,10 @@ const mutationsByStageAndKind = new WeakMap<RuleSet, Record<Stage, Record<HookKi
 function mutationsFor(ruleSet: RuleSet, stage: Stage, kind: HookKind): readonly MutationRule[] {
   let lists = mutationsByStageAndKind.get(ruleSet);
   if (!lists) {
-    const at = (stage: Stage) => {
-      const of = (kind: HookKind) =>
-        ruleSet.mutations.filter((rule) => rule.stages.includes(stage) && rule.kinds.includes(kind));
-      return { Job: of('Job'), Pod: of('Pod'), Other: of('Other') };
-    };
-    lists = { admission: at('admission'), render: at('render') };
+    const taking = (at: Stage, of: HookKind) =>
+      ruleSet.mutations.filter((rule) => rule.stages.includes(at) && rule.kinds.includes(of));
+    const byKind = (at: Stage) => ({ Job: taking(at, 'Job'), Pod: taking(at, 'Pod'), Other: taking(at, 'Other') });
+    lists = { admission: byKind('admission'), render: byKind('render') };
     mutationsByStageAndKind.set(ruleSet, lists);
   }
   return lists[stage][kind];
