@@ -5,9 +5,8 @@
 // workload for `valgrind --tool=callgrind`, whose instruction counts do not move with the machine's load.
 import { parseArgs } from 'node:util';
 import { fromDist } from './built.js';
-import { median, rulesNotApplicable, runMicro } from './micro.js';
+import { median, requestOf, rulesNotApplicable, runMicro } from './micro.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
-import type { AdmissionRequest } from '../src/core/types.js';
 
 type ConfigKeysModule = typeof import('../src/config/keys.js');
 type ConfigLoadModule = typeof import('../src/config/load.js');
@@ -51,7 +50,7 @@ if (flags.calls !== undefined) {
   if (!(KINDS as readonly string[]).includes(flags.kind)) throw new Error(`--kind: one of ${KINDS.join(', ')}`);
   const reviews = ofKind(flags.kind).map((entry) => ({
     endpoint: entry.endpoint,
-    request: (JSON.parse(entry.body) as { request: AdmissionRequest }).request,
+    request: requestOf(entry),
   }));
   const passes = Number(flags.calls);
   for (let pass = 0; pass < passes; pass++)

@@ -20,6 +20,11 @@ export interface MicroResult {
   ratio: number;
 }
 
+/** The AdmissionRequest a review of the mix carries, parsed from its body. */
+export function requestOf(entry: BenchRequest): AdmissionRequest {
+  return (JSON.parse(entry.body) as { request: AdmissionRequest }).request;
+}
+
 /** Mean µs per call of `fn` over the calls that fit in `budgetMs`, after a warm-up of a quarter of it for the JIT. */
 function microsPerCall(fn: () => unknown, budgetMs: number): number {
   callsFor(fn, budgetMs / 4);
@@ -53,7 +58,7 @@ export function runMicro(
 ): MicroResult[] {
   const reviews = requests.map((entry) => ({
     entry,
-    request: (JSON.parse(entry.body) as { request: AdmissionRequest }).request,
+    request: requestOf(entry),
   }));
   callsFor(() => {
     for (const { entry, request } of reviews) decide(request, entry.endpoint, context);
@@ -99,7 +104,7 @@ export function measureAddedWork(
 ): AddedWork {
   const reviews = requests.map((entry) => ({
     entry,
-    request: (JSON.parse(entry.body) as { request: AdmissionRequest }).request,
+    request: requestOf(entry),
   }));
   const decided = reviews.map((review) => {
     const decision = parts.decide(review.request, review.entry.endpoint);
@@ -161,7 +166,7 @@ export function rulesNotApplicable(
   };
   for (const entry of requests) {
     if (entry.endpoint !== 'mutate') continue;
-    decide((JSON.parse(entry.body) as { request: AdmissionRequest }).request, 'mutate', watching);
+    decide(requestOf(entry), 'mutate', watching);
   }
   const byRule = new Map<string, number[]>();
   for (const call of calls) {
