@@ -216,7 +216,7 @@ export function build(names = ALL_TOOLS, { alsoFetch = [] } = {}) {
   if (!goOnPath())
     throw new Error('cluster: go is not on PATH (the cluster tests build Kubernetes from its Go modules)');
   const dirs = Object.fromEntries(toolsNamed([...names, ...alsoFetch]).map((tool) => [tool.name, cacheDirOf(tool)]));
-  const missing = (tool) => !existsSync(join(dirs[tool.name], '.complete'));
+  const missing = (tool) => !isBuilt(dirs[tool.name]);
   const wanted = toolsNamed(names);
   const toBuild = wanted.filter(missing);
   const stopPrefetch = prefetchModules([...new Set([...toBuild.slice(1), ...toolsNamed(alsoFetch).filter(missing)])]);
@@ -262,15 +262,12 @@ function buildInto(tool, dir) {
  * never builds, so processes running side by side (vitest's workers) only look, one build having run before them.
  */
 export function built(names) {
-  const dirs = {};
-  for (const tool of toolsNamed(names)) {
-    const dir = cacheDirOf(tool);
-    if (!existsSync(join(dir, '.complete')))
-      throw new Error(
-        `cluster: ${tool.name} ${tool.version} is not built in ${dir} (node test/cluster/cluster.js build ${tool.name} builds it, with Go)`,
-      );
-    dirs[tool.name] = dir;
-  }
+  const dirs = builtSoFar(names);
+  const missing = toolsNamed(names).find((tool) => dirs[tool.name] === undefined);
+  if (missing)
+    throw new Error(
+      `cluster: ${missing.name} ${missing.version} is not built in ${cacheDirOf(missing)} (node test/cluster/cluster.js build ${missing.name} builds it, with Go)`,
+    );
   return dirs;
 }
 
@@ -279,8 +276,13 @@ function builtSoFar(names) {
   return Object.fromEntries(
     toolsNamed(names)
       .map((tool) => [tool.name, cacheDirOf(tool)])
-      .filter(([, dir]) => existsSync(join(dir, '.complete'))),
+      .filter(([, dir]) => isBuilt(dir)),
   );
+}
+
+/** Whether a tool's cache folder holds a whole build: buildInto() writes `.complete` last. */
+function isBuilt(dir) {
+  return existsSync(join(dir, '.complete'));
 }
 
 function readState() {

@@ -1,7 +1,8 @@
 // The global setup of the cluster tests (`npm run test:cluster`, and `npm test` where Go is installed): it builds what
 // is missing of test/cluster/cluster.js's tools (the cluster's, and the oracles only these tests run), starts the real
-// control plane, and stops it after the run if it started it (a cluster that `npm run cluster:up` left running is used as it is, and left running). Without Go the tests
-// skip, but under CI=true, where a skipped suite would pass a change nobody tested against Kubernetes, the run fails.
+// control plane, and stops it after the run if it started it (a cluster that `npm run cluster:up` left running is
+// used as it is, and left running). Without Go the tests skip, but under CI=true, where a skipped suite would pass a
+// change nobody tested against Kubernetes, the run fails.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
