@@ -51,7 +51,7 @@ import {
   WEBHOOK_KINDS,
   type OwnInstall,
 } from './support/certs.js';
-import { adminKubeConfig, describeCluster, kubectl } from './support/cluster.js';
+import { adminApi, describeCluster, kubectl } from './support/cluster.js';
 import { FaultProxy } from './support/fault-proxy.js';
 
 type Json = Record<string, any>;
@@ -78,8 +78,6 @@ const CLEANUP_HOOK = (ns: string): V1Job => ({
   },
 });
 const MUTATED = 'kubectl delete configmap foo --ignore-not-found';
-
-const adminBatch = adminKubeConfig().makeApiClient(BatchV1Api);
 
 const fingerprints = (bundle: string | undefined) => bundleCertificates(bundle).map((ca) => ca.fingerprint256);
 const fingerprintOf = (pem: string | undefined) => fingerprints(pem)[0];
@@ -276,7 +274,7 @@ class World {
 
   /** A dry-run create of a hook Job through the API server: 'patched' when it called the replica behind the Service. */
   async admit(): Promise<string> {
-    const job = await adminBatch.createNamespacedJob({
+    const job = await adminApi(BatchV1Api).createNamespacedJob({
       namespace: this.ns,
       body: CLEANUP_HOOK(this.ns),
       dryRun: 'All',

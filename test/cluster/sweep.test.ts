@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PatchStrategy } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiCallError } from '../../src/errors.js';
 import { MAX_LIST_RESTARTS } from '../../src/sweep/sweep.js';
@@ -17,8 +17,7 @@ import type { SweepProfileId } from '../../src/config/keys.js';
 import { runCliAsync } from '../support/cli.js';
 import {
   AUDIT_NAMESPACE_LABEL,
-  adminBatchApi,
-  adminCoreApi,
+  adminApi,
   adminObjectApi,
   deleteNamespace,
   describeCluster,
@@ -500,10 +499,10 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       await jobsFinished(ns, { migrate: 'Complete' });
       await podsIn(ns, ['smoke'], 'Succeeded');
       // Background propagation, as `kubectl delete` asks.
-      await adminCoreApi().deleteNamespace({ name: ns, propagationPolicy: 'Background' });
+      await adminApi(CoreV1Api).deleteNamespace({ name: ns, propagationPolicy: 'Background' });
       const conditions = async () =>
         Object.fromEntries(
-          ((await adminCoreApi().readNamespace({ name: ns })).status?.conditions ?? []).map((condition) => [
+          ((await adminApi(CoreV1Api).readNamespace({ name: ns })).status?.conditions ?? []).map((condition) => [
             condition.type,
             `${condition.status}: ${condition.message}`,
           ]),
@@ -552,7 +551,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
       expect(second.outcome).toEqual({ migrate: 'removed' });
       await waitUntil(
         'the namespace to be gone',
-        async () => (await unlessNotFound(adminCoreApi().readNamespace({ name: ns }))) === undefined,
+        async () => (await unlessNotFound(adminApi(CoreV1Api).readNamespace({ name: ns }))) === undefined,
       );
     });
   });
@@ -568,7 +567,7 @@ describeCluster('hookguard sweep against the real API server, as the chart deplo
     }
     /** The admin's JSON patch, as another controller's write. */
     const removeFirstFinalizer = (ns: string, name: string) =>
-      adminBatchApi().patchNamespacedJob(
+      adminApi(BatchV1Api).patchNamespacedJob(
         { name, namespace: ns, body: [{ op: 'remove', path: '/metadata/finalizers/0' }] },
         JSON_PATCH,
       );

@@ -11,14 +11,20 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AdmissionregistrationV1Api, KubeConfig, type V1ClusterRole, type V1Role } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1ClusterRole,
+  type V1Role,
+} from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import {
   AUDIT_NAMESPACE_LABEL,
-  adminCoreApi,
+  adminApi,
   adminKubeConfig,
   adminObjectApi,
-  adminRbacApi,
   deleteNamespace,
   ignoringNotFound,
   JSON_PATCH,
@@ -54,7 +60,7 @@ let chartRolesRead: Promise<{ namedClusterRoles: V1ClusterRole[]; selfTestRole: 
 
 /** The chart's roles an installation copies, read once per test process: the chart's RBAC does not change in a run. */
 function chartRoles(): Promise<{ namedClusterRoles: V1ClusterRole[]; selfTestRole: V1Role }> {
-  const rbac = adminRbacApi();
+  const rbac = adminApi(RbacAuthorizationV1Api);
   return (chartRolesRead ??= Promise.all([
     Promise.all(NAMED_CLUSTER_ROLES.map((name) => rbac.readClusterRole({ name }))),
     rbac.readNamespacedRole({ name: SELF_TEST_ROLE, namespace: SELF_TEST_NAMESPACE }),
@@ -161,7 +167,9 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
     ...objects.map((object) => adminObjectApi().create(object)),
     // chartIdentity bound the chart's own, naming the cluster hookguard's objects: this installation has the renamed
     // ones only, so nothing it does can reach those.
-    ...NAMED_CLUSTER_ROLES.map((role) => adminRbacApi().deleteClusterRoleBinding({ name: `${ns}-${role}` })),
+    ...NAMED_CLUSTER_ROLES.map((role) =>
+      adminApi(RbacAuthorizationV1Api).deleteClusterRoleBinding({ name: `${ns}-${role}` }),
+    ),
   ]);
   const cluster = adminKubeConfig().getCurrentCluster();
   if (!cluster) throw new Error(`${kubeconfig} names no cluster`);
@@ -184,7 +192,7 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
     },
     resource: { group: 'hookguard.io', version: 'v1alpha1', plural: 'hookguards', name },
     pointAt: async (port) => {
-      await adminCoreApi().patchNamespacedService(
+      await adminApi(CoreV1Api).patchNamespacedService(
         { name: 'hookguard', namespace: ns, body: [{ op: 'replace', path: '/spec/ports/0/port', value: port }] },
         JSON_PATCH,
       );
@@ -216,12 +224,8 @@ export async function ownInstall(prefix: string, options: { port: number; caBund
   };
 }
 
-let adminAdmission: AdmissionregistrationV1Api | undefined;
-/** The administrator's webhook configurations API, in this process (quicker to poll with than kubectl). */
-const admissionApi = () => (adminAdmission ??= adminKubeConfig().makeApiClient(AdmissionregistrationV1Api));
-
 async function configurationOf(kind: WebhookKind, name: string): Promise<Json> {
-  const admission = admissionApi();
+  const admission = adminApi(AdmissionregistrationV1Api);
   return kind === 'MutatingWebhookConfiguration'
     ? await admission.readMutatingWebhookConfiguration({ name })
     : await admission.readValidatingWebhookConfiguration({ name });
@@ -229,7 +233,7 @@ async function configurationOf(kind: WebhookKind, name: string): Promise<Json> {
 
 /** A JSON patch of the configurations of `kinds` named `name`: `operation(index)` on each of their webhooks. */
 async function patchEveryWebhook(kinds: readonly WebhookKind[], name: string, operation: (index: number) => Json) {
-  const admission = admissionApi();
+  const admission = adminApi(AdmissionregistrationV1Api);
   for (const kind of kinds) {
     const body = ((await configurationOf(kind, name)).webhooks as Json[]).map((_webhook, index) => operation(index));
     if (kind === 'MutatingWebhookConfiguration')
@@ -274,7 +278,7 @@ export async function annotate(name: string, key: string, value: string): Promis
 /** The Secret `name` in `ns` decoded, {} when it does not exist. */
 export async function secretData(ns: string, name = 'hookguard-tls'): Promise<Record<string, string>> {
   try {
-    const secret = await adminCoreApi().readNamespacedSecret({ name, namespace: ns });
+    const secret = await adminApi(CoreV1Api).readNamespacedSecret({ name, namespace: ns });
     return Object.fromEntries(
       Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString()]),
     );
@@ -286,7 +290,7 @@ export async function secretData(ns: string, name = 'hookguard-tls'): Promise<Re
 
 /** The Secret as stored (type, labels, managedFields), as the administrator reads it. */
 export async function storedSecret(ns: string, name = 'hookguard-tls'): Promise<Json> {
-  return await adminCoreApi().readNamespacedSecret({ name, namespace: ns });
+  return await adminApi(CoreV1Api).readNamespacedSecret({ name, namespace: ns });
 }
 
 /** Replaces keys of the Secret's data, as an administrator (or an attacker holding that right) would. */

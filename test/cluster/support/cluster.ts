@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   ApiException,
-  BatchV1Api,
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   setHeaderOptions,
+  type ApiConstructor,
+  type ApiType,
 } from '@kubernetes/client-node';
 import { describe, inject } from 'vitest';
 import { repoRoot } from '../../support/k8s-tools.js';
@@ -92,29 +92,15 @@ export function adminKubeConfig(): KubeConfig {
   return config;
 }
 
-let adminCore: CoreV1Api | undefined;
+// One client of each API class for the admin, in this process: a kubectl process costs a tenth of a second of CPU,
+// and the namespaces' alone were a fifth of the kubectl runs.
+const adminClients = new Map<ApiConstructor<ApiType>, ApiType>();
 
-/**
- * The admin's core API client in this process, for what nearly every test does (its namespace, made and waited for,
- * then deleted) and what tests poll: a kubectl process costs a tenth of a second of CPU, and the namespaces' were a
- * fifth of the kubectl runs.
- */
-export function adminCoreApi(): CoreV1Api {
-  return (adminCore ??= adminKubeConfig().makeApiClient(CoreV1Api));
-}
-
-let adminRbac: RbacAuthorizationV1Api | undefined;
-
-/** The admin's RBAC API client in this process, for the chart identities' bindings (support/identity.ts). */
-export function adminRbacApi(): RbacAuthorizationV1Api {
-  return (adminRbac ??= adminKubeConfig().makeApiClient(RbacAuthorizationV1Api));
-}
-
-let adminBatch: BatchV1Api | undefined;
-
-/** The admin's batch API client in this process, for a JSON patch of a Job (the object API sends only objects). */
-export function adminBatchApi(): BatchV1Api {
-  return (adminBatch ??= adminKubeConfig().makeApiClient(BatchV1Api));
+/** The admin's client of API class `Api` (CoreV1Api, RbacAuthorizationV1Api, …), made once per test process. */
+export function adminApi<Api extends ApiType>(api: ApiConstructor<Api>): Api {
+  let client = adminClients.get(api);
+  if (!client) adminClients.set(api, (client = adminKubeConfig().makeApiClient(api)));
+  return client as Api;
 }
 
 let adminObjects: KubernetesObjectApi | undefined;
@@ -145,10 +131,10 @@ export async function ignoringNotFound(deletion: Promise<unknown>): Promise<void
 /** A namespace of its own for one test, with a name no other test takes. */
 export async function newNamespace(prefix: string, labels: Record<string, string> = {}): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
-  await adminCoreApi().createNamespace({ body: { metadata: { name, labels } } });
+  await adminApi(CoreV1Api).createNamespace({ body: { metadata: { name, labels } } });
   // The ServiceAccount controller makes `default` a moment later; Pods that name no ServiceAccount need it.
   await waitUntil(`ServiceAccount default in ${name}`, () =>
-    adminCoreApi().readNamespacedServiceAccount({ name: 'default', namespace: name }),
+    adminApi(CoreV1Api).readNamespacedServiceAccount({ name: 'default', namespace: name }),
   );
   return name;
 }
@@ -180,7 +166,7 @@ export async function createServiceAccounts(ns: string, names: readonly string[]
 /** Starts deleting namespace NAME, if it is there, without waiting for it to go. */
 export async function deleteNamespace(name: string): Promise<void> {
   try {
-    await adminCoreApi().deleteNamespace({ name });
+    await adminApi(CoreV1Api).deleteNamespace({ name });
   } catch (error) {
     if (!(error instanceof ApiException && (error.code === 404 || error.code === 409))) throw error;
   }

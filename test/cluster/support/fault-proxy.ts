@@ -14,9 +14,9 @@ import {
 } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { statusBody } from '../../support/api-status.js';
-import { adminCoreApi, adminKubeConfig, kubeconfig } from './cluster.js';
+import { adminApi, adminKubeConfig, kubeconfig } from './cluster.js';
 
 export interface InjectedFailure {
   method?: string;
@@ -447,7 +447,7 @@ function keptEvent(line: string, kept: Narrowed): boolean {
 
 /** A token of that ServiceAccount from the TokenRequest API, valid one hour. */
 export async function serviceAccountToken(namespace: string, name: string): Promise<string> {
-  const request = await adminCoreApi().createNamespacedServiceAccountToken({
+  const request = await adminApi(CoreV1Api).createNamespacedServiceAccountToken({
     name,
     namespace,
     // No audiences: the API server's own, as `kubectl create token` asks without --audience.

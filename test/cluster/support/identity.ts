@@ -1,8 +1,8 @@
 // hookguard's identity as the chart grants it, for a second hookguard a test runs in a namespace of its own: the
 // cluster's hookguard (namespace `hookguard`) keeps its Lease, Secret and webhook configurations to itself.
-import type { V1PolicyRule } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { HOOKGUARD_NAMESPACE } from '../cluster.js';
-import { adminCoreApi, adminRbacApi, ignoringNotFound } from './cluster.js';
+import { adminApi, ignoringNotFound } from './cluster.js';
 import { serviceAccountToken } from './fault-proxy.js';
 
 /** What the chart's release labels every object it renders with (charts/hookguard/templates/_helpers.tpl). */
@@ -39,7 +39,7 @@ function chartGrants(): Promise<ChartGrants> {
 }
 
 async function readChartGrants(): Promise<ChartGrants> {
-  const rbac = adminRbacApi();
+  const rbac = adminApi(RbacAuthorizationV1Api);
   const ofHookguard = (bindings: { items: unknown[] }) =>
     (bindings.items as RoleBinding[]).filter((binding) =>
       binding.subjects?.some(
@@ -84,12 +84,12 @@ export interface ChartIdentity {
  */
 export async function chartIdentity(namespace: string): Promise<ChartIdentity> {
   const { clusterRoleBindings, homeRoles, roleBindingsElsewhere } = await chartGrants();
-  const rbac = adminRbacApi();
+  const rbac = adminApi(RbacAuthorizationV1Api);
   const subjects = [{ kind: 'ServiceAccount', name: 'hookguard', namespace }];
   /** Deletes what it made outside NAMESPACE. */
   const made: Array<() => Promise<unknown>> = [];
   await Promise.all([
-    adminCoreApi().createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'hookguard' } } }),
+    adminApi(CoreV1Api).createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'hookguard' } } }),
     ...clusterRoleBindings.map(async (binding) => {
       const name = `${namespace}-${binding.metadata.name}`;
       const roleRef = { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: binding.roleRef.name };
