@@ -195,3 +195,68 @@ export async function openLoop(
   agent.destroy();
   return { latencies, errors, sent: total, seconds: (performance.now() - countedFrom) / 1000 };
 }
+
+/**
+ * The API server's own clock on a webhook's calls: `apiserver_admission_webhook_admission_duration_seconds`, which
+ * k8s.io/apiserver v0.37.2 (pkg/admission/plugin/webhook/{mutating,validating}/dispatcher.go) observes around each
+ * call, from building the AdmissionReview to applying the answer's patch: the round trip and the webhook's work, and
+ * nothing of the rest of the create (nor of the cluster's load on etcd and the controllers).
+ */
+export interface WebhookClock {
+  calls: number;
+  seconds: number;
+  /** Calls that took at most `le` seconds, by the histogram's bucket bounds (5 ms, 25 ms, 100 ms, …). */
+  atMost: Map<string, number>;
+}
+
+const WEBHOOK_METRIC = 'apiserver_admission_webhook_admission_duration_seconds_';
+const LABEL = /(\w+)="((?:[^"\\]|\\.)*)"/g;
+
+/** The CREATE calls to each webhook of `names`, keyed `name type` (type: admit or validating), since the API server started. */
+export async function webhookClocks(
+  api: KubeApi,
+  names: { has(name: string): boolean },
+): Promise<Map<string, WebhookClock>> {
+  const reply = await api.request('GET', '/metrics', undefined, { accept: 'text/plain' });
+  if (reply.status !== 200) throw new Error(`GET /metrics: ${reply.status} ${reply.body.slice(0, 300)}`);
+  const clocks = new Map<string, WebhookClock>();
+  for (const line of reply.body.split('\n')) {
+    if (!line.startsWith(WEBHOOK_METRIC)) continue;
+    const open = line.indexOf('{');
+    const close = line.lastIndexOf('}');
+    if (open < 0 || close < open) continue;
+    const labels = new Map([...line.slice(open + 1, close).matchAll(LABEL)].map((match) => [match[1], match[2]]));
+    const name = labels.get('name') ?? '';
+    if (!names.has(name) || labels.get('operation') !== 'CREATE') continue;
+    const key = `${name} ${labels.get('type') ?? ''}`;
+    const clock = clocks.get(key) ?? { calls: 0, seconds: 0, atMost: new Map<string, number>() };
+    clocks.set(key, clock);
+    // Each label set (rejected, code) is a series of its own: summed.
+    const value = Number(line.slice(close + 1).trim());
+    const series = line.slice(WEBHOOK_METRIC.length, open);
+    if (series === 'count') clock.calls += value;
+    else if (series === 'sum') clock.seconds += value;
+    else if (series === 'bucket') {
+      const le = labels.get('le') ?? '';
+      clock.atMost.set(le, (clock.atMost.get(le) ?? 0) + value);
+    }
+  }
+  return clocks;
+}
+
+/** What each webhook of `after` was called for since `before`. */
+export function clocksSince(
+  before: ReadonlyMap<string, WebhookClock>,
+  after: ReadonlyMap<string, WebhookClock>,
+): Map<string, WebhookClock> {
+  const since = new Map<string, WebhookClock>();
+  for (const [key, clock] of after) {
+    const earlier = before.get(key);
+    since.set(key, {
+      calls: clock.calls - (earlier?.calls ?? 0),
+      seconds: clock.seconds - (earlier?.seconds ?? 0),
+      atMost: new Map([...clock.atMost].map(([le, count]) => [le, count - (earlier?.atMost.get(le) ?? 0)])),
+    });
+  }
+  return since;
+}

@@ -178,7 +178,7 @@ function processMemory(pid: number): { rssBytes: number; peakRssBytes: number } 
 // /proc/PID/stat counts in clock ticks: USER_HZ, 100 on every Linux architecture Node runs on.
 const TICKS_PER_SECOND = 100;
 
-function processCpuMs(pid: number): number {
+export function processCpuMs(pid: number): number {
   // Fields after the parenthesised command name (which may hold spaces): state is field 3, utime 14, stime 15.
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
