@@ -25,6 +25,9 @@ export function renderMarkdown(results: BenchResults): string {
       (settings.baselineBatched
         ? ' The baseline parsed and answered in batches per turn of the event loop, as hookguard does (--batched-baseline).'
         : ''),
+    settings.hookguardWorkers > 1
+      ? ` hookguard ran as ${settings.hookguardWorkers} processes sharing its ports (--workers, bench/workers.ts); its CPU and memory are theirs summed.`
+      : '',
     '',
     '| requests | connections | server | req/s | p50 ms | p97.5 ms | p99 ms | errors | server CPU µs/req | RSS MiB |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',

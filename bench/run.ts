@@ -98,6 +98,8 @@ export interface BenchResults {
     logSink: string;
     /** --batched-baseline: the baseline parsed and answered in batches per turn of the event loop. */
     baselineBatched: boolean;
+    /** --workers: hookguard's processes (bench/workers.ts); 1 is hookguard as it ships. */
+    hookguardWorkers: number;
     /** With --before: the other build's folder and commit. */
     before?: { dir: string; commit: string };
   };
@@ -145,6 +147,8 @@ const { values: flags } = parseArgs({
     before: { type: 'string' },
     // The baseline parses and answers in batches per turn of the event loop, as hookguard does.
     'batched-baseline': { type: 'boolean', default: false },
+    // hookguard as this many processes sharing its ports (bench/workers.ts): what a worker per core would give.
+    workers: { type: 'string', default: '1' },
   },
 });
 const beforeDir = flags.before === undefined ? undefined : resolve(flags.before);
@@ -187,7 +191,7 @@ const logFiles: Record<ServerName, string> = {
 const servers = {} as Record<ServerName, ServerProcess>;
 
 try {
-  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard);
+  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard, Number(flags.workers));
   servers.baseline = await startEcho(certificate, logFiles.baseline, flags['batched-baseline']);
   if (beforeCli !== undefined) {
     const beforePort = await freePort();
@@ -270,6 +274,7 @@ try {
       argocdVersion: ARGOCD_VERSION,
       pipelining: 1,
       baselineBatched: flags['batched-baseline'],
+      hookguardWorkers: Number(flags.workers),
       logSink: `stdout to a file, level ${DEFAULTS.log.level}; bytes per request: hookguard ${perRequest(logBytes.hookguard, runs, 'hookguard')}, baseline ${perRequest(logBytes.baseline, runs, 'baseline')}`,
       ...(beforeDir !== undefined && beforeCommit !== undefined
         ? { before: { dir: beforeDir, commit: beforeCommit } }

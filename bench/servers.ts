@@ -5,7 +5,9 @@ import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   freePort,
+  hookguardArgs,
   startHookguard,
+  tlsEnv,
   startServerProcess,
   type CertificateFiles,
   type ServerProcess,
@@ -15,11 +17,31 @@ import {
 // the fast-hook race runs too), and Argo CD hooks get the full set of mutations.
 export const ARGOCD_VERSION = '2.14.3';
 
-/** hookguard serving `certificate`, Argo CD pinned at ARGOCD_VERSION, its stdout (the audit lines) to `logFile`. */
-export async function startBenchHookguard(certificate: CertificateFiles, logFile: string): Promise<ServerProcess> {
+/**
+ * hookguard serving `certificate`, Argo CD pinned at ARGOCD_VERSION, its stdout (the audit lines) to `logFile`;
+ * `workers` above 1: as that many processes sharing its ports (bench/workers.ts).
+ */
+export async function startBenchHookguard(
+  certificate: CertificateFiles,
+  logFile: string,
+  workers = 1,
+): Promise<ServerProcess> {
+  const extraArgs = ['--argocd-version', ARGOCD_VERSION];
   const log = openSync(logFile, 'w');
   try {
-    return await startHookguard(certificate, { extraArgs: ['--argocd-version', ARGOCD_VERSION], stdout: log });
+    if (workers === 1) return await startHookguard(certificate, { extraArgs, stdout: log });
+    const port = await freePort();
+    return await startServerProcess({
+      args: [
+        fileURLToPath(new URL('./workers.js', import.meta.url)),
+        String(workers),
+        ...hookguardArgs(port, extraArgs),
+      ],
+      port,
+      ca: certificate.cert,
+      env: tlsEnv(certificate),
+      stdout: log,
+    });
   } finally {
     closeSync(log);
   }

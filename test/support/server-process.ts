@@ -1,7 +1,7 @@
 // A server in a child process of its own, over real TLS on 127.0.0.1: the built hookguard (or the bench's
 // baseline), started, probed until it answers, measured and stopped. Used by the bench and the reliability tests.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { requestOnce } from './request-once.js';
 import { tmpdir } from 'node:os';
@@ -36,9 +36,12 @@ export interface ServerProcess {
   port: number;
   /** https://127.0.0.1:PORT */
   url: string;
-  /** Resident set size now (VmRSS), and its peak so far (VmHWM), in bytes; Linux /proc. */
+  /**
+   * Resident set size now (VmRSS), and its peak so far (VmHWM), in bytes, of the process and the processes it started
+   * (bench/workers.ts's); the peak is the sum of each one's own, which may not have come at once. Linux /proc.
+   */
   memory(): { rssBytes: number; peakRssBytes: number };
-  /** CPU time the process used so far (user + system), in milliseconds; Linux /proc. */
+  /** CPU time the process and the processes it started used so far (user + system), in milliseconds; Linux /proc. */
   cpuMs(): number;
   /** What the process wrote to stderr so far. */
   stderr(): string;
@@ -98,8 +101,17 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
     child,
     port: options.port,
     url,
-    memory: () => processMemory(child.pid as number),
-    cpuMs: () => processCpuMs(child.pid as number),
+    memory: () =>
+      processTree(child.pid as number)
+        .map(processMemory)
+        .reduce((sum, each) => ({
+          rssBytes: sum.rssBytes + each.rssBytes,
+          peakRssBytes: sum.peakRssBytes + each.peakRssBytes,
+        })),
+    cpuMs: () =>
+      processTree(child.pid as number)
+        .map(processCpuMs)
+        .reduce((sum, each) => sum + each),
     stderr: () => stderr,
     async heapAfterGc() {
       const seen = stderr.length;
@@ -167,6 +179,18 @@ function probe(port: number, path: string, ca: string): Promise<number> {
     request.on('timeout', () => request.destroy(new Error('probe timed out')));
     request.on('error', reject);
   });
+}
+
+/** `pid` and every process under it, by the kernel's list of each thread's children. */
+function processTree(pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((thread) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    } catch {
+      return []; // a thread that ended after the directory was read
+    }
+  });
+  return [pid, ...children.flatMap(processTree)];
 }
 
 function processMemory(pid: number): { rssBytes: number; peakRssBytes: number } {
