@@ -3,6 +3,7 @@
 // impersonating the controller's ServiceAccount. Each seed runs twice: in a namespace out of hookguard's reach, and in
 // one hookguard's webhooks see. hookguard learns the Argo CD version as in a real cluster, from the application
 // controller's image (a StatefulSet at zero replicas in namespace argocd, which discovery watches).
+import { BatchV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { GUARD_CONTAINER_NAME } from '../../src/core/annotations.js';
@@ -17,7 +18,7 @@ import {
   succeeded,
   sync,
 } from './support/argo-sync.js';
-import { describeCluster, kubectl, kubectlJson, run, waitUntil } from './support/cluster.js';
+import { adminApi, describeCluster, kubectl, kubectlJson, run, waitUntil } from './support/cluster.js';
 
 interface LiveJob {
   metadata: { finalizers?: string[]; deletionTimestamp?: string };
@@ -41,17 +42,32 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
   });
 
   /**
-   * Runs `guarded` with "Argo CD VERSION" installed, one at a time: the cluster has one controller StatefulSet, and
-   * hookguard decides by the version it names. The syncs out of hookguard's reach need no version and run beside.
+   * Runs `guarded`, a sync that creates hook Job `hook` in `ns`, with "Argo CD VERSION" installed: the cluster has one
+   * controller StatefulSet, and hookguard decides by the version it names. It decides at the Job's CREATE (the UPDATEs
+   * that follow change only its finalizers and status, which it admits at every version), so the next version is installed
+   * once the engine has created the Job, and the guarded syncs overlap from there. The syncs out of hookguard's reach
+   * need no version and run beside.
    */
   let argoCdInUse: Promise<unknown> = Promise.resolve();
-  function withArgoCd<T>(version: string, guarded: () => Promise<T>): Promise<T> {
-    const turn = argoCdInUse.then(async () => {
+  function withArgoCd<T>(version: string, ns: string, hook: string, guarded: () => Promise<T>): Promise<T> {
+    const result = argoCdInUse.then(async () => {
       await installArgoCd(version);
       return guarded();
     });
-    argoCdInUse = turn.catch(() => undefined);
-    return turn;
+    let settled = false;
+    void result
+      .finally(() => {
+        settled = true;
+      })
+      .catch(() => undefined);
+    argoCdInUse = argoCdInUse
+      .then(() =>
+        waitUntil(`the engine of Argo CD ${version} to create Job ${ns}/${hook}`, async () =>
+          settled ? true : adminApi(BatchV1Api).readNamespacedJob({ name: hook, namespace: ns }),
+        ),
+      )
+      .catch(() => undefined);
+    return result;
   }
 
   const job = (ns: string, name: string) => kubectlJson<LiveJob>(['get', 'job', name, '-n', ns]);
@@ -77,7 +93,7 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
       expect(await syncIn(await space.namespace(false))).toEqual([]);
       // hookguard's guard (min-runtime), on the versions that carry the finalizer.
       const guarded = await space.namespace(true);
-      expect(await withArgoCd(engine, () => syncIn(guarded))).toEqual([GUARD_CONTAINER_NAME]);
+      expect(await withArgoCd(engine, guarded, 'fast-hook', () => syncIn(guarded))).toEqual([GUARD_CONTAINER_NAME]);
     },
   );
 
@@ -94,9 +110,11 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
         hooks: [{ kind: 'Job', name: 'short-lived', phase: 'Running', message: 'job.batch/short-lived created' }],
       });
       const guarded = await space.namespace(true);
-      expect(await withArgoCd('2.14.21', () => sync('2.14.21', guarded, dir, 90, ['--observe-every', '5']))).toEqual(
-        succeeded('short-lived'),
-      );
+      expect(
+        await withArgoCd('2.14.21', guarded, 'short-lived', () =>
+          sync('2.14.21', guarded, dir, 90, ['--observe-every', '5']),
+        ),
+      ).toEqual(succeeded('short-lived'));
       expect((await job(guarded, 'short-lived')).spec.ttlSecondsAfterFinished).toBe(60);
     },
     300_000,
