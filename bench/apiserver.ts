@@ -164,6 +164,8 @@ export interface ApiserverResults {
     perRound: number;
     inFlight: number[];
     argocdVersion: string;
+    /** --hookguard-mode: audit never patches. */
+    hookguardMode: 'enforce' | 'audit';
     rates: number[];
     rateSeconds: number;
     rateLeadSeconds: number;
@@ -197,8 +199,12 @@ const { values: flags } = parseArgs({
     rates: { type: 'string', default: '500,2000' },
     'rate-seconds': { type: 'string', default: '10' },
     'rate-rounds': { type: 'string', default: '3' },
+    // hookguard in audit mode never patches: its case then tells what the API server's applying a patch costs.
+    'hookguard-mode': { type: 'string', default: 'enforce' },
   },
 });
+const hookguardMode = flags['hookguard-mode'];
+if (hookguardMode !== 'enforce' && hookguardMode !== 'audit') throw new Error('--hookguard-mode: enforce or audit');
 const objects = Number(flags.objects);
 const rounds = Number(flags.rounds);
 const perRound = Math.ceil(objects / rounds);
@@ -621,7 +627,7 @@ function summariseRates(runs: readonly RateRun[]): RateSummary[] {
 }
 
 try {
-  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard);
+  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard, { mode: hookguardMode });
   servers.echo = await startEcho(certificate, logFiles.echo, true);
   for (const server of SERVERS) await register(server, servers[server]);
   await applyPolicies();
@@ -768,6 +774,7 @@ try {
       perRound,
       inFlight: inFlights,
       argocdVersion: ARGOCD_VERSION,
+      hookguardMode,
       rates,
       rateSeconds,
       rateLeadSeconds: RATE_LEAD_SECONDS,

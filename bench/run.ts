@@ -191,7 +191,7 @@ const logFiles: Record<ServerName, string> = {
 const servers = {} as Record<ServerName, ServerProcess>;
 
 try {
-  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard, Number(flags.workers));
+  servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard, { workers: Number(flags.workers) });
   servers.baseline = await startEcho(certificate, logFiles.baseline, flags['batched-baseline']);
   if (beforeCli !== undefined) {
     const beforePort = await freePort();

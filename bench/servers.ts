@@ -19,14 +19,14 @@ export const ARGOCD_VERSION = '2.14.3';
 
 /**
  * hookguard serving `certificate`, Argo CD pinned at ARGOCD_VERSION, its stdout (the audit lines) to `logFile`;
- * `workers` above 1: as that many processes sharing its ports (bench/workers.ts).
+ * `workers` above 1: as that many processes sharing its ports (bench/workers.ts); `mode`: serve's --mode, when given.
  */
 export async function startBenchHookguard(
   certificate: CertificateFiles,
   logFile: string,
-  workers = 1,
+  { workers = 1, mode }: { workers?: number; mode?: 'enforce' | 'audit' } = {},
 ): Promise<ServerProcess> {
-  const extraArgs = ['--argocd-version', ARGOCD_VERSION];
+  const extraArgs = ['--argocd-version', ARGOCD_VERSION, ...(mode === undefined ? [] : ['--mode', mode])];
   const log = openSync(logFile, 'w');
   try {
     if (workers === 1) return await startHookguard(certificate, { extraArgs, stdout: log });
