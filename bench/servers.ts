@@ -5,9 +5,7 @@ import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   freePort,
-  hookguardArgs,
   startHookguard,
-  tlsEnv,
   startServerProcess,
   type CertificateFiles,
   type ServerProcess,
@@ -27,21 +25,10 @@ export async function startBenchHookguard(
   { workers = 1, mode }: { workers?: number; mode?: 'enforce' | 'audit' } = {},
 ): Promise<ServerProcess> {
   const extraArgs = ['--argocd-version', ARGOCD_VERSION, ...(mode === undefined ? [] : ['--mode', mode])];
+  const launcher = workers === 1 ? [] : [fileURLToPath(new URL('./workers.js', import.meta.url)), String(workers)];
   const log = openSync(logFile, 'w');
   try {
-    if (workers === 1) return await startHookguard(certificate, { extraArgs, stdout: log });
-    const port = await freePort();
-    return await startServerProcess({
-      args: [
-        fileURLToPath(new URL('./workers.js', import.meta.url)),
-        String(workers),
-        ...hookguardArgs(port, extraArgs),
-      ],
-      port,
-      ca: certificate.cert,
-      env: tlsEnv(certificate),
-      stdout: log,
-    });
+    return await startHookguard(certificate, { extraArgs, launcher, stdout: log });
   } finally {
     closeSync(log);
   }

@@ -150,17 +150,21 @@ export function tlsEnv(files: Pick<CertificateFiles, 'certFile' | 'keyFile'>): R
 
 /**
  * The built hookguard serving `certificate` on a free port of 127.0.0.1 (`hookguardArgs` with `extraArgs`), its
- * environment the certificate's files plus `env`.
+ * environment the certificate's files plus `env`; with `launcher`, that script and its arguments run first and are
+ * handed hookguard's command line to start (bench/workers.ts).
  */
 export async function startHookguard(
   certificate: CertificateFiles,
-  options: Omit<StartOptions, 'args' | 'port' | 'ca'> & { extraArgs?: readonly string[] } = {},
+  options: Omit<StartOptions, 'args' | 'port' | 'ca'> & {
+    extraArgs?: readonly string[];
+    launcher?: readonly string[];
+  } = {},
 ): Promise<ServerProcess> {
-  const { extraArgs, env, ...rest } = options;
+  const { extraArgs, launcher = [], env, ...rest } = options;
   const port = await freePort();
   return startServerProcess({
     ...rest,
-    args: hookguardArgs(port, extraArgs),
+    args: [...launcher, ...hookguardArgs(port, extraArgs)],
     port,
     ca: certificate.cert,
     env: { ...tlsEnv(certificate), ...env },
