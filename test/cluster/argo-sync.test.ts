@@ -43,24 +43,23 @@ describeCluster("Argo CD's sync engine with and without hookguard (the real gito
 
   /**
    * Runs `guarded`, a sync that creates hook Job `hook` in `ns`, with "Argo CD VERSION" installed: the cluster has one
-   * controller StatefulSet, and hookguard decides by the version it names. It decides at the Job's CREATE (the UPDATEs
-   * that follow change only its finalizers and status, which it admits at every version), so the next version is installed
-   * once the engine has created the Job, and the guarded syncs overlap from there. The syncs out of hookguard's reach
-   * need no version and run beside.
+   * controller StatefulSet, and hookguard decides by the version it names. It decides at the Job's CREATE (the
+   * UPDATEs that follow change only its finalizers and status, which it admits at every version), so the next version
+   * is installed once the engine has created the Job, and the guarded syncs overlap from there. The syncs out of
+   * hookguard's reach need no version and run beside.
    */
   let argoCdInUse: Promise<unknown> = Promise.resolve();
   function withArgoCd<T>(version: string, ns: string, hook: string, guarded: () => Promise<T>): Promise<T> {
-    const result = argoCdInUse.then(async () => {
-      await installArgoCd(version);
-      return guarded();
-    });
+    const installed = argoCdInUse.then(() => installArgoCd(version));
+    const result = installed.then(guarded);
     let settled = false;
     void result
       .finally(() => {
         settled = true;
       })
       .catch(() => undefined);
-    argoCdInUse = argoCdInUse
+    // The wait starts once the version is installed; a sync that ends without creating the Job ends it too.
+    argoCdInUse = installed
       .then(() =>
         waitUntil(`the engine of Argo CD ${version} to create Job ${ns}/${hook}`, async () =>
           settled ? true : adminApi(BatchV1Api).readNamespacedJob({ name: hook, namespace: ns }),
