@@ -16,6 +16,8 @@ const ratioText = (value: number) => (Number.isFinite(value) && value >= 0 ? `${
 
 export function renderApiserverMarkdown(results: ApiserverResults): string {
   const { machine, settings } = results;
+  const auditMode =
+    settings.hookguardMode === 'audit' ? ' in audit mode (--hookguard-mode audit: it never patches)' : '';
   const lines = [
     `Run ${results.date} on ${machine.nproc} CPUs (${machine.cpu}), Node ${machine.node}, ${machine.os}; load average ` +
       `${results.loadAverage.before} before, ${results.loadAverage.after} after (1, 5, 15 min). Kubernetes ` +
@@ -24,7 +26,7 @@ export function renderApiserverMarkdown(results: ApiserverResults): string {
       `${settings.inFlight.join(' and then ')} in flight, each timed from send to answer; the cases alternate in a ` +
       `rotating order and each figure is the median of the rounds. The hook Jobs: the ${results.fixtures.length} Job ` +
       `fixtures the API server admits with hookguard in front of it, Argo CD's as its controller; hookguard at Argo CD ` +
-      `${settings.argocdVersion}${settings.hookguardMode === 'audit' ? ' in audit mode (--hookguard-mode audit: it never patches)' : ''}, the echo batched; both registered as the chart registers hookguard (only objects ` +
+      `${settings.argocdVersion}${auditMode}, the echo batched; both registered as the chart registers hookguard (only objects ` +
       `with a hook annotation are sent), failurePolicy Fail; the policies are those \`hookguard policies\` prints for ` +
       `the same Argo CD version, bound to their case's namespaces.`,
   ];
