@@ -1,13 +1,15 @@
-// What the cluster tests of Argo CD's own sync engine share (argo-sync.test.ts, argo-sync-races.test.ts): argo-sync
+// What argo-sync.test.ts, the cluster tests of Argo CD's own sync engine, builds on: argo-sync
 // (test/cluster/tools/argo-sync, one binary per Argo CD release's gitops-engine, built by cluster:up) run as the
 // application controller's ServiceAccount, "Argo CD VERSION" installed where hookguard's discovery finds it, hook Jobs
 // as charts ship them, and namespaces in and out of hookguard's reach.
+import { BatchV1Api } from '@kubernetes/client-node';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { ARGOCD_CONTROLLER, ARGOCD_CONTROLLER_ACCOUNT } from '../../support/objects.js';
 import {
+  adminApi,
   AUDIT_NAMESPACE_LABEL,
   binDir,
   clusterState,
@@ -142,6 +144,56 @@ export async function installArgoCd(version: string): Promise<void> {
     const instances = ((ready.discovery as Json | undefined)?.instances ?? []) as Json[];
     return instances.some((instance) => instance.namespace === 'argocd' && instance.version === version);
   });
+}
+
+/**
+ * `withArgoCd(version, ns, hook, step)` runs `step`, which makes the engine create hook Job `hook` in `ns` (a namespace
+ * hookguard's webhooks see), with "Argo CD VERSION" installed: the cluster has one controller StatefulSet, and
+ * hookguard decides by the version it names.
+ */
+export type WithArgoCd = <T>(version: string, ns: string, hook: string, step: () => Promise<T>) => Promise<T>;
+
+/**
+ * One file's turns at the installed Argo CD version. hookguard decides at a hook Job's CREATE (the UPDATEs that follow
+ * change only its finalizers and status, which it admits at every version), so a turn lasts until the engine has
+ * created the Job (a new one, not being deleted: a sync may delete a previous Job first, or wait for it to go), and the
+ * steps overlap from there. Steps out of hookguard's reach need no version and run beside.
+ */
+export function argoCdTurns(): WithArgoCd {
+  let inUse: Promise<unknown> = Promise.resolve();
+  return (version, ns, hook, step) => {
+    const readJob = () => adminApi(BatchV1Api).readNamespacedJob({ name: hook, namespace: ns });
+    // The Job a previous sync left, if any: the engine's own is another.
+    const installed = inUse
+      .then(() => installArgoCd(version))
+      .then(() =>
+        readJob().then(
+          (job) => job.metadata?.uid,
+          () => undefined,
+        ),
+      );
+    const result = installed.then(step);
+    let settled = false;
+    void result
+      .finally(() => {
+        settled = true;
+      })
+      .catch(() => undefined);
+    // Reading fails with 404 until the Job is created, and waitUntil tries again.
+    const created = async (previous: string | undefined) => {
+      const { metadata } = await readJob();
+      return metadata?.uid !== previous && metadata?.deletionTimestamp === undefined;
+    };
+    // The wait starts once the version is installed; a step that ends without creating the Job ends it too.
+    inUse = installed
+      .then((previous) =>
+        waitUntil(`the engine of Argo CD ${version} to create Job ${ns}/${hook}`, async () =>
+          settled ? true : created(previous),
+        ),
+      )
+      .catch(() => undefined);
+    return result;
+  };
 }
 
 /** Syncs DIR's manifests into NS with the engine of Argo CD ENGINE, as its controller; the operation as printed. */
