@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { fixtureFiles, fixturePath, fixtureText } from '../support/fixtures.js';
 import { cliPath } from '../support/cli.js';
+import { runCommand } from '../support/command.js';
 import { freePort } from '../support/serve-process.js';
 import {
   AUDIT_NAMESPACE_LABEL,
@@ -63,17 +64,31 @@ function isEmptyCollection(value: unknown): boolean {
 }
 
 interface Checked {
-  status: number;
+  status: number | null;
   patch: Operation[];
   denial: string;
   fixed: string;
 }
 
-async function check(file: string): Promise<Checked> {
-  const json = await run(process.execPath, [cliPath, 'check', '-o', 'json', '--config', config, fixturePath(file)]);
-  const fix = await run(process.execPath, [cliPath, 'check', '--fix', '--config', config, fixturePath(file)]);
-  const result = (JSON.parse(json.stdout) as { results: Array<{ patch?: Operation[] }> }).results[0];
-  return { status: json.status, patch: result?.patch ?? [], denial: fix.stderr, fixed: fix.stdout };
+const checks = new Map<string, Promise<Checked>>();
+
+/**
+ * `hookguard check -o json` and `check --fix` of a fixture with the cluster's configuration, once for both groups
+ * below. They run in this process (test/support/command.ts: the same command, arguments and output, without a
+ * Node.js start of about a second each, 88 of them); the built CLI as a process is test/e2e's.
+ */
+function check(file: string): Promise<Checked> {
+  let checked = checks.get(file);
+  if (checked === undefined) {
+    checked = (async () => {
+      const json = await runCommand(['check', '-o', 'json', '--config', config, fixturePath(file)]);
+      const fix = await runCommand(['check', '--fix', '--config', config, fixturePath(file)]);
+      const result = (JSON.parse(json.stdout) as { results: Array<{ patch?: Operation[] }> }).results[0];
+      return { status: json.status, patch: result?.patch ?? [], denial: fix.stderr, fixed: fix.stdout };
+    })();
+    checks.set(file, checked);
+  }
+  return checked;
 }
 
 /**
