@@ -16,12 +16,15 @@ const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/proper
 // decides for everyone (the Argo CD and Flux it discovers, its Secret and process, cluster-wide admission policies,
 // CRDs), that put the machine under load, or whose timings (certificate rotations, leases) a neighbour's load would
 // stretch take turns, after the others; the others, each test in a namespace of its own, run two files at a time.
-// Between the two, the timed files run one after another beside argo-sync, which changes the Argo CD version the
-// cluster's hookguard knows of (they never read it: their installations are their own) and mostly waits.
+// Between the two, self-test and leader-election (timed, but with waits that held in every run beside it) run one
+// after another beside argo-sync, which changes the Argo CD version the cluster's hookguard knows of (they never read
+// it: their installations are their own) and mostly waits; certificates, whose rotations did not hold there once,
+// takes its turn alone.
 const CLUSTER = ['test/cluster/**/*.test.ts'];
 const clusterFiles = (...names: string[]) => names.map((name) => `test/cluster/${name}.test.ts`);
-const CLUSTER_BESIDE = clusterFiles('argo-sync', 'certificates', 'self-test', 'leader-election');
+const CLUSTER_BESIDE = clusterFiles('argo-sync', 'self-test', 'leader-election');
 const CLUSTER_ALONE = clusterFiles(
+  'certificates',
   'chart-policies',
   'discovery',
   'faults-under-load',
@@ -86,10 +89,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 180_000,
           maxWorkers: 2,
-          // argo-sync on one worker (ArgoSyncFirst), the timed files one after another on the other. All of
-          // argo-sync's syncs at once (17 tests; vitest's default is 5): they wait on the engines' rounds and take
-          // turns only at the Argo CD version hookguard knows of.
-          maxConcurrency: 20,
+          // argo-sync on one worker (ArgoSyncFirst), the two timed files one after another on the other.
           sequence: { groupOrder: 2 },
         },
       },
