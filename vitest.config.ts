@@ -16,20 +16,18 @@ const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/proper
 // decides for everyone (the Argo CD and Flux it discovers, its Secret and process, cluster-wide admission policies,
 // CRDs), that put the machine under load, or whose timings (certificate rotations, leases) a neighbour's load would
 // stretch take turns, after the others; the others, each test in a namespace of its own, run two files at a time.
-// Between the two, self-test (timed, but its waits held in every run beside it) runs beside argo-sync, which changes
-// the Argo CD version the cluster's hookguard knows of (self-test never reads it: its installations are its own) and
-// mostly waits; certificates and leader-election, whose timings did not hold there once each, take their turns alone.
+// Between the two, self-test, certificates and leader-election (timed, each with installations or Leases of its own,
+// their assertions waiting for the answers they check) run one after another beside argo-sync, which changes the
+// Argo CD version the cluster's hookguard knows of (none of the three reads it) and mostly waits.
 const CLUSTER = ['test/cluster/**/*.test.ts'];
 const clusterFiles = (...names: string[]) => names.map((name) => `test/cluster/${name}.test.ts`);
-const CLUSTER_BESIDE = clusterFiles('argo-sync', 'self-test');
+const CLUSTER_BESIDE = clusterFiles('argo-sync', 'self-test', 'certificates', 'leader-election');
 const CLUSTER_ALONE = clusterFiles(
-  'certificates',
   'chart-policies',
   'discovery',
   'faults-under-load',
   'flux',
   'hook-watcher',
-  'leader-election',
   'operations',
   'policies',
   'upgrade-crds',
@@ -89,7 +87,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 180_000,
           maxWorkers: 2,
-          // argo-sync on one worker (ArgoSyncFirst), self-test on the other.
+          // argo-sync on one worker (ArgoSyncFirst), the others one after another on the other.
           sequence: { groupOrder: 2 },
         },
       },

@@ -195,13 +195,20 @@ describeCluster('leader election (client-go protocol) over a real Lease', () => 
       a.elector.start();
       b.elector.start();
       await eventually(() => a.elector.isLeader || b.elector.isLeader, 'someone leads', 10_000);
+      // The loser's 409 may still be on its way when the winner leads: wait for both answers, then for a retry.
+      const createStatuses = () =>
+        [...a.proxy.requests, ...b.proxy.requests]
+          .filter((request) => request.method === 'POST')
+          .map((request) => request.status);
+      await eventually(
+        () => createStatuses().length === 2 && createStatuses().every((status) => status !== 0),
+        'both creates answered',
+        10_000,
+      );
       await pause(1.5 * SETTINGS.retryPeriodMs);
       expect([a.elector.isLeader, b.elector.isLeader].filter(Boolean)).toHaveLength(1);
       expect(overlaps(a, b)).toBe(false);
-      const creates = [...a.proxy.requests, ...b.proxy.requests]
-        .filter((request) => request.method === 'POST')
-        .map((request) => request.status);
-      expect(creates.sort()).toEqual([201, 409]);
+      expect(createStatuses().sort()).toEqual([201, 409]);
     });
 
     it('a leader whose Lease another replica took (after a long pause) stops at its next renewal', async () => {
