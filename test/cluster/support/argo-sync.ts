@@ -18,6 +18,7 @@ import {
   kubectlPath,
   newNamespace,
   run,
+  unlessNotFound,
   waitUntil,
 } from './cluster.js';
 import { releaseFinalizers } from './sweep.js';
@@ -163,15 +164,10 @@ export function argoCdTurns(): WithArgoCd {
   let inUse: Promise<unknown> = Promise.resolve();
   return (version, ns, hook, step) => {
     const readJob = () => adminApi(BatchV1Api).readNamespacedJob({ name: hook, namespace: ns });
-    // The Job a previous sync left, if any: the engine's own is another.
+    // The Job a previous sync left, if any (404: none): the engine's own is another. Any other failure fails the step.
     const installed = inUse
       .then(() => installArgoCd(version))
-      .then(() =>
-        readJob().then(
-          (job) => job.metadata?.uid,
-          () => undefined,
-        ),
-      );
+      .then(async () => (await unlessNotFound(readJob()))?.metadata?.uid);
     const result = installed.then(step);
     let settled = false;
     void result
