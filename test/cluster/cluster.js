@@ -51,11 +51,15 @@ const NODE_COUNT = 2;
 /** The Argo CD releases whose sync engine argo-sync carries (test/cluster/tools/argo-sync). */
 const ARGO_SYNC_ENGINES = ['2.14.3', '2.14.21', '3.0.0', '3.1.16', '3.2.12'];
 
-/** What is built, from which module under test/cluster/tools/, with which version stamped in. */
+/**
+ * What is built, from which module under test/cluster/tools/, with which version stamped in; `buildMinutes`, what its
+ * first build took on a quiet 2-core machine with empty caches (2026-12-07, docs/testing.md), said when it starts.
+ */
 const TOOLS = [
   {
     name: 'kubernetes',
     version: KUBERNETES_VERSION,
+    buildMinutes: 12,
     packages: [
       'k8s.io/kubernetes/cmd/kube-apiserver',
       'k8s.io/kubernetes/cmd/kube-controller-manager',
@@ -74,10 +78,18 @@ const TOOLS = [
     ]),
     tags: 'selinux,notest,grpcnotrace',
   },
-  { name: 'etcd', version: 'v3.6.16', packages: ['go.etcd.io/etcd/server/v3'], output: 'etcd', ldflags: [] },
+  {
+    name: 'etcd',
+    version: 'v3.6.16',
+    buildMinutes: 1,
+    packages: ['go.etcd.io/etcd/server/v3'],
+    output: 'etcd',
+    ldflags: [],
+  },
   {
     name: 'helm4',
     version: 'v4.3.2',
+    buildMinutes: 3,
     packages: ['helm.sh/helm/v4/cmd/helm'],
     output: 'helm',
     // helm's Makefile stamps these (internal/version in v4, pkg/version in v3).
@@ -88,13 +100,14 @@ const TOOLS = [
   },
   // The CEL cost kube-apiserver counts for `hookguard policies`, measured with k8s.io/apiserver v0.37.2's own compiler
   // and evaluators (test/cluster/policies.test.ts).
-  { name: 'celcost', version: 'v0.37.2', packages: ['.'], output: 'celcost', ldflags: [] },
+  { name: 'celcost', version: 'v0.37.2', buildMinutes: 3, packages: ['.'], output: 'celcost', ldflags: [] },
   {
     name: 'argo-sync',
     // One build per Argo CD release whose gitops-engine the seeds need (a Go module holds one version of the engine):
     // the same main.go with that release's pins, from go.argocd-VERSION.mod (go.mod is v3.0.0's). docs/testing.md says
     // why these and what the module proxy refused.
     version: ARGO_SYNC_ENGINES.join('+'),
+    buildMinutes: 11,
     builds: ARGO_SYNC_ENGINES.map((argocd) => ({
       output: `argo-sync-${argocd}`,
       modfile: argocd === '3.0.0' ? undefined : `go.argocd-${argocd}.mod`,
@@ -109,6 +122,7 @@ const TOOLS = [
   {
     name: 'helm-controller',
     version: 'v1.6.2',
+    buildMinutes: 5,
     packages: ['github.com/fluxcd/helm-controller'],
     output: 'helm-controller',
     ldflags: [],
@@ -116,6 +130,7 @@ const TOOLS = [
   {
     name: 'helm3',
     version: 'v3.21.4',
+    buildMinutes: 2,
     packages: ['helm.sh/helm/v3/cmd/helm'],
     output: 'helm',
     // helm v3.21.4's Makefile also stamps the Kubernetes version of its client-go (v0.36.2) as the default
@@ -231,7 +246,7 @@ export function build(names = ALL_TOOLS, { alsoFetch = [] } = {}) {
 /** Builds TOOL's binaries into DIR, through a folder of its own that becomes DIR once every build is done. */
 function buildInto(tool, dir) {
   const started = Date.now();
-  say(`building ${tool.name} ${tool.version} into ${dir} (first time only; Kubernetes takes 20-30 minutes on 2 cores)`);
+  say(`building ${tool.name} ${tool.version} into ${dir} (first time only: about ${tool.buildMinutes} min on 2 cores)`);
   const partial = `${dir}.partial-${process.pid}`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
