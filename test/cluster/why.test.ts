@@ -6,6 +6,7 @@
 // JSON's `since`, checked to be the text's) and the name the API server generates for a refused Pod are put aside.
 // The cases run side by side, each in a namespace of its own; those that wait out --stuck-after-seconds (30, the
 // least why accepts) first say what why prints before (under the default 300 s), then after.
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import { cliPath } from '../support/cli.js';
 import { ARGOCD_CONTROLLER } from '../support/objects.js';
 import {
+  adminApi,
   allowArgoCdController,
   deleteNamespace,
   describeCluster,
@@ -281,6 +283,21 @@ describeCluster('hookguard why on what the real components write', () => {
       const quota = async () => {
         const ns = await namespace();
         await kubectl(['create', 'quota', 'compute-resources', '-n', ns, '--hard=limits.memory=64Mi']);
+        // The API server's quota admission reads quotas from an informer: until it has seen the new one (seconds on a
+        // loaded machine), it admits a Pod over it. Wait until a dry run of the hook's Pod is refused.
+        const pod = JSON.parse(hookJob()) as { spec: { template: V1Pod } };
+        await waitUntil('the API server to enforce the new quota', () =>
+          adminApi(CoreV1Api)
+            .createNamespacedPod({
+              namespace: ns,
+              dryRun: 'All',
+              body: { ...pod.spec.template, metadata: { name: 'x' } },
+            })
+            .then(
+              () => false,
+              (error: unknown) => String((error as { body?: unknown }).body).includes('exceeded quota'),
+            ),
+        );
         await createJob(ns);
         const refusal =
           '  Job db-migrate cannot create its Pod: Error creating: pods "db-migrate-GENERATED" is forbidden: exceeded quota: compute-resources, requested: limits.memory=128Mi, used: limits.memory=0, limited: limits.memory=64Mi';
