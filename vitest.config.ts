@@ -14,8 +14,9 @@ const FAST = ['test/unit/**/*.test.ts', 'test/golden/**/*.test.ts', 'test/proper
 // `npm run test:cluster`: against a real control plane (test/cluster/cluster.js, docs/testing.md), started by its
 // global setup; `npm test` runs them too. One cluster, two cores: files that change what the cluster's own hookguard
 // decides for everyone (the Argo CD and Flux it discovers, its Secret and process, cluster-wide admission policies,
-// CRDs), that put the machine under load, or whose timings (certificate rotations, leases) a neighbour's load would
-// stretch take turns, after the others; the others, each test in a namespace of its own, run two files at a time.
+// CRDs) or that put the machine under load take turns, after the others; the others, each test in a namespace of its
+// own, run two files at a time, except the timed ones (certificate rotations, leases), which a busy neighbour would
+// stretch.
 // Between the two, self-test, certificates and leader-election (timed, each with installations or Leases of its own,
 // their assertions waiting for the answers they check) run one after another beside argo-sync, which changes the
 // Argo CD version the cluster's hookguard knows of (none of the three reads it) and mostly waits.

@@ -6,7 +6,7 @@
 // JSON's `since`, checked to be the text's) and the name the API server generates for a refused Pod are put aside.
 // The cases run side by side, each in a namespace of its own; those that wait out --stuck-after-seconds (30, the
 // least why accepts) first say what why prints before (under the default 300 s), then after.
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -295,7 +295,7 @@ describeCluster('hookguard why on what the real components write', () => {
             })
             .then(
               () => false,
-              (error: unknown) => String((error as { body?: unknown }).body).includes('exceeded quota'),
+              (error: unknown) => error instanceof ApiException && String(error.body).includes('exceeded quota'),
             ),
         );
         await createJob(ns);
