@@ -1,6 +1,43 @@
-import { computedPatch, type Decision } from '../core/decide.js';
+import type { Decision } from '../core/decide.js';
 import { isRecord, metadataOf } from '../core/objects.js';
-import type { AdmissionRequest, Endpoint, KubeObject } from '../core/types.js';
+import type { AdmissionRequest, Endpoint, Finding, KubeObject } from '../core/types.js';
+
+const BEYOND_ASCII = /[\u0080-\uffff]/;
+const BEYOND_ASCII_ALL = /[\u0080-\uffff]/g;
+// JSON.rawJSON (Node.js 21 and later; not yet in TypeScript's lib): a string's JSON text, written as it is.
+const rawJson = (JSON as unknown as { rawJSON: (text: string) => unknown }).rawJSON;
+
+/**
+ * `text` as a JSON string that JSON.parse reads back the same, written in ASCII alone (`\u2026` for "…").
+ *
+ * V8 holds a string with one character beyond Latin-1 at two bytes a character, and so JSON.stringify's output with
+ * it in, and a turn's log lines joined with that one. The line then took V8's slow UTF-8 encoding: a shortened
+ * kubectl command's "…" in one finding made a hook's audit line cost the server about 60,000 more instructions
+ * (docs/benchmark.md, "The audit line"). Escaped, it stays one byte a character. Texts in ASCII pass as they are.
+ */
+function asciiJson(text: string): unknown {
+  if (!BEYOND_ASCII.test(text)) return text;
+  const escaped = JSON.stringify(text).replace(
+    BEYOND_ASCII_ALL,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  // The replace's result keeps its source's two bytes a character: latin1 round trip makes it one.
+  return rawJson(Buffer.from(escaped, 'latin1').toString('latin1'));
+}
+
+/** The findings, their prose as asciiJson writes it; the same list when all of it is ASCII, as it nearly always is. */
+function asciiFindings(findings: readonly Finding[]): readonly unknown[] {
+  let copy: unknown[] | undefined;
+  for (let index = 0; index < findings.length; index++) {
+    const finding = findings[index] as Finding;
+    const message = asciiJson(finding.message);
+    const note = finding.note === undefined ? undefined : asciiJson(finding.note);
+    if (message === finding.message && note === finding.note) continue;
+    copy ??= findings.slice();
+    copy[index] = { ...finding, message, note };
+  }
+  return copy ?? findings;
+}
 
 /** The one audit log line every admission decision writes. */
 export function auditRecord(
@@ -31,12 +68,15 @@ export function auditRecord(
     hook: decision?.hook,
     optOuts: decision?.optOuts,
     rules: decision?.rules ?? [],
-    patch: decision ? computedPatch(decision) : [],
+    // Only the ops that were not sent (audit mode): those that were are in the answer and the object the API server
+    // stored, each described by its `mutate` finding. Written again here, they were a third of a hook's audit line and
+    // of the CPU that line costs the server (docs/benchmark.md, "The audit line").
+    patch: decision?.withheldPatch ?? [],
     patchApplied: (decision?.patch.length ?? 0) > 0,
     allowed: decision?.allowed ?? true,
     reason: failure ? 'internal error, allowed unchanged' : decision?.reason,
-    denial: decision?.denial,
-    findings: decision?.findings ?? [],
+    denial: decision?.denial === undefined ? undefined : asciiJson(decision.denial),
+    findings: decision ? asciiFindings(decision.findings) : [],
     error: failure ? (failure.error instanceof Error ? failure.error.message : String(failure.error)) : undefined,
     durationMs: Math.round(durationMs * 1000) / 1000,
   };

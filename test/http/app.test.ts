@@ -26,17 +26,26 @@ const BODY_LIMIT = 7 * 1024 * 1024;
 type Json = Record<string, unknown>;
 type LogLine = Json & { level: number; msg: string; audit?: Json };
 
-/** An app whose log lines (audit lines included) land in `lines`, parsed. */
-function harness(overrides: Record<string, unknown> = {}): { app: FastifyInstance; lines: LogLine[] } {
+/** An app whose log lines (audit lines included) land in `lines`, parsed, and in `written`, as written. */
+function harness(overrides: Record<string, unknown> = {}): {
+  app: FastifyInstance;
+  lines: LogLine[];
+  written: string[];
+} {
   const lines: LogLine[] = [];
+  const written: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') lines.push(JSON.parse(line) as LogLine);
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line !== '') {
+          written.push(line);
+          lines.push(JSON.parse(line) as LogLine);
+        }
       callback();
     },
   });
   const app = buildApp(loadConfig({ overrides }), { logger: pino({ level: 'info' }, sink) });
-  return { app, lines };
+  return { app, lines, written };
 }
 
 const auditLines = (lines: readonly LogLine[]) => lines.filter((line) => line.audit !== undefined);
@@ -795,7 +804,8 @@ describe('audit log', () => {
         'hook-label',
         'termination-message-policy',
       ],
-      patch: CLEANUP_PATCH,
+      // The ops were sent: the answer carries them, and each mutate finding says what it changed.
+      patch: [],
       patchApplied: true,
       allowed: true,
       reason: 'mutated',
@@ -803,6 +813,27 @@ describe('audit log', () => {
       durationMs: expect.any(Number),
     });
     expect(line?.audit?.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('writes a finding with characters beyond ASCII as \\u escapes that read back as the same message', async () => {
+    const { app, lines, written } = harness();
+    const selector = `app.kubernetes.io/instance=${'x'.repeat(120)}`;
+    const job = cleanupJob();
+    (job.spec as { template: { spec: { containers: Json[] } } }).template.spec.containers = [
+      { name: 'main', image: 'bitnami/kubectl:1.31', command: ['kubectl', 'delete', 'configmap', '-l', selector] },
+    ];
+    await respond(app, '/mutate', admissionReview({ uid: 'uid-long', operation: 'CREATE', object: job }));
+    const findings = auditLines(lines)[0]?.audit?.findings as { rule: string; message: string }[];
+    expect(findings.filter((finding) => finding.message.startsWith('container main'))).toEqual([
+      {
+        rule: 'idempotent-cleanup',
+        action: 'mutate',
+        message: `container main: --ignore-not-found for kubectl delete configmap -l ${selector.slice(0, 39)}… (exec form): a retry after a partial run does not fail on what it already deleted`,
+      },
+    ]);
+    const [line] = written.filter((text) => text.includes('"audit"'));
+    expect(line).toContain(`${selector.slice(0, 39)}\\u2026 (exec form)`);
+    expect(line).not.toMatch(/[\u0080-\uffff]/);
   });
 
   it('audits a denial with its message and a pass-through with its reason, one line each', async () => {
