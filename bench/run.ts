@@ -4,26 +4,19 @@
 // With `--before DIR` (another checkout of hookguard, built), that build runs as a third server in the same
 // alternation, so a change's cost is measured against the code before it in one run.
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon, { type Result } from 'autocannon';
 import { repoRoot } from '../test/support/k8s-tools.js';
 import { requestOnce, type Reply } from '../test/support/request-once.js';
-import {
-  freePort,
-  hookguardArgs,
-  startServerProcess,
-  tlsEnv,
-  writeCertificate,
-  type ServerProcess,
-} from '../test/support/server-process.js';
+import { writeCertificate, type ServerProcess } from '../test/support/server-process.js';
 import { builtCertificateGenerator, builtDecision, fromDist } from './built.js';
 import { describeMachine, type Machine } from './machine.js';
 import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
 import { renderMarkdown } from './report.js';
-import { ARGOCD_VERSION, startBenchHookguard, startEcho } from './servers.js';
+import { ARGOCD_VERSION, startBeforeHookguard, startBenchHookguard, startEcho } from './servers.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
 
 type AuditModule = typeof import('../src/http/audit.js');
@@ -193,18 +186,7 @@ const servers = {} as Record<ServerName, ServerProcess>;
 try {
   servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard, { workers: Number(flags.workers) });
   servers.baseline = await startEcho(certificate, logFiles.baseline, flags['batched-baseline']);
-  if (beforeCli !== undefined) {
-    const beforePort = await freePort();
-    const beforeLog = openSync(logFiles.before, 'w');
-    servers.before = await startServerProcess({
-      args: [beforeCli, ...hookguardArgs(beforePort, ['--argocd-version', ARGOCD_VERSION]).slice(1)],
-      port: beforePort,
-      ca: certificate.cert,
-      env: tlsEnv(certificate),
-      stdout: beforeLog,
-    });
-    closeSync(beforeLog);
-  }
+  if (beforeCli !== undefined) servers.before = await startBeforeHookguard(certificate, beforeCli, logFiles.before);
 
   const answers = await checkAnswers(servers, workload.requests, certificate.cert);
   console.log(

@@ -5,11 +5,17 @@ import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   freePort,
+  hookguardArgs,
   startHookguard,
   startServerProcess,
   type CertificateFiles,
   type ServerProcess,
+  type StartOptions,
+  tlsEnv,
 } from '../test/support/server-process.js';
+
+/** A server run under a command (valgrind, for `npm run bench:instructions`), given that much longer to start. */
+export type UnderWrapper = Pick<StartOptions, 'wrapper' | 'readyTimeoutMs'>;
 
 // 2.14.3 has the hook finalizer, so every advisory with an admission rule but the TTL race affects it (whose ttl-floor
 // the fast-hook race runs too), and Argo CD hooks get the full set of mutations.
@@ -22,13 +28,36 @@ export const ARGOCD_VERSION = '2.14.3';
 export async function startBenchHookguard(
   certificate: CertificateFiles,
   logFile: string,
-  { workers = 1, mode }: { workers?: number; mode?: 'enforce' | 'audit' } = {},
+  { workers = 1, mode, ...underWrapper }: { workers?: number; mode?: 'enforce' | 'audit' } & UnderWrapper = {},
 ): Promise<ServerProcess> {
   const extraArgs = ['--argocd-version', ARGOCD_VERSION, ...(mode === undefined ? [] : ['--mode', mode])];
   const launcher = workers === 1 ? [] : [fileURLToPath(new URL('./workers.js', import.meta.url)), String(workers)];
   const log = openSync(logFile, 'w');
   try {
-    return await startHookguard(certificate, { extraArgs, launcher, stdout: log });
+    return await startHookguard(certificate, { extraArgs, launcher, stdout: log, ...underWrapper });
+  } finally {
+    closeSync(log);
+  }
+}
+
+/** Another build of hookguard (`--before DIR`'s dist/cli/main.js), started as startBenchHookguard starts this one. */
+export async function startBeforeHookguard(
+  certificate: CertificateFiles,
+  cli: string,
+  logFile: string,
+  underWrapper: UnderWrapper = {},
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const log = openSync(logFile, 'w');
+  try {
+    return await startServerProcess({
+      args: [cli, ...hookguardArgs(port, ['--argocd-version', ARGOCD_VERSION]).slice(1)],
+      port,
+      ca: certificate.cert,
+      env: tlsEnv(certificate),
+      stdout: log,
+      ...underWrapper,
+    });
   } finally {
     closeSync(log);
   }
@@ -39,6 +68,7 @@ export async function startEcho(
   certificate: CertificateFiles,
   logFile: string,
   batched: boolean,
+  underWrapper: UnderWrapper = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const log = openSync(logFile, 'w');
@@ -54,6 +84,7 @@ export async function startEcho(
       port,
       ca: certificate.cert,
       stdout: log,
+      ...underWrapper,
     });
   } finally {
     closeSync(log);

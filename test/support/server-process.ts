@@ -59,6 +59,8 @@ export interface StartOptions {
   ca: string;
   env?: Record<string, string>;
   nodeOptions?: readonly string[];
+  /** A command that runs node, its arguments first: `valgrind --tool=callgrind` for `npm run bench:instructions`. */
+  wrapper?: readonly string[];
   /** Where stdout goes: a file descriptor (a log file), 'ignore', or 'pipe' to read it from child.stdout. */
   stdout?: number | 'ignore' | 'pipe';
   /** Path to probe until it answers 200 (default /healthz). */
@@ -74,11 +76,18 @@ const READY_TIMEOUT_MS = 60_000;
 
 /** Starts `node [nodeOptions] args…` and resolves once GET readyPath answers 200 over TLS. */
 export async function startServerProcess(options: StartOptions): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...options.args], {
-    cwd: repoRoot,
-    env: { PATH: process.env.PATH ?? '', ...PROBE_PORT_ANY, ...options.env },
-    stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'],
-  });
+  const [wrapperCommand, ...wrapperArgs] = options.wrapper ?? [];
+  const nodeArgs = [...(options.nodeOptions ?? []), ...options.args];
+  const command = wrapperCommand ?? process.execPath;
+  const child = spawn(
+    command,
+    wrapperCommand === undefined ? nodeArgs : [...wrapperArgs, process.execPath, ...nodeArgs],
+    {
+      cwd: repoRoot,
+      env: { PATH: process.env.PATH ?? '', ...PROBE_PORT_ANY, ...options.env },
+      stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
