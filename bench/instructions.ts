@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { writeCertificate, type ServerProcess } from '../test/support/server-process.js';
 import { builtCertificateGenerator, builtDecision } from './built.js';
-import { ARGOCD_VERSION, startBeforeHookguard, startBenchHookguard, startEcho, type UnderWrapper } from './servers.js';
+import { ARGOCD_VERSION, startBenchHookguard, startEcho, type UnderWrapper } from './servers.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
 
 const { values: flags } = parseArgs({
@@ -80,7 +80,7 @@ async function count(server: Server, mix: readonly BenchRequest[]): Promise<numb
 async function start(server: Server, log: string, underWrapper: UnderWrapper): Promise<ServerProcess> {
   if (server === 'hookguard') return startBenchHookguard(certificate, log, underWrapper);
   if (server === 'echo') return startEcho(certificate, log, true, underWrapper);
-  return startBeforeHookguard(certificate, beforeCli as string, log, underWrapper);
+  return startBenchHookguard(certificate, log, { cli: beforeCli, ...underWrapper });
 }
 
 function load(server: ServerProcess, mix: readonly BenchRequest[], amount: number) {

@@ -16,7 +16,7 @@ import { builtCertificateGenerator, builtDecision, fromDist } from './built.js';
 import { describeMachine, type Machine } from './machine.js';
 import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
 import { renderMarkdown } from './report.js';
-import { ARGOCD_VERSION, startBeforeHookguard, startBenchHookguard, startEcho } from './servers.js';
+import { ARGOCD_VERSION, startBenchHookguard, startEcho } from './servers.js';
 import { buildWorkload, type BenchRequest } from './workload.js';
 
 type AuditModule = typeof import('../src/http/audit.js');
@@ -186,7 +186,8 @@ const servers = {} as Record<ServerName, ServerProcess>;
 try {
   servers.hookguard = await startBenchHookguard(certificate, logFiles.hookguard, { workers: Number(flags.workers) });
   servers.baseline = await startEcho(certificate, logFiles.baseline, flags['batched-baseline']);
-  if (beforeCli !== undefined) servers.before = await startBeforeHookguard(certificate, beforeCli, logFiles.before);
+  if (beforeCli !== undefined)
+    servers.before = await startBenchHookguard(certificate, logFiles.before, { cli: beforeCli });
 
   const answers = await checkAnswers(servers, workload.requests, certificate.cert);
   console.log(

@@ -5,13 +5,11 @@ import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   freePort,
-  hookguardArgs,
   startHookguard,
   startServerProcess,
   type CertificateFiles,
   type ServerProcess,
   type StartOptions,
-  tlsEnv,
 } from '../test/support/server-process.js';
 
 /** A server run under a command (valgrind, for `npm run bench:instructions`), given that much longer to start. */
@@ -23,41 +21,24 @@ export const ARGOCD_VERSION = '2.14.3';
 
 /**
  * hookguard serving `certificate`, Argo CD pinned at ARGOCD_VERSION, its stdout (the audit lines) to `logFile`;
- * `workers` above 1: as that many processes sharing its ports (bench/workers.ts); `mode`: serve's --mode, when given.
+ * `workers` above 1: as that many processes sharing its ports (bench/workers.ts); `mode`: serve's --mode, when given;
+ * `cli`: another build's dist/cli/main.js (`--before DIR`).
  */
 export async function startBenchHookguard(
   certificate: CertificateFiles,
   logFile: string,
-  { workers = 1, mode, ...underWrapper }: { workers?: number; mode?: 'enforce' | 'audit' } & UnderWrapper = {},
+  {
+    workers = 1,
+    mode,
+    cli,
+    ...underWrapper
+  }: { workers?: number; mode?: 'enforce' | 'audit'; cli?: string } & UnderWrapper = {},
 ): Promise<ServerProcess> {
   const extraArgs = ['--argocd-version', ARGOCD_VERSION, ...(mode === undefined ? [] : ['--mode', mode])];
   const launcher = workers === 1 ? [] : [fileURLToPath(new URL('./workers.js', import.meta.url)), String(workers)];
   const log = openSync(logFile, 'w');
   try {
-    return await startHookguard(certificate, { extraArgs, launcher, stdout: log, ...underWrapper });
-  } finally {
-    closeSync(log);
-  }
-}
-
-/** Another build of hookguard (`--before DIR`'s dist/cli/main.js), started as startBenchHookguard starts this one. */
-export async function startBeforeHookguard(
-  certificate: CertificateFiles,
-  cli: string,
-  logFile: string,
-  underWrapper: UnderWrapper = {},
-): Promise<ServerProcess> {
-  const port = await freePort();
-  const log = openSync(logFile, 'w');
-  try {
-    return await startServerProcess({
-      args: [cli, ...hookguardArgs(port, ['--argocd-version', ARGOCD_VERSION]).slice(1)],
-      port,
-      ca: certificate.cert,
-      env: tlsEnv(certificate),
-      stdout: log,
-      ...underWrapper,
-    });
+    return await startHookguard(certificate, { extraArgs, launcher, stdout: log, cli, ...underWrapper });
   } finally {
     closeSync(log);
   }

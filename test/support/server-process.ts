@@ -149,8 +149,8 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
 export const gcProbeOptions = ['--expose-gc', '--require', join(repoRoot, 'test', 'support', 'gc-probe.cjs')];
 
 /** hookguard's own command line: `node dist/cli/main.js serve …` on 127.0.0.1, with the given certificate files. */
-export function hookguardArgs(port: number, extra: readonly string[] = []): string[] {
-  return [cliPath, 'serve', '--host', '127.0.0.1', '--port', String(port), ...extra];
+export function hookguardArgs(port: number, extra: readonly string[] = [], cli = cliPath): string[] {
+  return [cli, 'serve', '--host', '127.0.0.1', '--port', String(port), ...extra];
 }
 
 export function tlsEnv(files: Pick<CertificateFiles, 'certFile' | 'keyFile'>): Record<string, string> {
@@ -167,13 +167,15 @@ export async function startHookguard(
   options: Omit<StartOptions, 'args' | 'port' | 'ca'> & {
     extraArgs?: readonly string[];
     launcher?: readonly string[];
+    /** Another build's dist/cli/main.js instead of this checkout's (`npm run bench -- --before DIR`). */
+    cli?: string;
   } = {},
 ): Promise<ServerProcess> {
-  const { extraArgs, launcher = [], env, ...rest } = options;
+  const { extraArgs, launcher = [], env, cli, ...rest } = options;
   const port = await freePort();
   return startServerProcess({
     ...rest,
-    args: [...launcher, ...hookguardArgs(port, extraArgs)],
+    args: [...launcher, ...hookguardArgs(port, extraArgs, cli)],
     port,
     ca: certificate.cert,
     env: { ...tlsEnv(certificate), ...env },
