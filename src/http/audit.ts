@@ -69,8 +69,8 @@ export function auditRecord(
     optOuts: decision?.optOuts,
     rules: decision?.rules ?? [],
     // Only the ops that were not sent (audit mode): those that were are in the answer and the object the API server
-    // stored, each described by its `mutate` finding. Written again here, they were a third of a hook's audit line and
-    // of the CPU that line costs the server (docs/benchmark.md, "The audit line").
+    // stored, each described by its `mutate` finding. Written again here, they were about a third of a hook's audit
+    // line and two fifths of the instructions that line cost the server (docs/benchmark.md, "The audit line").
     patch: decision?.withheldPatch ?? [],
     patchApplied: (decision?.patch.length ?? 0) > 0,
     allowed: decision?.allowed ?? true,
