@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { fromDist } from './built.js';
 import { median, requestOf, rulesNotApplicable, runMicro } from './micro.js';
-import { buildWorkload, type BenchRequest } from './workload.js';
+import { buildWorkload, scenarioMixes, type BenchRequest } from './workload.js';
 
 type ConfigKeysModule = typeof import('../src/config/keys.js');
 type ConfigLoadModule = typeof import('../src/config/load.js');
@@ -57,7 +57,7 @@ if (flags.calls !== undefined) {
     for (const { request, endpoint } of reviews) decide(request, endpoint, context);
 } else {
   const budgetMs = Number(flags['micro-ms']);
-  const allHooks = workload.requests.filter((entry) => entry.hook && entry.requester === 'argocd');
+  const allHooks = scenarioMixes(workload.requests)['argocd-hooks'];
   const micro = runMicro(allHooks, decide, context, budgetMs);
   const decideMedian = median(micro.map((entry) => entry.decideMicros));
   const jsonMedian = median(micro.map((entry) => entry.jsonMicros));

@@ -6,17 +6,17 @@
 // exactly `--requests` requests, and stops counting. The ratio hookguard / echo is the part of the bench's CPU ratio
 // that is hookguard's own code; the rest (cache misses, the kernel's share) it does not see. It found the audit line
 // at a quarter of a hook request's instructions (docs/benchmark.md, "The audit line").
-// Needs valgrind (callgrind_control). Slow: each server and mix takes about two minutes.
+// Needs valgrind (callgrind_control). Slow: each server and mix takes about two and a half minutes.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { writeCertificate, type ServerProcess } from '../test/support/server-process.js';
 import { builtCertificateGenerator, builtDecision } from './built.js';
-import { ARGOCD_VERSION, startBenchHookguard, startEcho, type UnderWrapper } from './servers.js';
-import { buildWorkload, type BenchRequest } from './workload.js';
+import { ARGOCD_VERSION, builtCliIn, startBenchHookguard, startEcho, type UnderWrapper } from './servers.js';
+import { autocannonRequests, buildWorkload, scenarioMixes, type BenchRequest } from './workload.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -28,9 +28,7 @@ const { values: flags } = parseArgs({
     before: { type: 'string' },
   },
 });
-const beforeCli = flags.before === undefined ? undefined : join(resolve(flags.before), 'dist', 'cli', 'main.js');
-if (beforeCli !== undefined && !existsSync(beforeCli))
-  throw new Error(`--before ${flags.before}: no ${beforeCli}; run npm ci && npm run build there first`);
+const beforeCli = flags.before === undefined ? undefined : builtCliIn(resolve(flags.before));
 type Server = 'hookguard' | 'before' | 'echo';
 const warmup = Number(flags.warmup);
 const requests = Number(flags.requests);
@@ -38,11 +36,7 @@ const connections = Number(flags.connections);
 
 const { argocdController, mutatePatch } = await builtDecision(ARGOCD_VERSION);
 const workload = buildWorkload(argocdController, mutatePatch);
-const mixes: Record<string, readonly BenchRequest[]> = {
-  mix: workload.requests,
-  'argocd-hooks': workload.requests.filter((entry) => entry.hook && entry.requester === 'argocd'),
-  'non-hooks': workload.requests.filter((entry) => !entry.hook),
-};
+const mixes: Record<string, readonly BenchRequest[]> = scenarioMixes(workload.requests);
 const chosen = flags.mixes.split(',').filter(Boolean);
 for (const name of chosen)
   if (!(name in mixes)) throw new Error(`--mixes: no mix ${name} (${Object.keys(mixes).join(', ')})`);
@@ -90,12 +84,7 @@ function load(server: ServerProcess, mix: readonly BenchRequest[], amount: numbe
     pipelining: 1,
     amount,
     timeout: 60,
-    requests: mix.map((entry) => ({
-      method: 'POST',
-      path: `/${entry.endpoint}`,
-      headers: { 'content-type': 'application/json' },
-      body: entry.body,
-    })),
+    requests: autocannonRequests(mix),
   });
 }
 

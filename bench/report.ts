@@ -1,5 +1,6 @@
 // The short markdown table of one bench run (bench/results/latest.md, and the figures in docs/benchmark.md).
-import type { BenchResults, Scenario, ServerSummary } from './run.js';
+import type { BenchResults, ServerSummary } from './run.js';
+import type { Scenario } from './workload.js';
 import { round, type MicroResult } from './micro.js';
 
 const SCENARIOS: Record<Scenario, string> = {

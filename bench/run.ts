@@ -4,7 +4,7 @@
 // With `--before DIR` (another checkout of hookguard, built), that build runs as a third server in the same
 // alternation, so a change's cost is measured against the code before it in one run.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,8 +16,8 @@ import { builtCertificateGenerator, builtDecision, fromDist } from './built.js';
 import { describeMachine, type Machine } from './machine.js';
 import { measureAddedWork, round, runMicro, type AddedWork, type MicroResult } from './micro.js';
 import { renderMarkdown } from './report.js';
-import { ARGOCD_VERSION, startBenchHookguard, startEcho } from './servers.js';
-import { buildWorkload, type BenchRequest } from './workload.js';
+import { ARGOCD_VERSION, builtCliIn, startBenchHookguard, startEcho } from './servers.js';
+import { autocannonRequests, buildWorkload, scenarioMixes, type BenchRequest, type Scenario } from './workload.js';
 
 type AuditModule = typeof import('../src/http/audit.js');
 type ResponsesModule = typeof import('../src/http/responses.js');
@@ -26,14 +26,6 @@ type AppModule = typeof import('../src/http/app.js');
 
 /** `before`: the build given with --before, when there is one. */
 export type ServerName = 'hookguard' | 'baseline' | 'before';
-
-/**
- * What is sent: the whole mix (the issue's workload, 92% hook objects, every rule at work), the hooks Argo CD applies
- * alone (every fixture as the controller of Argo CD 2.14.3, to /mutate and /validate: every rule fires, the heaviest
- * path), and the non-hook Jobs and Pods alone, the fast path that most Pods and Jobs of a cluster take through the
- * webhook.
- */
-export type Scenario = 'mix' | 'argocd-hooks' | 'non-hooks';
 
 export interface LoadRun {
   scenario: Scenario;
@@ -145,9 +137,7 @@ const { values: flags } = parseArgs({
   },
 });
 const beforeDir = flags.before === undefined ? undefined : resolve(flags.before);
-const beforeCli = beforeDir === undefined ? undefined : join(beforeDir, 'dist', 'cli', 'main.js');
-if (beforeCli !== undefined && !existsSync(beforeCli))
-  throw new Error(`--before ${beforeDir}: no ${beforeCli}; run npm ci && npm run build there first`);
+const beforeCli = beforeDir === undefined ? undefined : builtCliIn(beforeDir);
 const beforeCommit =
   beforeDir === undefined
     ? undefined
@@ -195,11 +185,7 @@ try {
   );
 
   const runs: LoadRun[] = [];
-  const mixes: Record<Scenario, BenchRequest[]> = {
-    mix: workload.requests,
-    'argocd-hooks': workload.requests.filter((entry) => entry.hook && entry.requester === 'argocd'),
-    'non-hooks': workload.requests.filter((entry) => !entry.hook),
-  };
+  const mixes = scenarioMixes(workload.requests);
   const plan = [
     ...connectionLevels.map((connections) => ({ scenario: 'mix' as const, connections })),
     ...argocdHookLevels.map((connections) => ({ scenario: 'argocd-hooks' as const, connections })),
@@ -301,12 +287,7 @@ function load(
     pipelining: 1,
     duration: seconds,
     // Each connection walks the mix in order, starting where the previous request left off.
-    requests: requests.map((entry) => ({
-      method: 'POST',
-      path: `/${entry.endpoint}`,
-      headers: { 'content-type': 'application/json' },
-      body: entry.body,
-    })),
+    requests: autocannonRequests(requests),
   });
 }
 

@@ -1,7 +1,8 @@
 // The two servers the benches load, each a child process over real TLS with the same certificate and a log file of
 // its own (a real sink, with the cost of a real write per line): hookguard as `npm start` runs it, Argo CD pinned at a
 // version that puts every rule in play, and the auditing echo of bench/baseline-server.ts.
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   freePort,
@@ -42,6 +43,13 @@ export async function startBenchHookguard(
   } finally {
     closeSync(log);
   }
+}
+
+/** The built CLI of another checkout of hookguard (`--before DIR`); throws when DIR has not been built. */
+export function builtCliIn(dir: string): string {
+  const cli = join(dir, 'dist', 'cli', 'main.js');
+  if (!existsSync(cli)) throw new Error(`--before ${dir}: no ${cli}; run npm ci && npm run build there first`);
+  return cli;
 }
 
 /** The auditing echo serving `certificate`, its one line per request to `logFile`; `batched`: its --batched mode. */

@@ -92,3 +92,33 @@ export function buildWorkload(argocdController: string, mutatePatch: MutatePatch
   }
   return { requests, fixtures: fixtures.length };
 }
+
+/**
+ * What is sent: the whole mix (the issue's workload, 92% hook objects, every rule at work), the hooks Argo CD applies
+ * alone (every fixture as the controller of Argo CD 2.14.3, to /mutate and /validate: every rule fires, the heaviest
+ * path), and the non-hook Jobs and Pods alone, the fast path that most Pods and Jobs of a cluster take through the
+ * webhook.
+ */
+export type Scenario = 'mix' | 'argocd-hooks' | 'non-hooks';
+
+/** The requests of each scenario, taken from the workload's. */
+export function scenarioMixes(requests: readonly BenchRequest[]): Record<Scenario, readonly BenchRequest[]> {
+  return {
+    mix: requests,
+    'argocd-hooks': requests.filter((entry) => entry.hook && entry.requester === 'argocd'),
+    'non-hooks': requests.filter((entry) => !entry.hook),
+  };
+}
+
+/**
+ * The requests as autocannon sends them, each connection walking them in order; `freshUids`: each sent with a uid of
+ * its own (autocannon's idReplacement, which the caller turns on), so that nothing keyed by uid can hide in a cache.
+ */
+export function autocannonRequests(requests: readonly BenchRequest[], { freshUids = false } = {}) {
+  return requests.map((entry) => ({
+    method: 'POST' as const,
+    path: `/${entry.endpoint}`,
+    headers: { 'content-type': 'application/json' },
+    body: freshUids ? entry.body.replace(`"uid":"${entry.uid}"`, `"uid":"${entry.uid}-[<id>]"`) : entry.body,
+  }));
+}

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { buildWorkload } from '../../bench/workload.js';
+import { autocannonRequests, buildWorkload } from '../../bench/workload.js';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
@@ -64,12 +64,7 @@ async function serverWithUnreadStdout(): Promise<ServerProcess> {
 function requestMix() {
   const context = decisionContext(loadConfig(), ARGOCD_VERSION);
   const { requests } = buildWorkload(ARGOCD_CONTROLLER, (request) => decide(request, 'mutate', context).patch);
-  return requests.map((entry) => ({
-    method: 'POST' as const,
-    path: `/${entry.endpoint}`,
-    headers: { 'content-type': 'application/json' },
-    body: entry.body.replace(`"uid":"${entry.uid}"`, `"uid":"${entry.uid}-[<id>]"`),
-  }));
+  return autocannonRequests(requests, { freshUids: true });
 }
 
 const load = (server: ServerProcess, amount: number, connections = 64) =>

@@ -9,7 +9,7 @@
 import autocannon from 'autocannon';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWorkload } from '../../bench/workload.js';
+import { autocannonRequests, buildWorkload } from '../../bench/workload.js';
 import { decisionContext } from '../../src/config/decision-context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { decide } from '../../src/core/decide.js';
@@ -67,12 +67,7 @@ describe('memory under 210k requests (built server, child process, real TLS)', (
     const context = decisionContext(loadConfig(), ARGOCD_VERSION);
     const { requests } = buildWorkload(ARGOCD_CONTROLLER, (request) => decide(request, 'mutate', context).patch);
     // A fresh uid per request, so nothing keyed by uid can hide in a cache of 96 entries.
-    const mix = requests.map((entry) => ({
-      method: 'POST',
-      path: `/${entry.endpoint}`,
-      headers: { 'content-type': 'application/json' },
-      body: entry.body.replace(`"uid":"${entry.uid}"`, `"uid":"${entry.uid}-[<id>]"`),
-    }));
+    const mix = autocannonRequests(requests, { freshUids: true });
     const load = (amount: number) =>
       autocannon({ url: server.url, connections: 32, pipelining: 1, amount, requests: mix, idReplacement: true });
 
