@@ -222,7 +222,8 @@ try {
     workload.requests,
     {
       decide: (request, endpoint) => decide(request, endpoint, context),
-      auditLine: (request, endpoint, decision) => JSON.stringify(auditRecord(request, endpoint, decision, 0.1)),
+      auditLine: (request, endpoint, decision) =>
+        JSON.stringify(auditRecord(request, endpoint, decision, 0.1, DEFAULTS.log.auditDetail)),
       answer: fromDecision,
       count: (endpoint, decision, answer) =>
         metrics.request(endpoint, outcomeOf(answer.response), 0.0001, decision.findings),

@@ -316,6 +316,13 @@ export const KEYS = {
       env: 'HOOKGUARD_LOG_LEVEL',
       doc: 'Level of the JSON log lines on stdout.',
     }),
+    // Brief by default: the findings' prose and the rules that ran cost about 30,000 instructions a hook request, of
+    // about 480,000 (docs/benchmark.md, "The brief audit line"); the answer's warnings carry the prose.
+    auditDetail: oneOf(['brief', 'full'], {
+      default: 'brief',
+      env: 'HOOKGUARD_LOG_AUDIT_DETAIL',
+      doc: "What each admission decision's audit line says: brief (what was asked, the outcome, each finding's rule, action, advisory and missing mitigation) or full (also each finding's whole message and note, the rules that ran, the hook's system and phases).",
+    }),
     // pino's own destination queued without bound: with stdout read slowly, 64 connections for 15 s took the heap
     // from 40 to 341 MiB (issue 22). A few MiB ride out a log shipper's hiccup; beyond them lines are dropped.
     maxQueueBytes: integer({

@@ -73,6 +73,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       closed: (reason) => metrics.connectionClosed('webhook', reason),
     });
   const baseContext = decisionContext(config);
+  const auditDetail = config.log.auditDetail;
   const argocd = options.argocd;
   const flux = options.flux;
   const probeUsername = options.selfTest?.probeUsername;
@@ -132,7 +133,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     try {
       decision = decide(admission, endpoint, contextNow());
     } catch (error) {
-      const audit = auditRecord(admission, endpoint, undefined, performance.now() - started, { error });
+      const audit = auditRecord(admission, endpoint, undefined, performance.now() - started, auditDetail, { error });
       app.log.error({ audit, err: error, selfTest: probe || undefined }, 'rule failed; request allowed unchanged');
       metrics.error('rule');
       if (!probe) metrics.request(endpoint, 'errored', seconds());
@@ -163,10 +164,13 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     seconds: () => number,
   ): void => {
     if (probe) {
-      app.log.debug({ selfTest: auditRecord(admission, endpoint, decision, durationMs) }, 'self-test probe decided');
+      app.log.debug(
+        { selfTest: auditRecord(admission, endpoint, decision, durationMs, 'full') },
+        'self-test probe decided',
+      );
       return;
     }
-    app.log.info({ audit: auditRecord(admission, endpoint, decision, durationMs) }, 'admission decision');
+    app.log.info({ audit: auditRecord(admission, endpoint, decision, durationMs, auditDetail) }, 'admission decision');
     metrics.request(endpoint, outcomeOf(response), seconds(), decision.findings, decision.optOuts);
   };
   const answerFailed = (endpoint: Endpoint, uid: string, error: unknown, seconds: () => number) => {

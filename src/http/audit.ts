@@ -39,15 +39,37 @@ function asciiFindings(findings: readonly Finding[]): readonly unknown[] {
   return copy ?? findings;
 }
 
+/**
+ * A finding as a brief line writes it: the rule, what it did, the advisory that made it and the mitigation found
+ * missing (when there are). Its prose is in the answer's warnings (cut at 120 characters), and whole with
+ * `log.auditDetail: full` or `hookguard check`.
+ */
+function briefFindings(findings: readonly Finding[]): readonly unknown[] {
+  return findings.map((finding) => ({
+    rule: finding.rule,
+    action: finding.action,
+    advisory: finding.advisory,
+    missingMitigation: finding.missingMitigation,
+  }));
+}
+
+/**
+ * How much an audit line says (`log.auditDetail`): `brief`, what was asked, the outcome and each finding's rule and
+ * action; `full` adds each finding's message and note, the rules that ran and the hook's system and phases.
+ */
+export type AuditDetail = 'brief' | 'full';
+
 /** The one audit log line every admission decision writes. */
 export function auditRecord(
   request: AdmissionRequest,
   endpoint: Endpoint,
   decision: Decision | undefined,
   durationMs: number,
+  detail: AuditDetail,
   // Wrapped, because a rule may throw anything, undefined included.
   failure?: { error: unknown },
 ) {
+  const full = detail === 'full';
   const object = (
     isRecord(request.object) ? request.object : isRecord(request.oldObject) ? request.oldObject : {}
   ) as KubeObject;
@@ -65,9 +87,11 @@ export function auditRecord(
     mode: decision?.mode,
     argocdVersion: decision?.argocdVersion ?? null,
     argocdVersionFrom: decision?.argocdVersionFrom,
-    hook: decision?.hook,
+    hook: full ? decision?.hook : undefined,
     optOuts: decision?.optOuts,
-    rules: decision?.rules ?? [],
+    // The rules in scope for the object's kind and endpoint, the same list on most lines: an eighth of a hook's full
+    // line. A brief line names the rules that found something, in its findings.
+    rules: full ? (decision?.rules ?? []) : undefined,
     // Only the ops that were not sent (audit mode): those that were are in the answer and the object the API server
     // stored, each described by its `mutate` finding. Written again here, they were about a third of a hook's audit
     // line and two fifths of the instructions that line cost the server (docs/benchmark.md, "The audit line").
@@ -76,7 +100,9 @@ export function auditRecord(
     allowed: decision?.allowed ?? true,
     reason: failure ? 'internal error, allowed unchanged' : decision?.reason,
     denial: decision?.denial === undefined ? undefined : asciiJson(decision.denial),
-    findings: decision ? asciiFindings(decision.findings) : [],
+    // The findings' prose was a quarter of a hook's line; with the rules that ran, it cost about 30,000 instructions
+    // a line (docs/benchmark.md, "The brief audit line").
+    findings: decision ? (full ? asciiFindings(decision.findings) : briefFindings(decision.findings)) : [],
     error: failure ? (failure.error instanceof Error ? failure.error.message : String(failure.error)) : undefined,
     durationMs: Math.round(durationMs * 1000) / 1000,
   };

@@ -452,16 +452,13 @@ describe('POST /validate', () => {
     });
     const [audit] = auditLines(lines).map((line) => line.audit);
     expect(audit).toMatchObject({ uid: 'uid-bypassed', allowed: true, reason: 'mitigation missing, allowed' });
+    // The brief line (log.auditDetail's default): the message is the warning's, cut.
     expect(audit?.findings).toEqual([
       {
         rule: 'version-race',
         action: 'warn',
         advisory: 'argocd-fast-hook-finalizer-race',
         missingMitigation: 'min-runtime',
-        message:
-          'Job apps/migrate lacks min-runtime (was the mutating webhook bypassed?) and races with Argo CD 3.1.0 ' +
-          '(argocd-fast-hook-finalizer-race: a hook Job that finishes before Argo CD observes it keeps the hook finalizer ' +
-          "and the sync never ends); allowed, since only hookguard's own change is missing. Fixed in Argo CD 3.4.0.",
       },
     ]);
   });
@@ -713,7 +710,7 @@ describe('a rule that throws', () => {
         reason: 'internal error, allowed unchanged',
         error: 'boom',
         patch: [],
-        rules: [],
+        findings: [],
       },
     });
   });
@@ -769,8 +766,51 @@ describe('a rule that throws', () => {
 });
 
 describe('audit log', () => {
-  it('writes exactly one line per decision with every field', async () => {
-    const { app, lines } = harness();
+  it('writes exactly one brief line per decision by default: what was asked, the outcome, and each finding as its rule and action', async () => {
+    const { app, lines, written } = harness();
+    await respond(
+      app,
+      '/mutate',
+      admissionReview({ uid: 'uid-audit-line', operation: 'CREATE', object: cleanupJob(), username: 'alice' }),
+    );
+    const audits = auditLines(lines);
+    expect(audits).toHaveLength(1);
+    const [line] = audits;
+    expect(line).toMatchObject({ level: 30, msg: 'admission decision' });
+    expect(line?.audit).toEqual({
+      uid: 'uid-audit-line',
+      endpoint: 'mutate',
+      operation: 'CREATE',
+      kind: 'Job',
+      namespace: 'apps',
+      name: 'cleanup',
+      user: 'alice',
+      dryRun: false,
+      mode: 'enforce',
+      argocdVersion: null,
+      patch: [],
+      patchApplied: true,
+      allowed: true,
+      reason: 'mutated',
+      findings: CLEANUP_FINDINGS.map(({ rule, action }) => ({ rule, action })),
+      durationMs: expect.any(Number),
+    });
+    // The audit record's text, exactly as written after pino's time and bindings.
+    const [text] = written.filter((entry) => entry.includes('"audit"'));
+    expect(
+      text?.replace(/,"time":\d+,"pid":\d+,"hostname":"[^"]*"/, '').replace(/"durationMs":[\d.e-]+/, '"durationMs":0'),
+    ).toBe(
+      '{"level":30,"audit":{"uid":"uid-audit-line","endpoint":"mutate","operation":"CREATE","kind":"Job","namespace":"apps",' +
+        '"name":"cleanup","user":"alice","dryRun":false,"mode":"enforce","argocdVersion":null,"patch":[],"patchApplied":true,' +
+        '"allowed":true,"reason":"mutated","findings":[{"rule":"hook-ttl","action":"mutate"},' +
+        '{"rule":"idempotent-cleanup","action":"mutate"},{"rule":"idempotent-cleanup","action":"mutate"},' +
+        '{"rule":"hook-deadline","action":"warn"},{"rule":"hook-label","action":"mutate"},' +
+        '{"rule":"termination-message-policy","action":"mutate"}],"durationMs":0},"msg":"admission decision"}',
+    );
+  });
+
+  it("writes the findings' messages, the rules that ran and the hook with log.auditDetail: full", async () => {
+    const { app, lines } = harness({ 'log.auditDetail': 'full' });
     await respond(
       app,
       '/mutate',
@@ -816,7 +856,7 @@ describe('audit log', () => {
   });
 
   it('writes a finding with characters beyond ASCII as \\u escapes that read back as the same message', async () => {
-    const { app, lines, written } = harness();
+    const { app, lines, written } = harness({ 'log.auditDetail': 'full' });
     const selector = `app.kubernetes.io/instance=${'x'.repeat(120)}`;
     const job = cleanupJob();
     (job.spec as { template: { spec: { containers: Json[] } } }).template.spec.containers = [
@@ -864,7 +904,7 @@ describe('audit log', () => {
       endpoint: 'validate',
       user: ARGOCD_CONTROLLER,
       argocdVersion: '3.1.0',
-      rules: ['version-race'],
+      findings: [{ rule: 'version-race', action: 'deny', advisory: 'argocd-fast-hook-finalizer-race' }],
       allowed: false,
       reason: 'denied',
       denial: expect.stringContaining('argocd-fast-hook-finalizer-race'),
@@ -875,7 +915,7 @@ describe('audit log', () => {
       name: 'c',
       allowed: true,
       reason: 'not a hook object',
-      rules: [],
+      findings: [],
       patch: [],
     });
   });
