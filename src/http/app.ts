@@ -6,7 +6,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import type { Logger } from 'pino';
-import { auditRecord } from './audit.js';
+import { auditLineWriter, auditRecord } from './audit.js';
 import { decisionContext } from '../config/decision-context.js';
 import type { Config } from '../config/keys.js';
 import type { DecisionContext } from '../core/context.js';
@@ -74,6 +74,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     });
   const baseContext = decisionContext(config);
   const auditDetail = config.log.auditDetail;
+  const writeAuditLine = auditLineWriter(options.logger, 'admission decision');
   const argocd = options.argocd;
   const flux = options.flux;
   const probeUsername = options.selfTest?.probeUsername;
@@ -170,7 +171,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
       );
       return;
     }
-    app.log.info({ audit: auditRecord(admission, endpoint, decision, durationMs, auditDetail) }, 'admission decision');
+    writeAuditLine(auditRecord(admission, endpoint, decision, durationMs, auditDetail));
     metrics.request(endpoint, outcomeOf(response), seconds(), decision.findings, decision.optOuts);
   };
   const answerFailed = (endpoint: Endpoint, uid: string, error: unknown, seconds: () => number) => {

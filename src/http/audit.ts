@@ -1,3 +1,4 @@
+import { symbols, type Logger } from 'pino';
 import type { Decision } from '../core/decide.js';
 import { isRecord, metadataOf } from '../core/objects.js';
 import type { AdmissionRequest, Endpoint, Finding, KubeObject } from '../core/types.js';
@@ -105,5 +106,55 @@ export function auditRecord(
     findings: decision ? (full ? asciiFindings(decision.findings) : briefFindings(decision.findings)) : [],
     error: failure ? (failure.error instanceof Error ? failure.error.message : String(failure.error)) : undefined,
     durationMs: Math.round(durationMs * 1000) / 1000,
+  };
+}
+
+/** A log destination as pino writes to it: the `pino.metadata` ones (BoundedLogDestination) also get the line's facts. */
+interface PinoDestination {
+  write(line: string): void;
+  [symbols.needsMetadataGsym]?: boolean;
+  lastLevel?: number;
+  lastObj?: unknown;
+  lastMsg?: string;
+  lastTime?: string;
+  lastLogger?: Logger;
+}
+
+/** pino's state kept under its exported symbols (pino.d.ts `symbols`, "for integration purposes"). */
+interface PinoInternals {
+  [symbols.streamSym]: PinoDestination;
+  [symbols.timeSym]: () => string;
+  [symbols.chindingsSym]: string;
+  [symbols.lsCacheSym]: Record<number, string>;
+  [symbols.endSym]: string;
+  [symbols.timeSliceIndexSym]: number;
+}
+
+/**
+ * Writes an audit line the way `logger.info({ audit: record }, message)` writes it, to the same destination and
+ * byte for byte the same (test/http/audit-line.test.ts holds it to pino's own), but with the record's JSON.stringify
+ * as its one serialisation: pino's field loop, string escaping and merging cost about 11,000 instructions a line
+ * beyond it (docs/benchmark.md, "The brief audit line"). hookguard's loggers have no mixin, log formatter, redaction or
+ * write hook, which this does not apply.
+ */
+export function auditLineWriter(logger: Logger, message: string): (record: object) => void {
+  const pinoState = logger as unknown as PinoInternals;
+  const infoLevel = logger.levels.values.info as number;
+  const messageText = `,"msg":${JSON.stringify(message)}`;
+  return (record) => {
+    if (!logger.isLevelEnabled('info')) return;
+    const time = pinoState[symbols.timeSym]();
+    const destination = pinoState[symbols.streamSym];
+    if (destination[symbols.needsMetadataGsym] === true) {
+      // As pino's write() sets them (lib/proto.js): BoundedLogDestination tells an audit line by lastObj.
+      destination.lastLevel = infoLevel;
+      destination.lastObj = { audit: record };
+      destination.lastMsg = message;
+      destination.lastTime = time.slice(pinoState[symbols.timeSliceIndexSym]);
+      destination.lastLogger = logger;
+    }
+    destination.write(
+      `${pinoState[symbols.lsCacheSym][infoLevel]}${time}${pinoState[symbols.chindingsSym]},"audit":${JSON.stringify(record)}${messageText}${pinoState[symbols.endSym]}`,
+    );
   };
 }
