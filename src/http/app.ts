@@ -165,6 +165,7 @@ export function buildApp(config: Readonly<Config>, options: AppOptions): Fastify
     seconds: () => number,
   ): void => {
     if (probe) {
+      // A debug line, read when the self-test is in doubt: it says everything, whatever log.auditDetail says.
       app.log.debug(
         { selfTest: auditRecord(admission, endpoint, decision, durationMs, 'full') },
         'self-test probe decided',

@@ -132,7 +132,7 @@ interface PinoInternals {
 
 /**
  * Writes an audit line the way `logger.info({ audit: record }, message)` writes it, to the same destination and
- * byte for byte the same (test/http/audit-line.test.ts holds it to pino's own), but with the record's JSON.stringify
+ * byte for byte the same (test/unit/audit-line.test.ts holds it to pino's own), but with the record's JSON.stringify
  * as its one serialisation: pino's field loop, string escaping and merging cost about 11,000 instructions a line
  * beyond it (docs/benchmark.md, "The brief audit line"). hookguard's loggers have no mixin, log formatter, redaction or
  * write hook, which this does not apply.
